@@ -1,0 +1,158 @@
+/* demo.c: a small service that serves /debug/pprof/ about itself.
+ *
+ * It runs its own libmicrohttpd daemon (an app page at "/") and mounts the
+ * profiling endpoints on it with pprof_mhd_handle, the way a service with
+ * an HTTP server of its own would; `--builtin` uses pprof_server_start
+ * instead, the way a service without one would. Two worker threads do CPU
+ * work in named functions in a fixed ratio, so the first profile a newcomer
+ * takes has something to show: compute_checkout_totals gets 3 parts of the
+ * CPU for each part rank_search_results gets.
+ *
+ *   LIBPPROF_ADDR   HOST:PORT to serve on (default 127.0.0.1:6060)
+ */
+#define _GNU_SOURCE
+#include "pprof.h"
+
+#include <arpa/inet.h>
+#include <microhttpd.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+static volatile sig_atomic_t stop;
+static volatile double sink;
+
+static double thread_cpu_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+    return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
+}
+
+/* Spends `ms` of this thread's CPU time in floating-point work. */
+__attribute__((noinline)) static void compute_checkout_totals(double ms)
+{
+    double end = thread_cpu_ms() + ms, x = 1.0;
+    while (thread_cpu_ms() < end)
+        for (int i = 0; i < 2000; i++)
+            x = x * 1.0000001 + 0.5 / (x + i);
+    sink += x;
+}
+
+__attribute__((noinline)) static void rank_search_results(double ms)
+{
+    double end = thread_cpu_ms() + ms, x = 2.0;
+    while (thread_cpu_ms() < end)
+        for (int i = 0; i < 2000; i++)
+            x = x / 1.0000003 + 0.25 / (x + i);
+    sink += x;
+}
+
+static void *worker(void *arg)
+{
+    (void)arg;
+    while (!stop) {
+        compute_checkout_totals(30);
+        rank_search_results(10);
+        usleep(20 * 1000); /* the service is not always busy */
+    }
+    return NULL;
+}
+
+static enum MHD_Result app(void *cls, struct MHD_Connection *c, const char *url, const char *method,
+                           const char *version, const char *upload, size_t *upload_size, void **con_cls)
+{
+    (void)cls;
+    (void)version;
+    if (strncmp(url, "/debug/pprof/", 13) == 0)
+        return (enum MHD_Result)pprof_mhd_handle(NULL, c, url, method, upload, upload_size, con_cls);
+    static const char page[] = "pprof-demo: see /debug/pprof/\n";
+    struct MHD_Response *r = MHD_create_response_from_buffer(sizeof page - 1, (void *)page,
+                                                             MHD_RESPMEM_PERSISTENT);
+    MHD_add_response_header(r, "Content-Type", "text/plain; charset=utf-8");
+    enum MHD_Result ok = MHD_queue_response(c, strcmp(url, "/") ? MHD_HTTP_NOT_FOUND : MHD_HTTP_OK, r);
+    MHD_destroy_response(r);
+    return ok;
+}
+
+static void completed(void *cls, struct MHD_Connection *c, void **con_cls,
+                      enum MHD_RequestTerminationCode code)
+{
+    (void)cls;
+    (void)c;
+    (void)code;
+    pprof_mhd_completed(con_cls);
+}
+
+static int parse_addr(const char *s, struct sockaddr_in *sa)
+{
+    char host[64];
+    const char *colon = strrchr(s, ':');
+    if (!colon || colon - s >= (long)sizeof host)
+        return -1;
+    memcpy(host, s, (size_t)(colon - s));
+    host[colon - s] = 0;
+    memset(sa, 0, sizeof *sa);
+    sa->sin_family = AF_INET;
+    sa->sin_port = htons((uint16_t)atoi(colon + 1));
+    return inet_pton(AF_INET, host[0] ? host : "0.0.0.0", &sa->sin_addr) == 1 ? 0 : -1;
+}
+
+static void on_term(int sig)
+{
+    (void)sig;
+    stop = 1;
+}
+
+int main(int argc, char **argv)
+{
+    const char *addr = getenv("LIBPPROF_ADDR");
+    if (!addr || !*addr)
+        addr = "127.0.0.1:6060";
+    int builtin = argc > 1 && strcmp(argv[1], "--builtin") == 0;
+    signal(SIGINT, on_term);
+    signal(SIGTERM, on_term);
+
+    pthread_t t[2];
+    for (int i = 0; i < 2; i++)
+        pthread_create(&t[i], NULL, worker, NULL);
+
+    struct MHD_Daemon *d = NULL;
+    if (builtin) {
+        pprof_server_config cfg = {.addr = addr};
+        int rc = pprof_server_start(&cfg);
+        if (rc) {
+            fprintf(stderr, "pprof-demo: cannot serve on %s: %s\n", addr, pprof_strerror(rc));
+            return 1;
+        }
+    } else {
+        struct sockaddr_in sa;
+        if (parse_addr(addr, &sa)) {
+            fprintf(stderr, "pprof-demo: bad address %s (want IPv4 HOST:PORT)\n", addr);
+            return 1;
+        }
+        d = MHD_start_daemon(MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_AUTO | MHD_ALLOW_SUSPEND_RESUME | MHD_USE_ERROR_LOG,
+                             0, NULL, NULL, app, NULL, MHD_OPTION_SOCK_ADDR, &sa,
+                             MHD_OPTION_NOTIFY_COMPLETED, completed, NULL, MHD_OPTION_END);
+        if (!d) {
+            fprintf(stderr, "pprof-demo: cannot serve on %s\n", addr);
+            return 1;
+        }
+    }
+    printf("pprof-demo: serving on http://%s/debug/pprof/ (try: go tool pprof http://%s/debug/pprof/profile?seconds=10)\n",
+           addr, addr);
+    fflush(stdout);
+    while (!stop)
+        pause();
+    for (int i = 0; i < 2; i++)
+        pthread_join(t[i], NULL);
+    if (d)
+        MHD_stop_daemon(d);
+    else
+        pprof_server_stop();
+    return 0;
+}

@@ -1,0 +1,295 @@
+/* pprof.h: the whole public API of libpprof.
+ *
+ * libpprof profiles a C or C++ program from inside (CPU now; heap, contention
+ * and threads build on the same recorders) and serves the results over
+ * HTTP in the format of Go's net/http/pprof, so `go tool pprof` and every
+ * continuous profiler that reads Go's endpoints read it too.
+ *
+ * Conventions:
+ *  - Functions that can fail return int: 0 on success, a negative PPROF_E*
+ *    code otherwise; pprof_strerror() turns a code into one line of text.
+ *  - Configuration structs are zero-initialisable: a zero field means "the
+ *    default", so `(pprof_cpu_config){0}` is a valid configuration.
+ *  - Every function states its thread safety.
+ */
+#ifndef PPROF_H
+#define PPROF_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#if defined(__GNUC__)
+#define PPROF_API __attribute__((visibility("default")))
+#else
+#define PPROF_API
+#endif
+
+/* ---------------------------------------------------------------- errors */
+
+enum {
+    PPROF_OK = 0,
+    PPROF_EINVAL = -1,   /* an argument is invalid */
+    PPROF_ENOMEM = -2,   /* out of memory */
+    PPROF_EBUSY = -3,    /* already running (a second server, a started recorder) */
+    PPROF_ERATE = -4,    /* a sampling rate differs from the rate in force */
+    PPROF_ESTATE = -5,   /* the call does not fit the object's state (stop before start) */
+    PPROF_ESYS = -6,     /* a system call failed; errno says which */
+    PPROF_EIO = -7,      /* a writer failed */
+    PPROF_ENOTSUP = -8,  /* not supported on this system or for this kind */
+    PPROF_EADDR = -9,    /* the server address is malformed or cannot be bound */
+    PPROF_ELIMIT = -10,  /* a configured limit was reached */
+};
+
+/* One line describing `code`, with details of the last failure on this
+ * thread where there are any (for PPROF_ERATE: the rate in force).
+ * The string stays valid until the next failing call on the same thread.
+ * Thread-safe. */
+PPROF_API const char *pprof_strerror(int code);
+
+/* --------------------------------------------------------------- writers */
+
+/* Where serialized output goes. `write` returns 0 on success, or a negative
+ * value to abort the output (the caller then gets PPROF_EIO). */
+typedef struct pprof_writer {
+    int (*write)(void *ctx, const void *data, size_t len);
+    void *ctx;
+} pprof_writer;
+
+/* A growable memory buffer. Zero-initialise it; free with pprof_buffer_free. */
+typedef struct pprof_buffer {
+    char *data;
+    size_t len;
+    size_t cap;
+} pprof_buffer;
+
+/* A writer that writes everything to `fd` (retrying short writes and EINTR).
+ * Thread safety: as the file descriptor's. */
+PPROF_API pprof_writer pprof_writer_fd(int fd);
+/* A writer that appends to `buf`. Thread safety: one writer per buffer. */
+PPROF_API pprof_writer pprof_writer_buffer(pprof_buffer *buf);
+/* Frees the buffer's memory and zeroes it. Safe on a zeroed buffer. */
+PPROF_API void pprof_buffer_free(pprof_buffer *buf);
+
+/* -------------------------------------------------------------- profiles */
+
+/* An in-memory profile: samples with values, stacks of symbolized
+ * locations, labels, and the mappings they fall in. It is immutable once a
+ * recorder returns it; every accessor is thread-safe on it. */
+typedef struct pprof_profile pprof_profile;
+
+typedef struct pprof_value_type {
+    const char *type; /* "samples", "cpu", ... */
+    const char *unit; /* "count", "nanoseconds", ... */
+} pprof_value_type;
+
+/* One source line of a location. A location with inlined calls has several,
+ * innermost first. Strings are "" where unknown. */
+typedef struct pprof_line {
+    const char *function;    /* demangled when the symbol is C++ */
+    const char *system_name; /* the symbol as in the binary */
+    const char *filename;
+    int64_t line;            /* 0 where unknown */
+} pprof_line;
+
+typedef struct pprof_mapping {
+    uint64_t id;             /* 1..N */
+    uint64_t start, limit, offset;
+    const char *path;
+    const char *build_id;    /* GNU build ID in lowercase hex, or "" */
+    int has_functions, has_filenames, has_line_numbers;
+} pprof_mapping;
+
+typedef struct pprof_location {
+    uint64_t id;             /* 1..N */
+    uint64_t address;        /* a call site: return address - 1, but for the leaf PC */
+    uint64_t mapping_id;     /* 0 when in no mapping */
+    size_t nlines;
+    const pprof_line *lines;
+} pprof_location;
+
+typedef struct pprof_label {
+    const char *key;
+    const char *value;
+} pprof_label;
+
+typedef struct pprof_sample {
+    size_t nvalues;                         /* = number of sample types */
+    const int64_t *values;
+    size_t nlocations;                      /* leaf first */
+    const pprof_location *const *locations;
+    size_t nlabels;
+    const pprof_label *labels;
+} pprof_sample;
+
+/* The profile's sample types; *n receives their number. */
+PPROF_API const pprof_value_type *pprof_profile_sample_types(const pprof_profile *p, size_t *n);
+/* The profile's samples; *n receives their number. */
+PPROF_API const pprof_sample *pprof_profile_samples(const pprof_profile *p, size_t *n);
+/* The profile's mappings, in address order; *n receives their number. */
+PPROF_API const pprof_mapping *pprof_profile_mappings(const pprof_profile *p, size_t *n);
+/* Period type, period, start time (ns since the epoch) and duration (ns). */
+PPROF_API pprof_value_type pprof_profile_period_type(const pprof_profile *p);
+PPROF_API int64_t pprof_profile_period(const pprof_profile *p);
+PPROF_API int64_t pprof_profile_time_nanos(const pprof_profile *p);
+PPROF_API int64_t pprof_profile_duration_nanos(const pprof_profile *p);
+
+typedef enum pprof_format {
+    PPROF_FORMAT_PROTO_GZIP = 0, /* pprof protobuf, gzipped: what /debug/pprof serves */
+    PPROF_FORMAT_PROTO = 1,      /* pprof protobuf, uncompressed */
+    PPROF_FORMAT_FOLDED = 2,     /* "root;caller;leaf <first value>" per line */
+} pprof_format;
+
+/* Serializes `p` to `w`. Thread-safe (the profile is read only). */
+PPROF_API int pprof_profile_write(const pprof_profile *p, pprof_format fmt, pprof_writer w);
+/* Frees a profile. NULL is allowed. */
+PPROF_API void pprof_profile_free(pprof_profile *p);
+
+/* ------------------------------------------------------------- recorders */
+
+/* A recorder is configured once, then started, snapshotted and stopped.
+ * Several recorders of one kind may run at once; they share one sampler. */
+typedef struct pprof_recorder pprof_recorder;
+
+#define PPROF_CPU_DEFAULT_HZ 100
+#define PPROF_CPU_MAX_HZ 10000
+#define PPROF_DEFAULT_MAX_FRAMES 64
+#define PPROF_MAX_FRAMES 256
+
+typedef struct pprof_cpu_config {
+    /* Samples per second of CPU time per thread. 0: the rate in force if
+     * CPU recorders are running, else LIBPPROF_CPU_HZ or 100. A rate that
+     * differs from the rate in force fails with PPROF_ERATE. */
+    int hz;
+    /* Deepest stack kept (1..PPROF_MAX_FRAMES); 0: 64. Deeper stacks end in
+     * a frame named "[truncated]". Shared like the rate. */
+    int max_frames;
+} pprof_cpu_config;
+
+/* Creates a stopped CPU recorder. `cfg` may be NULL for the defaults.
+ * Thread-safe. */
+PPROF_API int pprof_cpu_recorder_new(const pprof_cpu_config *cfg, pprof_recorder **out);
+
+/* Begins a window: from now on the recorder collects samples. Fails with
+ * PPROF_EBUSY if it is running, PPROF_ERATE if its rate differs from the
+ * rate in force. Thread-safe; one thread at a time per recorder. */
+PPROF_API int pprof_recorder_start(pprof_recorder *r);
+/* Ends the window and returns its profile in *out (symbolized), or discards
+ * it when out is NULL. Thread-safe; one thread at a time per recorder. */
+PPROF_API int pprof_recorder_stop(pprof_recorder *r, pprof_profile **out);
+/* Returns the profile of the window so far and begins the next window with
+ * no gap: every sample lands in exactly one window. */
+PPROF_API int pprof_recorder_snapshot(pprof_recorder *r, pprof_profile **out);
+/* The rate the recorder samples at (Hz for CPU), once started. */
+PPROF_API int pprof_recorder_rate(const pprof_recorder *r);
+/* Stops the recorder if running and frees it. NULL is allowed. */
+PPROF_API void pprof_recorder_free(pprof_recorder *r);
+
+/* ----------------------------------------------------------- statistics */
+
+#define PPROF_CPU_HIST_BUCKETS 64
+
+typedef struct pprof_cpu_stats {
+    uint64_t signals;        /* profiling signals handled */
+    uint64_t samples;        /* weighted samples (1 + overrun each) */
+    uint64_t lost;           /* weighted samples lost to a full ring */
+    uint64_t truncated;      /* stacks cut at max_frames */
+    uint64_t handler_ns;     /* total time spent in the signal handler */
+    uint64_t collector_ns;   /* CPU time of the collector thread */
+    int threads_timed;       /* threads with a live timer now */
+    int hz;                  /* rate in force, 0 when idle */
+    /* handler_hist[i]: signals handled in [i*100, (i+1)*100) ns; the last
+     * bucket also counts everything slower. */
+    uint64_t handler_hist[PPROF_CPU_HIST_BUCKETS];
+} pprof_cpu_stats;
+
+/* Counters of the CPU sampler since the process started. Thread-safe. */
+PPROF_API void pprof_cpu_stats_get(pprof_cpu_stats *out);
+
+/* ------------------------------------------------------------ symbols */
+
+/* Writes the name of the function containing `addr` (demangled) into buf,
+ * NUL-terminated and truncated to len. Returns 0, or PPROF_EINVAL when no
+ * symbol covers addr. Thread-safe. */
+PPROF_API int pprof_symbol_name(uint64_t addr, char *buf, size_t len);
+
+/* ---------------------------------------------------------------- HTTP */
+
+typedef struct pprof_server_config {
+    const char *addr;          /* "HOST:PORT"; NULL: LIBPPROF_ADDR, else 127.0.0.1:6060 */
+    const char *prefix;        /* path prefix, NULL: "/debug/pprof/" (must start and end with '/') */
+    int max_seconds;           /* largest seconds=N accepted; 0: 600 */
+    int max_concurrent;        /* profile requests running at once; 0: 16; beyond: 503 */
+} pprof_server_config;
+
+/* Starts the HTTP server on its own threads. cfg may be NULL. A second
+ * start fails with PPROF_EBUSY; a bad address or a port in use with
+ * PPROF_EADDR. The listening socket is close-on-exec, and a forked child
+ * does not serve. Thread-safe. */
+PPROF_API int pprof_server_start(const pprof_server_config *cfg);
+/* Stops the server, ending running requests. Returns PPROF_ESTATE if it is
+ * not running. Thread-safe. */
+PPROF_API int pprof_server_stop(void);
+/* The port the server listens on (useful with port 0), or a negative code. */
+PPROF_API int pprof_server_port(void);
+
+/* Transport-independent request handling, for a service that mounts the
+ * endpoints on an HTTP server of its own. */
+typedef struct pprof_http_request {
+    const char *method;   /* "GET", "HEAD", "POST", ... */
+    const char *path;     /* e.g. "/debug/pprof/profile" (no query) */
+    const char *query;    /* raw query without '?', or NULL; %-escapes allowed */
+    const void *body;     /* POST body or NULL */
+    size_t body_len;
+} pprof_http_request;
+
+#define PPROF_HTTP_MAX_HEADERS 6
+
+typedef struct pprof_http_response {
+    int status;
+    size_t nheaders;
+    struct { const char *name; const char *value; } headers[PPROF_HTTP_MAX_HEADERS];
+    pprof_buffer body;   /* owned by the response */
+} pprof_http_response;
+
+/* Called once when a response is ready, from the calling thread (for quick
+ * requests, before pprof_http_handle returns) or from a library thread (for
+ * profiles that run for seconds). `resp` is valid only during the call. */
+typedef void (*pprof_http_done)(void *ctx, const pprof_http_response *resp);
+
+typedef struct pprof_http_call pprof_http_call;
+
+/* Handles one request under the given configuration (cfg may be NULL for
+ * the defaults; the prefix decides which paths are ours: others get 404).
+ * `done` is called exactly once, unless the call is cancelled first.
+ * If `call` is not NULL it receives a handle for pprof_http_cancel, valid
+ * until `done` runs or the cancel returns. Returns 0, or a negative code
+ * (then `done` is never called). Thread-safe. */
+PPROF_API int pprof_http_handle(const pprof_server_config *cfg, const pprof_http_request *req,
+                                pprof_http_done done, void *ctx, pprof_http_call **call);
+/* Cancels a call whose client went away: its recorder ends and `done` is
+ * not called (if `done` is running on another thread, waits for it).
+ * Thread-safe. */
+PPROF_API void pprof_http_cancel(pprof_http_call *call);
+
+/* Adapter for a service's own libmicrohttpd daemon (which must be started
+ * with MHD_ALLOW_SUSPEND_RESUME). Call it from the daemon's access handler
+ * for every URL under the prefix, passing the handler's arguments through;
+ * it returns an MHD_Result. Long profiles suspend the connection and resume
+ * it when done. Thread-safe. */
+struct MHD_Connection;
+PPROF_API int pprof_mhd_handle(const pprof_server_config *cfg, struct MHD_Connection *connection,
+                               const char *url, const char *method,
+                               const char *upload_data, size_t *upload_data_size,
+                               void **con_cls);
+/* Companion for MHD_OPTION_NOTIFY_COMPLETED: frees per-request state and
+ * cancels a profile whose connection closed. Pass `con_cls` through. */
+PPROF_API void pprof_mhd_completed(void **con_cls);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* PPROF_H */

@@ -1,0 +1,148 @@
+/* collector.c: drains the sample ring into the running CPU recorders.
+ *
+ * One collector thread runs while any CPU recorder does. Every 10 ms it
+ * takes the collector lock, moves every published record from the ring
+ * into each running recorder's window (merged by stack and labels), and
+ * accounts samples lost to a full ring as a "[lost samples]" frame. It
+ * wakes every 10-100 ms, sooner the more samples per second the rate and
+ * thread count produce. Every 250 ms it also arms timers for threads that appeared without passing
+ * through pthread_create and re-registers unwind tables of newly loaded
+ * objects.
+ *
+ * Recorders attach and detach under the same lock after a drain, so a
+ * sample always lands in exactly the windows that were open when it was
+ * taken (up to the drain delay); this is what makes snapshot gapless.
+ * Lock order: collector lock, then the CPU registry lock.
+ */
+#define _GNU_SOURCE
+#include "collector.h"
+#include "cpu.h"
+#include "labels.h"
+#include "profile.h"
+#include "unwind.h"
+
+#include <pthread.h>
+#include <string.h>
+#include <time.h>
+
+#define MAX_ACTIVE 256
+
+static pp_mutex col_lock = PP_MUTEX_INIT;
+static pprof_recorder *active[MAX_ACTIVE];
+static int nactive;
+static int running;
+static clockid_t col_clock;
+static uint64_t col_ns_done;
+static uint64_t lost_seen;
+
+void pp_collector_lock(void) { pp_mutex_lock(&col_lock); }
+void pp_collector_unlock(void) { pp_mutex_unlock(&col_lock); }
+
+static void add_to_all(const uint64_t *pcs, size_t npcs, uint64_t weight, const void *labels)
+{
+    const pprof_label *pairs;
+    size_t npairs = labels ? pp_labels_pairs(labels, &pairs) : 0;
+    if (!npairs)
+        pairs = NULL;
+    for (int i = 0; i < nactive; i++) {
+        pprof_recorder *r = active[i];
+        int64_t v[2] = {(int64_t)weight, (int64_t)weight * r->period_ns};
+        pp_profile_add(r->window, pcs, npcs, v, pairs, npairs);
+    }
+}
+
+void pp_collector_drain_locked(void)
+{
+    pp_record *rec;
+    while ((rec = pp_ring_peek(&pp_cpu_ring))) {
+        add_to_all(rec->pcs, rec->npcs, rec->weight, rec->labels);
+        if (rec->labels)
+            pp_labels_unref(rec->labels);
+        pp_ring_pop(&pp_cpu_ring);
+    }
+    uint64_t lost = pp_cpu_lost();
+    if (lost > lost_seen) {
+        uint64_t pc = PP_PC_LOST;
+        add_to_all(&pc, 1, lost - lost_seen, NULL);
+        lost_seen = lost;
+    }
+}
+
+static uint64_t thread_cpu_ns(clockid_t c)
+{
+    struct timespec ts;
+    if (clock_gettime(c, &ts))
+        return 0;
+    return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+uint64_t pp_collector_cpu_ns(void)
+{
+    pp_mutex_lock(&col_lock);
+    uint64_t ns = col_ns_done + (running ? thread_cpu_ns(col_clock) : 0);
+    pp_mutex_unlock(&col_lock);
+    return ns;
+}
+
+static void *collector_main(void *arg)
+{
+    (void)arg;
+    pthread_setname_np(pthread_self(), "pprof-collector");
+    int64_t since_rescan = 0;
+    for (;;) {
+        /* Wake often enough that the ring (1024 records) stays under a
+         * quarter full: every 10 to 100 ms. */
+        int hz = pp_cpu_hz(), threads = pp_cpu_threads();
+        int64_t load = (int64_t)(hz ? hz : 100) * (threads > 0 ? threads : 1);
+        int64_t ms = 250 * 1000 / load;
+        ms = ms < 10 ? 10 : ms > 100 ? 100 : ms;
+        struct timespec ts = {0, ms * 1000 * 1000};
+        nanosleep(&ts, NULL);
+        pp_mutex_lock(&col_lock);
+        pp_collector_drain_locked();
+        if (nactive == 0) {
+            col_ns_done += thread_cpu_ns(col_clock);
+            running = 0;
+            pp_mutex_unlock(&col_lock);
+            return NULL;
+        }
+        pp_mutex_unlock(&col_lock);
+        if ((since_rescan += ms) >= 250) {
+            since_rescan = 0;
+            pp_cpu_rescan();
+            pp_unwind_refresh(0);
+        }
+    }
+}
+
+int pp_collector_attach_locked(pprof_recorder *r)
+{
+    if (nactive == MAX_ACTIVE)
+        return PPROF_ELIMIT;
+    pp_collector_drain_locked();
+    if (!running) {
+        pthread_t t;
+        pthread_attr_t attr;
+        pthread_attr_init(&attr);
+        pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+        int rc = pthread_create(&t, &attr, collector_main, NULL);
+        pthread_attr_destroy(&attr);
+        if (rc)
+            return PPROF_ESYS;
+        pthread_getcpuclockid(t, &col_clock);
+        running = 1;
+    }
+    active[nactive++] = r;
+    return 0;
+}
+
+int pp_collector_detach_locked(pprof_recorder *r)
+{
+    pp_collector_drain_locked();
+    for (int i = 0; i < nactive; i++)
+        if (active[i] == r) {
+            active[i] = active[--nactive];
+            break;
+        }
+    return nactive;
+}

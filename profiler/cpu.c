@@ -1,0 +1,417 @@
+/* cpu.c: per-thread CPU timers and the profiling signal handler.
+ *
+ * While any CPU recorder runs, every thread of the process has a POSIX
+ * timer on its own CPU clock (timer_create with SIGEV_THREAD_ID), so each
+ * thread is sampled in proportion to the CPU it uses, as Go does since 1.18.
+ * Timers are created by the profiler itself for all threads: those found in
+ * /proc/self/task when profiling starts, new ones as they start (through the
+ * pthread_create hook) and any others at the collector's periodic rescan.
+ * The registry maps tid -> timer; a starting thread replaces whatever entry
+ * its tid had, so a reused tid never inherits its predecessor's timer, and an
+ * exiting thread deletes its own timer with the signal blocked.
+ *
+ * A timer's first expiry is random within one period, so short-lived
+ * threads are not under-sampled, and each signal weighs 1 + si_overrun: the
+ * kernel ticks at 250 Hz here, so faster rates arrive as overruns.
+ *
+ * The handler captures the stack into a ring cell (no locks, no
+ * allocation), saving errno, and chains any signal that is not ours to the
+ * handler the host had installed. The registry lock is never taken in the
+ * handler. If per-thread timers are unavailable, setitimer(ITIMER_PROF) is
+ * the fallback.
+ */
+#define _GNU_SOURCE
+#include "cpu.h"
+#include "labels.h"
+#include "lock.h"
+#include "profile.h"
+#include "unwind.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/syscall.h>
+#include <sys/time.h>
+#include <time.h>
+#include <unistd.h>
+
+#define PP_SIGNAL SIGPROF
+#define TIMER_MAGIC 0x70707266 /* sigev_value of our timers */
+#define MAX_THREADS 8192
+#define RING_CELLS 1024 /* 2 MiB, mapped and populated once, when profiling first starts */
+
+typedef struct tslot {
+    int tid;                /* 0: free */
+    timer_t timer;
+} tslot;
+
+static pp_mutex reg_lock = PP_MUTEX_INIT;
+static tslot slots[MAX_THREADS];
+static int nslots;          /* high-water mark of used slots */
+static int fallback;        /* setitimer mode */
+static int installed;
+static struct sigaction old_action;
+
+static _Atomic int cpu_hz;          /* rate in force, 0 idle */
+static _Atomic int cpu_max_frames = PPROF_DEFAULT_MAX_FRAMES;
+static _Atomic uint64_t st_signals, st_samples, st_lost, st_truncated, st_handler_ns;
+static _Atomic int st_threads;
+static _Atomic uint64_t st_hist[PPROF_CPU_HIST_BUCKETS];
+
+pp_ring pp_cpu_ring;
+
+static __thread int my_tid;
+
+static int gettid_cached(void) /* async-signal-safe */
+{
+    if (!my_tid)
+        my_tid = (int)syscall(SYS_gettid);
+    return my_tid;
+}
+
+static uint64_t mono_ns(void) /* async-signal-safe */
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+static void chain(int sig, siginfo_t *si, void *uc) /* async-signal-safe */
+{
+    if (old_action.sa_flags & SA_SIGINFO) {
+        if (old_action.sa_sigaction)
+            old_action.sa_sigaction(sig, si, uc);
+    } else if (old_action.sa_handler != SIG_DFL && old_action.sa_handler != SIG_IGN) {
+        old_action.sa_handler(sig);
+    }
+}
+
+/* The profiling signal handler. async-signal-safe */
+static void on_signal(int sig, siginfo_t *si, void *uc)
+{
+    int ours = (si->si_code == SI_TIMER && si->si_value.sival_int == TIMER_MAGIC) ||
+               (fallback && si->si_code == SI_KERNEL);
+    if (!ours) {
+        chain(sig, si, uc);
+        return;
+    }
+    int saved = errno;
+    uint64_t t0 = mono_ns();
+    uint64_t weight = 1 + (uint64_t)(si->si_code == SI_TIMER && si->si_overrun > 0 ? si->si_overrun : 0);
+    atomic_fetch_add_explicit(&st_signals, 1, memory_order_relaxed);
+    atomic_fetch_add_explicit(&st_samples, weight, memory_order_relaxed);
+    size_t ticket;
+    pp_record *r = pp_ring_reserve(&pp_cpu_ring, &ticket);
+    if (!r) {
+        atomic_fetch_add_explicit(&st_lost, weight, memory_order_relaxed);
+    } else {
+        int truncated;
+        int n = pp_unwind_signal(uc, r->pcs, atomic_load_explicit(&cpu_max_frames, memory_order_relaxed),
+                                 &truncated);
+        if (truncated) {
+            r->pcs[n++] = PP_PC_TRUNCATED;
+            atomic_fetch_add_explicit(&st_truncated, 1, memory_order_relaxed);
+        }
+        r->npcs = (uint32_t)n;
+        r->weight = weight;
+        r->tid = gettid_cached();
+        r->labels = pp_labels_current_ref();
+        pp_ring_publish(&pp_cpu_ring, ticket);
+    }
+    uint64_t dt = mono_ns() - t0;
+    atomic_fetch_add_explicit(&st_handler_ns, dt, memory_order_relaxed);
+    uint64_t bucket = dt / 100 < PPROF_CPU_HIST_BUCKETS ? dt / 100 : PPROF_CPU_HIST_BUCKETS - 1;
+    atomic_fetch_add_explicit(&st_hist[bucket], 1, memory_order_relaxed);
+    errno = saved;
+}
+
+static int install_handler(void)
+{
+    if (installed)
+        return 0;
+    if (pp_ring_init(&pp_cpu_ring, RING_CELLS))
+        return PPROF_ENOMEM;
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_sigaction = on_signal;
+    sa.sa_flags = SA_SIGINFO | SA_RESTART;
+    sigemptyset(&sa.sa_mask);
+    if (sigaction(PP_SIGNAL, &sa, &old_action))
+        return PPROF_ESYS;
+    installed = 1;
+    return 0;
+}
+
+/* --- the registry (reg_lock held) --- */
+
+static clockid_t thread_cpu_clock(int tid)
+{
+    /* The kernel's encoding of a thread's CPU clock: ~tid << 3 | SCHED | PERTHREAD. */
+    return (clockid_t)((~(unsigned)tid) << 3) | 6;
+}
+
+/* xorshift, so the host's random() sequence is left alone (reg_lock held) */
+static uint64_t next_random(void)
+{
+    static uint64_t x;
+    if (!x)
+        x = mono_ns() | 1;
+    x ^= x << 13;
+    x ^= x >> 7;
+    x ^= x << 17;
+    return x;
+}
+
+static int64_t period_ns(int hz)
+{
+    return 1000000000ll / hz;
+}
+
+static int arm_locked(int tid)
+{
+    int hz = atomic_load(&cpu_hz);
+    int free_slot = -1;
+    for (int i = 0; i < nslots; i++) {
+        if (slots[i].tid == tid) {
+            timer_delete(slots[i].timer); /* a reused tid: start afresh */
+            slots[i].tid = 0;
+            atomic_fetch_sub(&st_threads, 1);
+        }
+        if (!slots[i].tid && free_slot < 0)
+            free_slot = i;
+    }
+    if (free_slot < 0) {
+        if (nslots == MAX_THREADS)
+            return PPROF_ELIMIT;
+        free_slot = nslots++;
+    }
+    struct sigevent ev;
+    memset(&ev, 0, sizeof ev);
+    ev.sigev_notify = SIGEV_THREAD_ID;
+    ev.sigev_signo = PP_SIGNAL;
+    ev.sigev_value.sival_int = TIMER_MAGIC;
+    ev._sigev_un._tid = tid; /* sigev_notify_thread_id */
+    timer_t t;
+    if (timer_create(thread_cpu_clock(tid), &ev, &t))
+        return PPROF_ESYS;
+    int64_t p = period_ns(hz);
+    int64_t first = 1 + (int64_t)(next_random() % (uint64_t)p);
+    struct itimerspec its = {
+        .it_interval = {p / 1000000000, p % 1000000000},
+        .it_value = {first / 1000000000, first % 1000000000},
+    };
+    if (timer_settime(t, 0, &its, NULL)) {
+        timer_delete(t);
+        return PPROF_ESYS;
+    }
+    slots[free_slot] = (tslot){.tid = tid, .timer = t};
+    atomic_fetch_add(&st_threads, 1);
+    return 0;
+}
+
+static void disarm_slot_locked(int i)
+{
+    timer_delete(slots[i].timer);
+    slots[i].tid = 0;
+    atomic_fetch_sub(&st_threads, 1);
+}
+
+static int set_fallback_timer(int hz)
+{
+    struct itimerval it = {{0, 0}, {0, 0}};
+    if (hz) {
+        it.it_interval.tv_usec = 1000000 / hz;
+        it.it_value = it.it_interval;
+    }
+    return setitimer(ITIMER_PROF, &it, NULL) ? PPROF_ESYS : 0;
+}
+
+/* Lists /proc/self/task into tids; returns the count. */
+static int list_tasks(int *tids, int max)
+{
+    DIR *d = opendir("/proc/self/task");
+    if (!d)
+        return -1;
+    int n = 0;
+    struct dirent *e;
+    while ((e = readdir(d)) && n < max) {
+        int tid = atoi(e->d_name);
+        if (tid > 0)
+            tids[n++] = tid;
+    }
+    closedir(d);
+    return n;
+}
+
+static int *task_buf;
+
+static void rescan_locked(void)
+{
+    if (!task_buf && !(task_buf = malloc(MAX_THREADS * sizeof *task_buf)))
+        return;
+    int n = list_tasks(task_buf, MAX_THREADS);
+    if (n < 0)
+        return;
+    /* drop timers of threads that are gone */
+    for (int i = 0; i < nslots; i++) {
+        if (!slots[i].tid)
+            continue;
+        int alive = 0;
+        for (int k = 0; k < n && !alive; k++)
+            alive = task_buf[k] == slots[i].tid;
+        if (!alive)
+            disarm_slot_locked(i);
+    }
+    /* arm threads that have none */
+    for (int k = 0; k < n; k++) {
+        int known = 0;
+        for (int i = 0; i < nslots && !known; i++)
+            known = slots[i].tid == task_buf[k];
+        if (!known)
+            arm_locked(task_buf[k]);
+    }
+}
+
+int pp_cpu_enable(int hz, int max_frames)
+{
+    pp_mutex_lock(&reg_lock);
+    int rc = install_handler();
+    if (rc == 0) {
+        atomic_store(&cpu_max_frames, max_frames);
+        atomic_store(&cpu_hz, hz);
+        rc = arm_locked(gettid_cached());
+        if (rc == PPROF_ESYS && (errno == EINVAL || errno == ENOSYS || errno == EPERM)) {
+            fallback = 1;
+            rc = set_fallback_timer(hz);
+        } else if (rc == 0) {
+            rescan_locked();
+        }
+        if (rc)
+            atomic_store(&cpu_hz, 0);
+    }
+    pp_mutex_unlock(&reg_lock);
+    return rc;
+}
+
+void pp_cpu_disable(void)
+{
+    pp_mutex_lock(&reg_lock);
+    atomic_store(&cpu_hz, 0);
+    if (fallback)
+        set_fallback_timer(0);
+    for (int i = 0; i < nslots; i++)
+        if (slots[i].tid)
+            disarm_slot_locked(i);
+    nslots = 0;
+    pp_mutex_unlock(&reg_lock);
+}
+
+void pp_cpu_rescan(void)
+{
+    if (!atomic_load(&cpu_hz) || fallback)
+        return;
+    pp_mutex_lock(&reg_lock);
+    if (atomic_load(&cpu_hz))
+        rescan_locked();
+    pp_mutex_unlock(&reg_lock);
+}
+
+int pp_cpu_hz(void)
+{
+    return atomic_load(&cpu_hz);
+}
+
+int pp_cpu_threads(void)
+{
+    return atomic_load(&st_threads);
+}
+
+uint64_t pp_cpu_lost(void)
+{
+    return atomic_load(&st_lost);
+}
+
+int pp_cpu_max_frames(void)
+{
+    return atomic_load(&cpu_max_frames);
+}
+
+void pp_cpu_thread_start(void)
+{
+    my_tid = (int)syscall(SYS_gettid);
+    if (!atomic_load(&cpu_hz) || fallback)
+        return;
+    pp_mutex_lock(&reg_lock);
+    if (atomic_load(&cpu_hz))
+        arm_locked(my_tid);
+    pp_mutex_unlock(&reg_lock);
+}
+
+void pp_cpu_thread_exit(void)
+{
+    sigset_t block, old;
+    sigemptyset(&block);
+    sigaddset(&block, PP_SIGNAL);
+    pthread_sigmask(SIG_BLOCK, &block, &old);
+    int tid = gettid_cached();
+    pp_mutex_lock(&reg_lock);
+    for (int i = 0; i < nslots; i++)
+        if (slots[i].tid == tid)
+            disarm_slot_locked(i);
+    pp_mutex_unlock(&reg_lock);
+    /* The signal stays blocked: the thread is on its way out. */
+}
+
+void pp_cpu_fork_prepare(void)
+{
+    sigset_t block;
+    sigemptyset(&block);
+    sigaddset(&block, PP_SIGNAL);
+    pthread_sigmask(SIG_BLOCK, &block, NULL);
+    pp_mutex_lock(&reg_lock);
+}
+
+void pp_cpu_fork_parent(void)
+{
+    pp_mutex_unlock(&reg_lock);
+    sigset_t block;
+    sigemptyset(&block);
+    sigaddset(&block, PP_SIGNAL);
+    pthread_sigmask(SIG_UNBLOCK, &block, NULL);
+}
+
+void pp_cpu_fork_child(void)
+{
+    /* Timers do not survive fork; the child starts unprofiled. */
+    nslots = 0;
+    memset(slots, 0, sizeof slots);
+    atomic_store(&st_threads, 0);
+    atomic_store(&cpu_hz, 0);
+    if (fallback)
+        set_fallback_timer(0);
+    my_tid = (int)syscall(SYS_gettid);
+    reg_lock = (pp_mutex)PP_MUTEX_INIT;
+    sigset_t block;
+    sigemptyset(&block);
+    sigaddset(&block, PP_SIGNAL);
+    pthread_sigmask(SIG_UNBLOCK, &block, NULL);
+}
+
+void pprof_cpu_stats_get(pprof_cpu_stats *out)
+{
+    if (!out)
+        return;
+    memset(out, 0, sizeof *out);
+    out->signals = atomic_load(&st_signals);
+    out->samples = atomic_load(&st_samples);
+    out->lost = atomic_load(&st_lost);
+    out->truncated = atomic_load(&st_truncated);
+    out->handler_ns = atomic_load(&st_handler_ns);
+    out->collector_ns = pp_collector_cpu_ns();
+    out->threads_timed = atomic_load(&st_threads);
+    out->hz = atomic_load(&cpu_hz);
+    for (int i = 0; i < PPROF_CPU_HIST_BUCKETS; i++)
+        out->handler_hist[i] = atomic_load(&st_hist[i]);
+}

@@ -1,0 +1,34 @@
+/* cpu.h: the CPU sampler shared by all CPU recorders (see cpu.c). */
+#ifndef PP_CPU_H
+#define PP_CPU_H
+#include "ring.h"
+
+/* Records from the profiling signal handler; drained by the collector. */
+extern pp_ring pp_cpu_ring;
+
+/* Arms a timer on every thread at `hz`. Returns 0 or a PPROF_E* code. */
+int pp_cpu_enable(int hz, int max_frames);
+/* Deletes every timer. */
+void pp_cpu_disable(void);
+/* Arms threads that have no timer and drops timers of threads that exited. */
+void pp_cpu_rescan(void);
+/* The rate in force (0 when idle) and the stack depth in force. */
+int pp_cpu_hz(void);
+int pp_cpu_max_frames(void);
+/* Threads with a live timer. */
+int pp_cpu_threads(void);
+
+/* Weighted samples lost to a full ring so far. */
+uint64_t pp_cpu_lost(void);
+
+/* Thread hooks (threads.c): a thread starting or exiting. */
+void pp_cpu_thread_start(void);
+void pp_cpu_thread_exit(void);
+/* fork hooks (lifecycle.c) */
+void pp_cpu_fork_prepare(void);
+void pp_cpu_fork_parent(void);
+void pp_cpu_fork_child(void);
+
+/* CPU time of the collector thread so far (collector.c). */
+uint64_t pp_collector_cpu_ns(void);
+#endif

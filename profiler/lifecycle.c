@@ -1,0 +1,70 @@
+/* lifecycle.c: start-up, fork and exit of the profiler core.
+ *
+ * The constructor prepares everything that must not happen later inside a
+ * signal handler (libunwind's first use, the unwind table registrations,
+ * the thread-exit key) and reads the environment. Fork handlers take the
+ * registry lock around fork with the profiling signal blocked (frequent
+ * signals can make fork restart forever) and reset the child, whose timers
+ * did not survive. At exit, profiling and the server stop before the host's
+ * own destructors run: __libc_start_main is wrapped so that an atexit
+ * handler is registered after the host's static constructors, and so runs
+ * before the destructors they registered.
+ */
+#define _GNU_SOURCE
+#include "cpu.h"
+#include "env.h"
+#include "threads.h"
+#include "unwind.h"
+
+#include <dlfcn.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdlib.h>
+
+static int default_hz = PPROF_CPU_DEFAULT_HZ;
+static _Atomic int shut_down;
+
+int pp_env_cpu_hz(void)
+{
+    return default_hz;
+}
+
+int pp_shutting_down(void)
+{
+    return atomic_load(&shut_down);
+}
+
+static void shutdown_all(void)
+{
+    if (atomic_exchange(&shut_down, 1))
+        return;
+    pp_cpu_disable();
+    pprof_server_stop();
+}
+
+__attribute__((constructor(101))) static void pp_init(void)
+{
+    default_hz = pp_env_int("LIBPPROF_CPU_HZ", PPROF_CPU_DEFAULT_HZ, 0, PPROF_CPU_MAX_HZ);
+    pp_threads_init();
+    pp_unwind_init();
+    pthread_atfork(pp_cpu_fork_prepare, pp_cpu_fork_parent, pp_cpu_fork_child);
+}
+
+typedef int (*main_fn)(int, char **, char **);
+typedef int (*start_main_fn)(main_fn, int, char **, void (*)(void), void (*)(void), void (*)(void), void *);
+static main_fn host_main;
+
+static int main_with_exit_hook(int argc, char **argv, char **envp)
+{
+    atexit(shutdown_all);
+    return host_main(argc, argv, envp);
+}
+
+__attribute__((visibility("default"))) int __libc_start_main(main_fn main, int argc, char **argv,
+                                                             void (*init)(void), void (*fini)(void),
+                                                             void (*rtld_fini)(void), void *stack_end)
+{
+    start_main_fn real = (start_main_fn)dlsym(RTLD_NEXT, "__libc_start_main");
+    host_main = main;
+    return real(main_with_exit_hook, argc, argv, init, fini, rtld_fini, stack_end);
+}

@@ -1,0 +1,468 @@
+/* profile.c: the in-memory profile: building, symbolizing, walking, freeing.
+ *
+ * Build phase: pp_profile_add merges samples with equal (stack, labels)
+ * through an open-addressing index, so a recorder can add raw records one by
+ * one. Finish: every distinct address is symbolized once; locations and
+ * mappings get IDs 1..N (location IDs in first-seen order, mapping IDs in
+ * address order), and each sample's addresses become location pointers.
+ * A mapping's has_functions / has_filenames / has_line_numbers are set only
+ * when every location in it got that information, so pprof knows when to
+ * look elsewhere. Nothing here runs in a signal handler.
+ */
+#include "profile.h"
+#include "symbolize.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+struct pp_builder {
+    uint64_t **pcs;       /* per sample, leaf first */
+    size_t *npcs;
+    uint32_t *index;      /* sample index + 1, 0 = empty */
+    size_t index_cap;
+    const char **strings; /* interned strings, open addressing */
+    size_t strings_cap, nstrings;
+};
+
+static uint64_t mix(uint64_t h, uint64_t v)
+{
+    h ^= v + 0x9e3779b97f4a7c15ull + (h << 6) + (h >> 2);
+    return h * 0xff51afd7ed558ccdull;
+}
+
+static uint64_t hash_str(const char *s)
+{
+    uint64_t h = 1469598103934665603ull;
+    for (; *s; s++)
+        h = (h ^ (unsigned char)*s) * 1099511628211ull;
+    return h;
+}
+
+static const char *intern(pprof_profile *p, const char *s)
+{
+    struct pp_builder *b = p->b;
+    if (!s)
+        s = "";
+    if (b->nstrings * 2 >= b->strings_cap) {
+        size_t cap = b->strings_cap ? b->strings_cap * 2 : 1024;
+        const char **t = calloc(cap, sizeof *t);
+        if (!t)
+            return NULL;
+        for (size_t i = 0; i < b->strings_cap; i++) {
+            if (!b->strings[i])
+                continue;
+            size_t j = hash_str(b->strings[i]) & (cap - 1);
+            while (t[j])
+                j = (j + 1) & (cap - 1);
+            t[j] = b->strings[i];
+        }
+        free(b->strings);
+        b->strings = t;
+        b->strings_cap = cap;
+    }
+    size_t j = hash_str(s) & (b->strings_cap - 1);
+    while (b->strings[j]) {
+        if (strcmp(b->strings[j], s) == 0)
+            return b->strings[j];
+        j = (j + 1) & (b->strings_cap - 1);
+    }
+    const char *d = pp_arena_strdup(p->arena, s);
+    if (d) {
+        b->strings[j] = d;
+        b->nstrings++;
+    }
+    return d;
+}
+
+pprof_profile *pp_profile_new(const pprof_value_type *types, size_t ntypes,
+                              pprof_value_type period_type, int64_t period)
+{
+    pprof_profile *p = calloc(1, sizeof *p);
+    if (!p)
+        return NULL;
+    p->arena = pp_arena_new();
+    p->b = calloc(1, sizeof *p->b);
+    p->types = p->arena ? pp_arena_alloc(p->arena, ntypes * sizeof *types + 1) : NULL;
+    if (!p->arena || !p->b || !p->types)
+        goto fail;
+    p->ntypes = ntypes;
+    p->default_type = -1;
+    for (size_t i = 0; i < ntypes; i++) {
+        p->types[i].type = intern(p, types[i].type);
+        p->types[i].unit = intern(p, types[i].unit);
+    }
+    p->period_type.type = intern(p, period_type.type);
+    p->period_type.unit = intern(p, period_type.unit);
+    p->period = period;
+    return p;
+fail:
+    pprof_profile_free(p);
+    return NULL;
+}
+
+static uint64_t sample_hash(const uint64_t *pcs, size_t npcs, const pprof_label *labels, size_t nlabels)
+{
+    uint64_t h = npcs;
+    for (size_t i = 0; i < npcs; i++)
+        h = mix(h, pcs[i]);
+    for (size_t i = 0; i < nlabels; i++)
+        h = mix(mix(h, hash_str(labels[i].key)), hash_str(labels[i].value));
+    return h;
+}
+
+static bool sample_equal(const pprof_profile *p, size_t i, const uint64_t *pcs, size_t npcs,
+                         const pprof_label *labels, size_t nlabels)
+{
+    const pprof_sample *s = &p->samples[i];
+    if (p->b->npcs[i] != npcs || s->nlabels != nlabels)
+        return false;
+    if (memcmp(p->b->pcs[i], pcs, npcs * sizeof *pcs) != 0)
+        return false;
+    for (size_t k = 0; k < nlabels; k++)
+        if (strcmp(s->labels[k].key, labels[k].key) || strcmp(s->labels[k].value, labels[k].value))
+            return false;
+    return true;
+}
+
+static int grow_index(pprof_profile *p)
+{
+    struct pp_builder *b = p->b;
+    size_t cap = b->index_cap ? b->index_cap * 2 : 1024;
+    uint32_t *t = calloc(cap, sizeof *t);
+    if (!t)
+        return PPROF_ENOMEM;
+    for (size_t i = 0; i < p->nsamples; i++) {
+        const pprof_sample *s = &p->samples[i];
+        size_t j = sample_hash(b->pcs[i], b->npcs[i], s->labels, s->nlabels) & (cap - 1);
+        while (t[j])
+            j = (j + 1) & (cap - 1);
+        t[j] = (uint32_t)i + 1;
+    }
+    free(b->index);
+    b->index = t;
+    b->index_cap = cap;
+    return 0;
+}
+
+static int grow_samples(pprof_profile *p)
+{
+    struct pp_builder *b = p->b;
+    size_t cap = p->samples_cap ? p->samples_cap * 2 : 256;
+    pprof_sample *s = realloc(p->samples, cap * sizeof *s);
+    if (!s)
+        return PPROF_ENOMEM;
+    p->samples = s;
+    uint64_t **pcs = realloc(b->pcs, cap * sizeof *pcs);
+    if (!pcs)
+        return PPROF_ENOMEM;
+    b->pcs = pcs;
+    size_t *npcs = realloc(b->npcs, cap * sizeof *npcs);
+    if (!npcs)
+        return PPROF_ENOMEM;
+    b->npcs = npcs;
+    p->samples_cap = cap;
+    return 0;
+}
+
+int pp_profile_add(pprof_profile *p, const uint64_t *pcs, size_t npcs, const int64_t *values,
+                   const pprof_label *labels, size_t nlabels)
+{
+    if (!p || !p->b || (npcs && !pcs) || !values || (nlabels && !labels))
+        return PPROF_EINVAL;
+    struct pp_builder *b = p->b;
+    if (p->nsamples * 2 >= b->index_cap && grow_index(p))
+        return PPROF_ENOMEM;
+    size_t j = sample_hash(pcs, npcs, labels, nlabels) & (b->index_cap - 1);
+    for (; b->index[j]; j = (j + 1) & (b->index_cap - 1)) {
+        size_t i = b->index[j] - 1;
+        if (sample_equal(p, i, pcs, npcs, labels, nlabels)) {
+            int64_t *v = (int64_t *)p->samples[i].values;
+            for (size_t k = 0; k < p->ntypes; k++)
+                v[k] += values[k];
+            return 0;
+        }
+    }
+    if (p->nsamples == p->samples_cap && grow_samples(p))
+        return PPROF_ENOMEM;
+    size_t i = p->nsamples;
+    int64_t *v = pp_arena_alloc(p->arena, p->ntypes * sizeof *v + 1);
+    uint64_t *c = pp_arena_alloc(p->arena, npcs * sizeof *c + 1);
+    pprof_label *l = pp_arena_alloc(p->arena, nlabels * sizeof *l + 1);
+    if (!v || !c || !l)
+        return PPROF_ENOMEM;
+    memcpy(v, values, p->ntypes * sizeof *v);
+    if (npcs)
+        memcpy(c, pcs, npcs * sizeof *c);
+    for (size_t k = 0; k < nlabels; k++) {
+        l[k].key = intern(p, labels[k].key);
+        l[k].value = intern(p, labels[k].value);
+        if (!l[k].key || !l[k].value)
+            return PPROF_ENOMEM;
+    }
+    p->samples[i] = (pprof_sample){.nvalues = p->ntypes, .values = v, .nlabels = nlabels, .labels = l};
+    b->pcs[i] = c;
+    b->npcs[i] = npcs;
+    b->index[j] = (uint32_t)i + 1;
+    p->nsamples++;
+    return 0;
+}
+
+int pp_profile_add_comment(pprof_profile *p, const char *comment)
+{
+    if (!p || !p->b || !comment)
+        return PPROF_EINVAL;
+    const char **c = pp_arena_alloc(p->arena, (p->ncomments + 1) * sizeof *c);
+    const char *s = intern(p, comment);
+    if (!c || !s)
+        return PPROF_ENOMEM;
+    if (p->ncomments)
+        memcpy(c, p->comments, p->ncomments * sizeof *c);
+    c[p->ncomments++] = s;
+    p->comments = c;
+    return 0;
+}
+
+/* --- finish: symbolize distinct addresses into locations --- */
+
+typedef struct {
+    uint64_t *keys;       /* address + 1, 0 = empty */
+    uint32_t *vals;       /* location index */
+    size_t cap, n;
+} addr_map;
+
+static int addr_map_find_or_add(addr_map *m, uint64_t addr, uint32_t next, uint32_t *out)
+{
+    if (m->n * 2 >= m->cap) {
+        size_t cap = m->cap ? m->cap * 2 : 1024;
+        uint64_t *k = calloc(cap, sizeof *k);
+        uint32_t *v = calloc(cap, sizeof *v);
+        if (!k || !v) {
+            free(k);
+            free(v);
+            return PPROF_ENOMEM;
+        }
+        for (size_t i = 0; i < m->cap; i++) {
+            if (!m->keys[i])
+                continue;
+            size_t j = mix(0, m->keys[i]) & (cap - 1);
+            while (k[j])
+                j = (j + 1) & (cap - 1);
+            k[j] = m->keys[i];
+            v[j] = m->vals[i];
+        }
+        free(m->keys);
+        free(m->vals);
+        m->keys = k;
+        m->vals = v;
+        m->cap = cap;
+    }
+    size_t j = mix(0, addr + 1) & (m->cap - 1);
+    for (; m->keys[j]; j = (j + 1) & (m->cap - 1))
+        if (m->keys[j] == addr + 1) {
+            *out = m->vals[j];
+            return 0;
+        }
+    m->keys[j] = addr + 1;
+    m->vals[j] = next;
+    m->n++;
+    *out = next;
+    return 1;
+}
+
+static const char *pseudo_name(uint64_t pc)
+{
+    switch (pc) {
+    case PP_PC_TRUNCATED: return "[truncated]";
+    case PP_PC_LOST: return "[lost samples]";
+    default: return "[unknown]";
+    }
+}
+
+/* Fills location `loc` for `addr`; returns the mapping index or -1. */
+static int symbolize_location(pprof_profile *p, pp_sym_session *ss, uint64_t addr, pprof_location *loc)
+{
+    loc->address = addr;
+    if (addr <= PP_PC_PSEUDO_MAX) {
+        pprof_line *l = pp_arena_alloc(p->arena, sizeof *l);
+        if (!l)
+            return PPROF_ENOMEM;
+        l->function = l->system_name = intern(p, pseudo_name(addr));
+        l->filename = intern(p, "");
+        loc->address = 0;
+        loc->lines = l;
+        loc->nlines = 1;
+        return -1;
+    }
+    pp_sym_result r;
+    pp_sym_lookup(ss, addr, &r);
+    if (r.nframes > 0) {
+        pprof_line *l = pp_arena_alloc(p->arena, r.nframes * sizeof *l);
+        if (!l)
+            return PPROF_ENOMEM;
+        for (int i = 0; i < r.nframes; i++) {
+            const pp_sym_frame *f = &r.frames[i];
+            l[i].function = intern(p, f->function ? f->function : f->system_name);
+            l[i].system_name = intern(p, f->system_name ? f->system_name : f->function);
+            l[i].filename = intern(p, f->filename);
+            l[i].line = f->line;
+        }
+        loc->lines = l;
+        loc->nlines = (size_t)r.nframes;
+    }
+    return r.mapping;
+}
+
+static int build_mappings(pprof_profile *p, pp_sym_session *ss)
+{
+    const pp_sym_mapping *m;
+    size_t n = pp_sym_mappings(ss, &m);
+    p->mappings = pp_arena_alloc(p->arena, n * sizeof *p->mappings + 1);
+    if (!p->mappings)
+        return PPROF_ENOMEM;
+    for (size_t i = 0; i < n; i++) {
+        pprof_mapping *d = &p->mappings[i];
+        d->id = i + 1;
+        d->start = m[i].start;
+        d->limit = m[i].limit;
+        d->offset = m[i].offset;
+        d->path = intern(p, m[i].path);
+        d->build_id = intern(p, m[i].build_id);
+        d->has_functions = d->has_filenames = d->has_line_numbers = 1;
+    }
+    p->nmappings = n;
+    return 0;
+}
+
+static void note_mapping_flags(pprof_profile *p, const pprof_location *loc)
+{
+    if (!loc->mapping_id)
+        return;
+    pprof_mapping *m = &p->mappings[loc->mapping_id - 1];
+    if (loc->nlines == 0) {
+        m->has_functions = m->has_filenames = m->has_line_numbers = 0;
+        return;
+    }
+    for (size_t i = 0; i < loc->nlines; i++) {
+        if (!loc->lines[i].filename[0])
+            m->has_filenames = 0;
+        if (loc->lines[i].line <= 0)
+            m->has_line_numbers = 0;
+    }
+}
+
+int pp_profile_finish(pprof_profile *p)
+{
+    if (!p || !p->b)
+        return PPROF_EINVAL;
+    struct pp_builder *b = p->b;
+    addr_map am = {0};
+    int rc = PPROF_ENOMEM;
+    /* Pass 1: number the distinct addresses in first-seen order. */
+    uint32_t nloc = 0;
+    for (size_t i = 0; i < p->nsamples; i++)
+        for (size_t k = 0; k < b->npcs[i]; k++) {
+            uint32_t idx;
+            int r = addr_map_find_or_add(&am, b->pcs[i][k], nloc, &idx);
+            if (r < 0)
+                goto out;
+            nloc += (uint32_t)r;
+        }
+    pp_sym_session *ss = pp_sym_begin();
+    if (!ss)
+        goto out;
+    p->locations = pp_arena_alloc(p->arena, nloc * sizeof *p->locations + 1);
+    if (!p->locations || build_mappings(p, ss)) {
+        pp_sym_end(ss);
+        goto out;
+    }
+    /* Pass 2: symbolize each distinct address once. */
+    for (size_t j = 0; j < am.cap; j++) {
+        if (!am.keys[j])
+            continue;
+        pprof_location *loc = &p->locations[am.vals[j]];
+        loc->id = am.vals[j] + 1;
+        int mi = symbolize_location(p, ss, am.keys[j] - 1, loc);
+        if (mi == PPROF_ENOMEM) {
+            pp_sym_end(ss);
+            goto out;
+        }
+        loc->mapping_id = mi >= 0 && (size_t)mi < p->nmappings ? (uint64_t)mi + 1 : 0;
+        note_mapping_flags(p, loc);
+    }
+    pp_sym_end(ss);
+    p->nlocations = nloc;
+    /* Pass 3: samples point at their locations. */
+    for (size_t i = 0; i < p->nsamples; i++) {
+        const pprof_location **l = pp_arena_alloc(p->arena, b->npcs[i] * sizeof *l + 1);
+        if (!l)
+            goto out;
+        for (size_t k = 0; k < b->npcs[i]; k++) {
+            uint32_t idx;
+            addr_map_find_or_add(&am, b->pcs[i][k], 0, &idx);
+            l[k] = &p->locations[idx];
+        }
+        p->samples[i].locations = l;
+        p->samples[i].nlocations = b->npcs[i];
+    }
+    rc = 0;
+out:
+    free(am.keys);
+    free(am.vals);
+    if (rc == 0) {
+        free(b->pcs);
+        free(b->npcs);
+        free(b->index);
+        free(b->strings);
+        free(b);
+        p->b = NULL;
+    }
+    return rc;
+}
+
+/* --- public accessors --- */
+
+const pprof_value_type *pprof_profile_sample_types(const pprof_profile *p, size_t *n)
+{
+    if (n)
+        *n = p ? p->ntypes : 0;
+    return p ? p->types : NULL;
+}
+
+const pprof_sample *pprof_profile_samples(const pprof_profile *p, size_t *n)
+{
+    if (n)
+        *n = p && !p->b ? p->nsamples : 0;
+    return p && !p->b ? p->samples : NULL;
+}
+
+const pprof_mapping *pprof_profile_mappings(const pprof_profile *p, size_t *n)
+{
+    if (n)
+        *n = p ? p->nmappings : 0;
+    return p ? p->mappings : NULL;
+}
+
+pprof_value_type pprof_profile_period_type(const pprof_profile *p)
+{
+    return p ? p->period_type : (pprof_value_type){"", ""};
+}
+
+int64_t pprof_profile_period(const pprof_profile *p) { return p ? p->period : 0; }
+int64_t pprof_profile_time_nanos(const pprof_profile *p) { return p ? p->time_nanos : 0; }
+int64_t pprof_profile_duration_nanos(const pprof_profile *p) { return p ? p->duration_nanos : 0; }
+
+void pprof_profile_free(pprof_profile *p)
+{
+    if (!p)
+        return;
+    if (p->b) {
+        free(p->b->pcs);
+        free(p->b->npcs);
+        free(p->b->index);
+        free(p->b->strings);
+        free(p->b);
+    }
+    free(p->samples);
+    pp_arena_free(p->arena);
+    free(p);
+}

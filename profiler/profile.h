@@ -1,0 +1,68 @@
+/* profile.h: the in-memory profile and the builder recorders use to make one.
+ *
+ * A recorder adds raw samples (addresses + values + labels); pp_profile_finish
+ * then symbolizes every distinct address once, builds the location and
+ * mapping tables with IDs 1..N, and freezes the profile. After finish the
+ * public structs of pprof.h are exactly what is stored here, so walking a
+ * profile costs nothing and the encoder reads the same arrays.
+ *
+ * Memory: every string and array of a profile lives in its arena and is
+ * freed at once by pprof_profile_free.
+ */
+#ifndef PP_PROFILE_H
+#define PP_PROFILE_H
+
+#include "pprof.h"
+#include <stdbool.h>
+
+/* Pseudo-addresses for frames that are not code; they become locations
+ * with no mapping whose function says what happened. */
+#define PP_PC_TRUNCATED 1   /* "[truncated]": the stack went deeper than max_frames */
+#define PP_PC_LOST 2        /* "[lost samples]": the ring was full */
+#define PP_PC_UNKNOWN 3     /* "[unknown]": no stack could be taken */
+#define PP_PC_PSEUDO_MAX 15
+
+#include "arena.h"
+
+struct pprof_profile {
+    pp_arena *arena;
+    pprof_value_type *types;
+    size_t ntypes;
+    pprof_value_type period_type;
+    int64_t period;
+    int64_t time_nanos;
+    int64_t duration_nanos;
+    int default_type;           /* index into types, -1 for none */
+    const char **comments;
+    size_t ncomments;
+
+    pprof_sample *samples;
+    size_t nsamples, samples_cap;
+
+    pprof_location *locations;  /* sorted by id; id = index + 1 */
+    size_t nlocations;
+    pprof_mapping *mappings;    /* id = index + 1 */
+    size_t nmappings;
+
+    /* builder state, NULL after finish */
+    struct pp_builder *b;
+};
+
+/* Creates an empty profile with the given sample types (copied). */
+pprof_profile *pp_profile_new(const pprof_value_type *types, size_t ntypes,
+                              pprof_value_type period_type, int64_t period);
+
+/* Adds a sample: `pcs` leaf first, already adjusted to call sites (see
+ * pprof_location.address); values has ntypes entries; labels are copied.
+ * Samples with equal stacks and labels are merged by adding values.
+ * Returns 0 or PPROF_ENOMEM. Not thread-safe (one builder, one thread). */
+int pp_profile_add(pprof_profile *p, const uint64_t *pcs, size_t npcs, const int64_t *values,
+                   const pprof_label *labels, size_t nlabels);
+
+/* Adds a free-form comment (copied). */
+int pp_profile_add_comment(pprof_profile *p, const char *comment);
+
+/* Symbolizes and freezes the profile. Returns 0 or PPROF_ENOMEM. */
+int pp_profile_finish(pprof_profile *p);
+
+#endif

@@ -1,0 +1,67 @@
+/* ring.c: bounded lock-free MPSC queue (see ring.h).
+ *
+ * Each cell carries a sequence number: a cell at position pos is free for
+ * a producer when seq == pos, and holds a published record for the
+ * consumer when seq == pos + 1. After consuming, the consumer sets
+ * seq = pos + ncells, handing the cell to the producer of the next lap.
+ */
+#include "ring.h"
+
+#include <sys/mman.h>
+
+int pp_ring_init(pp_ring *r, size_t ncells)
+{
+    void *m = mmap(NULL, ncells * sizeof(pp_ring_cell), PROT_READ | PROT_WRITE,
+                   MAP_PRIVATE | MAP_ANONYMOUS | MAP_POPULATE, -1, 0);
+    if (m == MAP_FAILED)
+        return PPROF_ENOMEM;
+    r->cells = m;
+    r->mask = ncells - 1;
+    for (size_t i = 0; i < ncells; i++)
+        atomic_store_explicit(&r->cells[i].seq, i, memory_order_relaxed);
+    atomic_store(&r->head, 0);
+    r->tail = 0;
+    return 0;
+}
+
+/* async-signal-safe */
+pp_record *pp_ring_reserve(pp_ring *r, size_t *ticket)
+{
+    size_t pos = atomic_load_explicit(&r->head, memory_order_relaxed);
+    for (;;) {
+        pp_ring_cell *c = &r->cells[pos & r->mask];
+        size_t seq = atomic_load_explicit(&c->seq, memory_order_acquire);
+        intptr_t dif = (intptr_t)seq - (intptr_t)pos;
+        if (dif == 0) {
+            if (atomic_compare_exchange_weak_explicit(&r->head, &pos, pos + 1,
+                                                      memory_order_relaxed, memory_order_relaxed)) {
+                *ticket = pos;
+                return &c->rec;
+            }
+        } else if (dif < 0) {
+            return NULL; /* full */
+        } else {
+            pos = atomic_load_explicit(&r->head, memory_order_relaxed);
+        }
+    }
+}
+
+/* async-signal-safe */
+void pp_ring_publish(pp_ring *r, size_t ticket)
+{
+    atomic_store_explicit(&r->cells[ticket & r->mask].seq, ticket + 1, memory_order_release);
+}
+
+pp_record *pp_ring_peek(pp_ring *r)
+{
+    pp_ring_cell *c = &r->cells[r->tail & r->mask];
+    size_t seq = atomic_load_explicit(&c->seq, memory_order_acquire);
+    return seq == r->tail + 1 ? &c->rec : NULL;
+}
+
+void pp_ring_pop(pp_ring *r)
+{
+    pp_ring_cell *c = &r->cells[r->tail & r->mask];
+    atomic_store_explicit(&c->seq, r->tail + r->mask + 1, memory_order_release);
+    r->tail++;
+}

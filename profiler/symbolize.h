@@ -1,0 +1,55 @@
+/* symbolize.h: addresses of this process -> mappings, functions, files, lines.
+ *
+ * One process-wide symbolizer, built on elfutils' libdw/libdwfl. It reads
+ * /proc/self/maps (re-reading when the set of loaded objects changes), each
+ * object's .symtab (so static functions are named, not only what dladdr
+ * sees), DWARF line tables and inlined-subroutine entries, and separate debug
+ * files through .gnu_debuglink and /usr/lib/debug/.build-id.
+ *
+ * Never call from a signal handler or from inside malloc: it allocates and
+ * locks. All functions are thread-safe (one internal mutex).
+ */
+#ifndef PP_SYMBOLIZE_H
+#define PP_SYMBOLIZE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#define PP_SYM_MAX_INLINE 16
+
+/* One executable mapping of /proc/self/maps. */
+typedef struct pp_sym_mapping {
+    uint64_t start, limit, offset;
+    const char *path;       /* without " (deleted)" */
+    const char *build_id;   /* lowercase hex, or "" */
+} pp_sym_mapping;
+
+/* One frame of a resolved address, innermost (inlined) first. */
+typedef struct pp_sym_frame {
+    const char *function;    /* demangled name, or NULL when unknown */
+    const char *system_name; /* raw symbol name, or NULL */
+    const char *filename;    /* NULL when there is no line info */
+    int line;                /* 0 when unknown */
+} pp_sym_frame;
+
+typedef struct pp_sym_result {
+    int mapping;             /* index into the mapping snapshot, -1 for none */
+    int nframes;             /* 0: no symbol at all */
+    pp_sym_frame frames[PP_SYM_MAX_INLINE];
+} pp_sym_result;
+
+/* A consistent view for a batch of lookups: holds the symbolizer's lock
+ * from begin to end. Strings returned stay valid until pp_sym_end. */
+typedef struct pp_sym_session pp_sym_session;
+
+/* Begins a batch; refreshes the mapping list if objects were loaded or
+ * unloaded. Returns NULL on allocation failure. */
+pp_sym_session *pp_sym_begin(void);
+/* The executable mappings, in address order. */
+size_t pp_sym_mappings(pp_sym_session *s, const pp_sym_mapping **out);
+/* Resolves one address (already a call site, see pprof.h). Always fills
+ * res->mapping; res->nframes is 0 when nothing is known. */
+void pp_sym_lookup(pp_sym_session *s, uint64_t addr, pp_sym_result *res);
+void pp_sym_end(pp_sym_session *s);
+
+#endif

@@ -1,0 +1,34 @@
+/* encode.h: serializers of the in-memory profile (profiler/profile.h).
+ *
+ * pprof_profile_write (include/pprof.h) is the public entry point and
+ * dispatches to the functions below; they are declared here for the parts
+ * of the library that want one format directly.
+ *
+ * Every encoder reads a finished profile only (p->b == NULL) and never
+ * changes it, so several threads may encode one profile at once. Output is
+ * handed to the writer in chunks of at most PP_ENCODE_CHUNK bytes; on a
+ * failure part of the output may already have been written.
+ */
+#ifndef PP_ENCODE_H
+#define PP_ENCODE_H
+
+#include "pprof.h"
+
+/* Largest chunk passed to a writer in one call. */
+#define PP_ENCODE_CHUNK 65536
+
+/* Writes `p` as a pprof protobuf (perftools.profiles.Profile), gzipped at
+ * zlib level 1 when `gzip` is non-zero (as Go's runtime/pprof does).
+ * Returns 0, PPROF_EINVAL (bad arguments or an unfinished or inconsistent
+ * profile, e.g. a sample whose value count differs from the number of
+ * sample types), PPROF_ENOMEM, or PPROF_EIO when the writer fails. */
+int pp_encode_proto(const pprof_profile *p, int gzip, pprof_writer w);
+
+/* Writes `p` as folded stacks: one line per sample, "root;...;leaf N\n",
+ * where N is the sample's first value. Inlined frames are expanded,
+ * outermost first; a location without lines shows as 0x<address>. Labels
+ * are not shown, so samples that differ only in labels give lines with
+ * equal stacks. Returns 0, PPROF_EINVAL, PPROF_ENOMEM or PPROF_EIO. */
+int pp_encode_folded(const pprof_profile *p, pprof_writer w);
+
+#endif

@@ -1,0 +1,20 @@
+#!/usr/bin/env bash
+# test.sh: installs what is missing, then builds and runs the whole suite:
+#   plain build      every test (unit, integration with curl and go tool pprof,
+#                    signal/hook tests)
+#   ASan+UBSan build the unit tests not labelled plain-only
+#   TSan build       the tests labelled concurrency
+set -euo pipefail
+cd "$(dirname "$0")/.."
+scripts/deps.sh
+jobs=$(nproc)
+run() { # dir label-args cmake-args...
+  local dir=$1 sel=$2; shift 2
+  cmake -S . -B "$dir" -DPPROF_BENCH=OFF "$@" >/dev/null
+  cmake --build "$dir" -j"$jobs" >/dev/null
+  (cd "$dir" && ctest --output-on-failure $sel)
+}
+run build/test-plain "" -DCMAKE_BUILD_TYPE=RelWithDebInfo
+run build/test-asan "-L unit -LE plain-only" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DPPROF_ASAN=ON
+run build/test-tsan "-L concurrency" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DPPROF_TSAN=ON
+echo "all test builds passed"

@@ -1,0 +1,254 @@
+/* handlers.c: the endpoints under the /debug/pprof/ prefix, one small
+ * function each, built on the public recorder API of pprof.h only.
+ *
+ * The table at the end is the single list of endpoints: routing in http.c
+ * looks names up in it and the index page lists the entries that have an
+ * href. A new profile is one function and one table row.
+ *
+ * Every function here answers through pp_reply_send/pp_reply_error before
+ * returning, or hands the request to the scheduler with pp_call_defer.
+ */
+#define _GNU_SOURCE /* memmem */
+#include "http_internal.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+/* web/index.html, embedded at build time by web/embed.cmake. */
+__attribute__((visibility("hidden"))) extern const unsigned char pp_web_index[];
+__attribute__((visibility("hidden"))) extern const size_t pp_web_index_len;
+
+static int h_index(pp_req *q);
+
+/* ------------------------------------------------------------- profile */
+
+/* Ends a CPU window: stop, then the gzipped protobuf. `arg` is the
+ * Content-Disposition value. Runs on the scheduler thread. */
+static void finish_window(pprof_recorder *rec, const void *arg, pp_reply *out)
+{
+    pprof_profile *p = NULL;
+    int rc = pprof_recorder_stop(rec, &p);
+    if (rc != 0) {
+        pp_reply_set_error(out, 500, "Could not stop profiling: %s", pprof_strerror(rc));
+        return;
+    }
+    rc = pprof_profile_write(p, PPROF_FORMAT_PROTO_GZIP, pp_reply_writer(out));
+    pprof_profile_free(p);
+    if (rc != 0 && !out->failed) {
+        pp_reply_set_error(out, 500, "Could not write profile: %s", pprof_strerror(rc));
+        return;
+    }
+    pp_reply_header(out, "Content-Type", "application/octet-stream");
+    pp_reply_header(out, "Content-Disposition", (const char *)arg);
+}
+
+/* profile?seconds=N: a CPU profile of the next N seconds (default 30),
+ * joining the sampling rate in force. Answered from the scheduler. */
+static int h_profile(pp_req *q)
+{
+    if (q->q.has_debug && q->q.debug != 0)
+        return pp_reply_error(q, 400, "seconds and debug params are incompatible");
+    int seconds = q->q.has_seconds ? q->q.seconds : PP_DEFAULT_SECONDS;
+    if (seconds > q->cfg.max_seconds)
+        seconds = q->cfg.max_seconds;
+    if (pp_call_reserve(q) != 0)
+        return pp_reply_error(q, 503, "too many profile requests at once (limit %d); try again later",
+                              q->cfg.max_concurrent);
+
+    pprof_recorder *rec = NULL;
+    pprof_cpu_config cc = {0}; /* hz 0: join the rate in force */
+    int rc = pprof_cpu_recorder_new(&cc, &rec);
+    if (rc == 0)
+        rc = pprof_recorder_start(rec);
+    if (rc != 0) {
+        char why[256];
+        snprintf(why, sizeof why, "%s", pprof_strerror(rc)); /* before free can touch it */
+        pprof_recorder_free(rec);
+        pp_call_unreserve();
+        return pp_reply_error(q, 500, "Could not enable CPU profiling: %s", why);
+    }
+    rc = pp_call_defer(q, rec, seconds, finish_window, "attachment; filename=\"profile\"");
+    if (rc != 0) {
+        pprof_recorder_free(rec);
+        return pp_reply_error(q, 500, "Could not schedule the profile: %s", pprof_strerror(rc));
+    }
+    return 0;
+}
+
+/* ------------------------------------------------------------- cmdline */
+
+/* argv joined by NUL bytes, without the final NUL. */
+static int h_cmdline(pp_req *q)
+{
+    pp_reply r;
+    pp_reply_init(&r, 200);
+    pp_reply_header(&r, "Content-Type", "text/plain; charset=utf-8");
+    int fd = open("/proc/self/cmdline", O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return pp_reply_error(q, 500, "cannot read /proc/self/cmdline: %s", strerror(errno));
+    char buf[4096];
+    for (;;) {
+        ssize_t n = read(fd, buf, sizeof buf);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n < 0) {
+            int e = errno;
+            close(fd);
+            pprof_buffer_free(&r.resp.body);
+            return pp_reply_error(q, 500, "cannot read /proc/self/cmdline: %s", strerror(e));
+        }
+        if (n == 0)
+            break;
+        pp_reply_write(&r, buf, (size_t)n);
+    }
+    close(fd);
+    if (r.resp.body.len > 0 && r.resp.body.data[r.resp.body.len - 1] == '\0')
+        r.resp.body.len--;
+    return pp_reply_send(q, &r);
+}
+
+/* -------------------------------------------------------------- symbol */
+
+/* Parses one token as strtoull with base 0 would, but the whole token must
+ * be the number (no sign, no spaces). Returns 0 for anything else. */
+static uint64_t parse_address(const char *s, size_t n)
+{
+    char tok[64];
+    while (n > 0 && (s[n - 1] == '\n' || s[n - 1] == '\r')) /* a body typed by hand */
+        n--;
+    if (n == 0 || n >= sizeof tok || s[0] < '0' || s[0] > '9')
+        return 0;
+    memcpy(tok, s, n);
+    tok[n] = '\0';
+    char *end;
+    errno = 0;
+    unsigned long long v = strtoull(tok, &end, 0);
+    if (errno != 0 || *end != '\0')
+        return 0;
+    return v;
+}
+
+/* Go's symbol endpoint: addresses separated by '+' in the POST body or the
+ * raw GET query; one "0x<addr> <name>" line per address that resolves. */
+static int h_symbol(pp_req *q)
+{
+    const pprof_http_request *req = q->req;
+    const char *in;
+    size_t len;
+    if (strcmp(req->method, "POST") == 0) {
+        in = req->body ? req->body : "";
+        len = req->body ? req->body_len : 0;
+    } else {
+        in = req->query ? req->query : "";
+        len = strlen(in);
+    }
+    pp_reply r;
+    pp_reply_init(&r, 200);
+    pp_reply_header(&r, "Content-Type", "text/plain; charset=utf-8");
+    /* pprof only asks whether this is 0 (no symbols) or not. */
+    pp_reply_printf(&r, "num_symbols: 1\n");
+    char name[4096];
+    const char *s = in, *end = in + len;
+    while (s < end) {
+        const char *plus = memchr(s, '+', (size_t)(end - s));
+        size_t n = plus ? (size_t)(plus - s) : (size_t)(end - s);
+        uint64_t addr = parse_address(s, n);
+        if (addr != 0 && pprof_symbol_name(addr, name, sizeof name) == 0)
+            pp_reply_printf(&r, "0x%" PRIx64 " %s\n", addr, name);
+        s += n + (plus ? 1 : 0);
+    }
+    return pp_reply_send(q, &r);
+}
+
+/* --------------------------------------------------------------- trace */
+
+static int h_trace(pp_req *q)
+{
+    return pp_reply_error(q, 501, "execution traces are not supported by libpprof");
+}
+
+/* --------------------------------------------------------------- table */
+
+/* In index order. The index page itself ("") is not listed. */
+static const pp_endpoint endpoints[] = {
+    {"", NULL, NULL, 0, h_index},
+    {"cmdline", "cmdline", "The command line invocation of the current program", 0, h_cmdline},
+    {"profile", "profile?seconds=30",
+     "CPU profile. You can specify the duration in the seconds GET parameter. After you get the "
+     "profile file, use the go tool pprof command to investigate the profile.",
+     PP_EP_QUERY, h_profile},
+    {"symbol", "symbol",
+     "Maps program counters to function names: POST or GET addresses joined by +", PP_EP_POST,
+     h_symbol},
+    {"trace", "trace", "Execution trace: not supported by libpprof (answers 501)", 0, h_trace},
+};
+static const size_t nendpoints = sizeof endpoints / sizeof endpoints[0];
+
+/* --------------------------------------------------------------- index */
+
+static void write_html_escaped(pp_reply *r, const char *s)
+{
+    for (; *s; s++) {
+        switch (*s) {
+        case '&': pp_reply_printf(r, "&amp;"); break;
+        case '<': pp_reply_printf(r, "&lt;"); break;
+        case '>': pp_reply_printf(r, "&gt;"); break;
+        case '"': pp_reply_printf(r, "&quot;"); break;
+        case '\'': pp_reply_printf(r, "&#39;"); break;
+        default: pp_reply_write(r, s, 1);
+        }
+    }
+}
+
+static void write_rows(pp_reply *r)
+{
+    for (size_t i = 0; i < nendpoints; i++) {
+        const pp_endpoint *e = &endpoints[i];
+        if (!e->href)
+            continue;
+        pp_reply_printf(r, "<tr><td><a href=\"%s\">%s</a></td><td>%s</td></tr>\n", e->href, e->name,
+                        e->desc);
+    }
+}
+
+/* The index page: the template with {{PREFIX}} and {{ROWS}} filled in. */
+static int h_index(pp_req *q)
+{
+    pp_reply r;
+    pp_reply_init(&r, 200);
+    pp_reply_header(&r, "Content-Type", "text/html; charset=utf-8");
+    const char *t = (const char *)pp_web_index, *end = t + pp_web_index_len;
+    while (t < end) {
+        const char *open = memmem(t, (size_t)(end - t), "{{", 2);
+        if (!open) {
+            pp_reply_write(&r, t, (size_t)(end - t));
+            break;
+        }
+        pp_reply_write(&r, t, (size_t)(open - t));
+        size_t rest = (size_t)(end - open);
+        if (rest >= 10 && memcmp(open, "{{PREFIX}}", 10) == 0) {
+            write_html_escaped(&r, q->cfg.prefix);
+            t = open + 10;
+        } else if (rest >= 8 && memcmp(open, "{{ROWS}}", 8) == 0) {
+            write_rows(&r);
+            t = open + 8;
+        } else {
+            pp_reply_write(&r, open, 2);
+            t = open + 2;
+        }
+    }
+    return pp_reply_send(q, &r);
+}
+
+const pp_endpoint *pp_endpoint_find(const char *name)
+{
+    for (size_t i = 0; i < nendpoints; i++)
+        if (strcmp(endpoints[i].name, name) == 0)
+            return &endpoints[i];
+    return NULL;
+}

@@ -1,0 +1,145 @@
+/* http_internal.h: declarations shared by the files of server/.
+ *
+ *   http.c      pprof_http_handle: routing, query parsing, limits, error
+ *               answers, the reply builder, and the scheduler thread that
+ *               completes long requests (profiles of N seconds)
+ *   handlers.c  the endpoint table: one small function per endpoint
+ *   server.c    the libmicrohttpd daemon and the MHD adapter
+ *   preload.c   the environment entry point
+ *
+ * A request flows: transport -> pprof_http_handle (http.c) -> an endpoint
+ * function (handlers.c) -> pp_reply_send, which calls the transport's done
+ * callback; or, for windowed profiles, pp_call_defer, after which the
+ * scheduler thread calls done when the window ends.
+ *
+ * Everything here uses only include/pprof.h and libc; nothing of profiler/.
+ */
+#ifndef PP_HTTP_INTERNAL_H
+#define PP_HTTP_INTERNAL_H
+
+#include <signal.h>
+#include <stdarg.h>
+
+#include "pprof.h"
+
+#define PP_DEFAULT_PREFIX "/debug/pprof/"
+#define PP_DEFAULT_MAX_SECONDS 600
+#define PP_DEFAULT_MAX_CONCURRENT 16
+#define PP_DEFAULT_SECONDS 30
+/* Largest request body the MHD adapter accepts (symbol POSTs); beyond: 413. */
+#define PP_MAX_BODY (1u << 20)
+
+/* ------------------------------------------------------------- requests */
+
+/* The parameters we understand; everything else in a query is ignored. */
+typedef struct pp_query {
+    int has_seconds, seconds; /* validated: 1..max_seconds */
+    int has_debug, debug;
+    int has_gc, gc;
+} pp_query;
+
+/* One request inside pprof_http_handle. */
+typedef struct pp_req {
+    pprof_server_config cfg; /* with the defaults filled in */
+    const pprof_http_request *req;
+    pp_query q;              /* parsed for endpoints with PP_EP_QUERY */
+    pprof_http_done done;
+    void *ctx;
+    pprof_http_call **call;  /* may be NULL */
+} pp_req;
+
+/* --------------------------------------------------------------- replies */
+
+/* A response under construction. Header values must outlive the reply:
+ * string literals, or copies made by pp_reply_header_copy. */
+typedef struct pp_reply {
+    pprof_http_response resp;
+    int failed;              /* an allocation failed: send a bare 500 */
+    size_t scratch_used;
+    char scratch[256];       /* storage for copied header values */
+} pp_reply;
+
+/* Starts a reply with `status` and the header every response carries
+ * (X-Content-Type-Options: nosniff). */
+void pp_reply_init(pp_reply *r, int status);
+void pp_reply_header(pp_reply *r, const char *name, const char *value);
+void pp_reply_header_copy(pp_reply *r, const char *name, const char *value);
+void pp_reply_write(pp_reply *r, const void *data, size_t len);
+void pp_reply_printf(pp_reply *r, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* A writer that appends to the reply's body (for pprof_profile_write). */
+pprof_writer pp_reply_writer(pp_reply *r);
+/* Turns `r` into an error answer: status, text/plain, X-Go-Pprof: 1 and
+ * the formatted message as one line ending in "\n". */
+void pp_reply_set_error(pp_reply *r, int status, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+void pp_reply_set_errorv(pp_reply *r, int status, const char *fmt, va_list ap);
+/* Hands the reply to done(ctx, ...) and frees its body. */
+void pp_reply_deliver(pp_reply *r, pprof_http_done done, void *ctx);
+/* The same for the request's own done callback. Returns 0. */
+int pp_reply_send(pp_req *q, pp_reply *r);
+/* Builds and sends an error answer. Returns 0. */
+int pp_reply_error(pp_req *q, int status, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+
+/* -------------------------------------------------------- deferred calls */
+
+/* Builds the reply of a deferred call when its window ends: stops `rec`
+ * and writes its profile, or an error. Runs on the scheduler thread. */
+typedef void (*pp_finish_fn)(pprof_recorder *rec, const void *arg, pp_reply *out);
+
+/* Reserves one of cfg.max_concurrent places for a deferred call. Returns 0
+ * or PPROF_ELIMIT. Every successful reserve is followed by exactly one
+ * pp_call_unreserve or a successful pp_call_defer. */
+int pp_call_reserve(const pp_req *q);
+void pp_call_unreserve(void);
+/* Completes the request `seconds` from now with finish(rec, arg, reply) on
+ * the scheduler thread. Takes over the reservation and, on success, `rec`
+ * (freed when the call ends). Returns 0 or PPROF_ENOMEM/PPROF_ESYS (then
+ * the reservation is released and `rec` still belongs to the caller). */
+int pp_call_defer(pp_req *q, pprof_recorder *rec, int seconds, pp_finish_fn finish, const void *arg);
+
+/* Peer watching for transports that park a connection while a call is
+ * pending (a suspended MHD connection is not polled): the scheduler checks
+ * `fd` every ~250 ms and, when the peer has closed it, cancels the call and
+ * runs closed(arg) on the scheduler thread instead of done. `owner` groups
+ * calls for pp_http_cancel_owner. Returns 0, or PPROF_ESTATE when the call
+ * is no longer pending (done is running or has run). The caller must know
+ * the call is still alive (done has not finished). */
+int pp_http_watch(pprof_http_call *call, int fd, void (*closed)(void *arg), void *arg,
+                  const void *owner);
+/* Cancels every pending call of `owner`, running each one's closed hook,
+ * and waits for owned calls whose done or closed callback is running. */
+void pp_http_cancel_owner(const void *owner);
+
+/* Blocks the asynchronous signals a host handles itself (SIGINT, SIGTERM,
+ * ...) in the calling thread, saving the old mask: threads created while
+ * they are blocked inherit the mask and leave those signals to the host. */
+void pp_block_host_signals(sigset_t *old);
+
+/* ------------------------------------------------------------- endpoints */
+
+typedef int (*pp_handler_fn)(pp_req *q);
+
+enum {
+    PP_EP_POST = 1,  /* POST is allowed besides GET and HEAD */
+    PP_EP_QUERY = 2, /* parse seconds/debug/gc from the query first */
+};
+
+typedef struct pp_endpoint {
+    const char *name;   /* path under the prefix; "" is the index */
+    const char *href;   /* link on the index page, NULL: not listed */
+    const char *desc;   /* one line of HTML-safe text for the index page */
+    unsigned flags;
+    pp_handler_fn fn;
+} pp_endpoint;
+
+/* The endpoint named `name` (exact match), or NULL. */
+const pp_endpoint *pp_endpoint_find(const char *name);
+
+/* ---------------------------------------------------------------- server */
+
+/* Text of the last pprof_server_start failure ("" if none), for the one
+ * line preload mode prints. Thread-safe; the text may change under you if
+ * several threads start servers at once. */
+const char *pp_server_start_error(void);
+
+#endif /* PP_HTTP_INTERNAL_H */

@@ -1,0 +1,76 @@
+/* preload.c: the environment entry point.
+ *
+ * When the library is loaded with LD_PRELOAD and LIBPPROF_ADDR is set to
+ * HOST:PORT, a constructor starts the HTTP server there. Unset, empty or
+ * "off": nothing happens. A program linked with the library starts the
+ * server itself (explicit configuration beats the environment), so the
+ * constructor only acts when the library is one of LD_PRELOAD's entries. If the server cannot
+ * start, exactly one line goes to stderr and the host program runs on.
+ *
+ * At exit the server is stopped from an atexit handler registered by the
+ * constructor; stopping is idempotent, so a program that stops the server
+ * itself is fine. (The profiler core stops its timers with its own hook.)
+ */
+#define _GNU_SOURCE
+#include "http_internal.h"
+
+#include <dlfcn.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static void preload_exit(void)
+{
+    pprof_server_stop(); /* PPROF_ESTATE when already stopped: fine */
+}
+
+static const char *base_name(const char *path)
+{
+    const char *slash = strrchr(path, '/');
+    return slash ? slash + 1 : path;
+}
+
+/* Whether this library was loaded as one of LD_PRELOAD's entries. */
+static int preloaded(void)
+{
+    Dl_info info;
+    const char *list = getenv("LD_PRELOAD");
+    if (!list || !dladdr((void *)base_name, &info) || !info.dli_fname)
+        return 0;
+    char self[PATH_MAX], other[PATH_MAX];
+    if (!realpath(info.dli_fname, self))
+        snprintf(self, sizeof self, "%s", info.dli_fname);
+    while (*list) {
+        size_t n = strcspn(list, ": ");
+        char entry[PATH_MAX];
+        if (n && n < sizeof entry) {
+            memcpy(entry, list, n);
+            entry[n] = 0;
+            if (!strcmp(base_name(entry), base_name(info.dli_fname)) ||
+                (realpath(entry, other) && !strcmp(other, self)))
+                return 1;
+        }
+        list += n;
+        list += strspn(list, ": ");
+    }
+    return 0;
+}
+
+__attribute__((constructor)) static void preload_init(void)
+{
+    const char *addr = getenv("LIBPPROF_ADDR");
+    if (!addr || !*addr || strcmp(addr, "off") == 0 || !preloaded())
+        return;
+    pprof_server_config cfg = {.addr = addr};
+    int rc = pprof_server_start(&cfg);
+    if (rc == 0) {
+        atexit(preload_exit);
+        return;
+    }
+    if (rc == PPROF_EBUSY)
+        return; /* someone started it already */
+    const char *why = pp_server_start_error();
+    fprintf(stderr, "libpprof: cannot serve on %s: %s; running unprofiled\n", addr,
+            *why ? why : pprof_strerror(rc));
+}

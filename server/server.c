@@ -1,0 +1,611 @@
+/* server.c: the built-in HTTP server (pprof_server_*) and the adapter that
+ * mounts the endpoints on any libmicrohttpd daemon (pprof_mhd_*).
+ *
+ * The adapter turns MHD's access-handler calls into one pprof_http_handle
+ * call per request: it collects a POST body (at most PP_MAX_BODY bytes,
+ * else 413), hands the request over and queues the answer. When the answer
+ * is not ready at once (a profile of N seconds), it suspends the connection
+ * and registers its socket with pp_http_watch; the done callback, on the
+ * scheduler thread, turns the answer into an MHD response and resumes the
+ * connection, and MHD's next access-handler call queues it. If the client
+ * goes away meanwhile, the scheduler notices (suspended connections are not
+ * polled by MHD), ends the profile and resumes the connection, which is then
+ * closed. Per-request state lives in *con_cls and is freed by
+ * pprof_mhd_completed.
+ *
+ * Per-request lock protocol: the state's mutex guards phase, answer and
+ * call handle. The connection is suspended and resumed only under it, so a
+ * resume can never overtake its suspend. The mutex is never held while
+ * calling pprof_http_cancel (which waits for a running done callback that
+ * takes the same mutex).
+ *
+ * The built-in server creates its listening socket itself (close-on-exec,
+ * so a bind failure is reported as PPROF_EADDR) and runs MHD on it with one
+ * internal polling thread. It captures the raw query with MHD's URI log
+ * callback (MHD decodes query arguments itself). MHD must not be stopped
+ * with suspended connections, so pprof_server_stop first ends the pending
+ * calls of its daemon and waits until MHD has taken the parked connections
+ * back. A forked child does not serve: it closes its copy of the listening
+ * socket and forgets the daemon, whose thread exists only in the parent.
+ */
+#define _GNU_SOURCE
+#include "http_internal.h"
+
+#include <errno.h>
+#include <microhttpd.h>
+#include <netdb.h>
+#include <netinet/in.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <time.h>
+#include <unistd.h>
+
+/* ================================================================ adapter */
+
+enum { ST_FRESH, ST_BODY, ST_HANDLING, ST_SUSPENDED, ST_RESUMED, ST_FINISHED };
+
+typedef struct pp_mhd_req {
+    pthread_mutex_t mu;
+    int phase;
+    int gone;                    /* client left or request over: drop answers */
+    struct MHD_Connection *conn;
+    char *query;                 /* raw query, when have_query */
+    int have_query;
+    pprof_buffer body;
+    int body_too_large;
+    pprof_http_call *call;       /* while a call is pending */
+    int have_resp;
+    struct MHD_Response *resp;   /* NULL if it could not be made */
+    unsigned int status;
+    _Atomic int *parked;         /* built-in server: count of suspended connections */
+} pp_mhd_req;
+
+static pp_mhd_req *req_new(const char *query, _Atomic int *parked)
+{
+    pp_mhd_req *st = calloc(1, sizeof *st);
+    if (!st)
+        return NULL;
+    if (query) {
+        st->query = strdup(query);
+        if (!st->query) {
+            free(st);
+            return NULL;
+        }
+    }
+    pthread_mutex_init(&st->mu, NULL);
+    st->phase = ST_FRESH;
+    st->have_query = parked != NULL;
+    st->parked = parked;
+    return st;
+}
+
+static void req_free(pp_mhd_req *st)
+{
+    if (st->resp)
+        MHD_destroy_response(st->resp);
+    pprof_buffer_free(&st->body);
+    free(st->query);
+    pthread_mutex_destroy(&st->mu);
+    free(st);
+}
+
+/* Leaves the parked state (lock held): the connection is MHD's again. */
+static void unpark_locked(pp_mhd_req *st)
+{
+    if ((st->phase == ST_SUSPENDED || st->phase == ST_RESUMED) && st->parked)
+        atomic_fetch_sub(st->parked, 1);
+    st->phase = ST_FINISHED;
+}
+
+/* done callback: any thread. Builds the MHD response outside the lock. */
+static void mhd_done(void *ctx, const pprof_http_response *resp)
+{
+    pp_mhd_req *st = ctx;
+    struct MHD_Response *mr =
+        MHD_create_response_from_buffer(resp->body.len, resp->body.data, MHD_RESPMEM_MUST_COPY);
+    for (size_t i = 0; mr && i < resp->nheaders; i++) {
+        if (MHD_add_response_header(mr, resp->headers[i].name, resp->headers[i].value) != MHD_YES) {
+            MHD_destroy_response(mr);
+            mr = NULL;
+        }
+    }
+    pthread_mutex_lock(&st->mu);
+    if (st->gone) {
+        pthread_mutex_unlock(&st->mu);
+        if (mr)
+            MHD_destroy_response(mr);
+        return;
+    }
+    st->resp = mr;
+    st->status = (unsigned int)resp->status;
+    st->have_resp = 1;
+    st->call = NULL;
+    if (st->phase == ST_SUSPENDED) {
+        st->phase = ST_RESUMED;
+        MHD_resume_connection(st->conn);
+    }
+    pthread_mutex_unlock(&st->mu);
+}
+
+/* closed hook: the peer left (or the server stops) while a call was
+ * pending; the call is over without an answer. Resume so MHD closes. */
+static void mhd_closed(void *arg)
+{
+    pp_mhd_req *st = arg;
+    pthread_mutex_lock(&st->mu);
+    st->gone = 1;
+    st->call = NULL;
+    if (st->phase == ST_SUSPENDED) {
+        st->phase = ST_RESUMED;
+        MHD_resume_connection(st->conn);
+    }
+    pthread_mutex_unlock(&st->mu);
+}
+
+static enum MHD_Result queue_and_release(struct MHD_Connection *c, unsigned int status,
+                                         struct MHD_Response *r)
+{
+    if (!r)
+        return MHD_NO;
+    enum MHD_Result ret = MHD_queue_response(c, status, r);
+    MHD_destroy_response(r);
+    return ret;
+}
+
+/* Takes the stored answer (lock held) and queues it after unlocking. */
+static enum MHD_Result answer_unlock(pp_mhd_req *st)
+{
+    int ok = st->have_resp && !st->gone;
+    struct MHD_Response *r = st->resp;
+    unsigned int status = st->status;
+    st->resp = NULL;
+    unpark_locked(st);
+    pthread_mutex_unlock(&st->mu);
+    if (!ok) {
+        if (r)
+            MHD_destroy_response(r);
+        return MHD_NO;
+    }
+    return queue_and_release(st->conn, status, r);
+}
+
+/* The raw query rebuilt from MHD's decoded arguments (for daemons without
+ * our URI log callback): each key and value re-encoded, in order. */
+static void append_encoded(pprof_buffer *b, int *failed, const char *s)
+{
+    static const char hex[] = "0123456789ABCDEF";
+    pprof_writer w = pprof_writer_buffer(b);
+    for (; *s && !*failed; s++) {
+        unsigned char c = (unsigned char)*s;
+        char out[3] = {(char)c, 0, 0};
+        size_t n = 1;
+        if (c == ' ') {
+            out[0] = '+';
+        } else if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+                     strchr("-._~:/,", c))) {
+            out[0] = '%';
+            out[1] = hex[c >> 4];
+            out[2] = hex[c & 15];
+            n = 3;
+        }
+        if (w.write(w.ctx, out, n) != 0)
+            *failed = 1;
+    }
+}
+
+typedef struct query_builder {
+    pprof_buffer b;
+    int failed;
+} query_builder;
+
+static enum MHD_Result add_argument(void *cls, enum MHD_ValueKind kind, const char *key,
+                                    const char *value)
+{
+    query_builder *qb = cls;
+    pprof_writer w = pprof_writer_buffer(&qb->b);
+    (void)kind;
+    if (qb->b.len > 0 && w.write(w.ctx, "&", 1) != 0)
+        qb->failed = 1;
+    append_encoded(&qb->b, &qb->failed, key ? key : "");
+    if (value) {
+        if (w.write(w.ctx, "=", 1) != 0)
+            qb->failed = 1;
+        append_encoded(&qb->b, &qb->failed, value);
+    }
+    return qb->failed ? MHD_NO : MHD_YES;
+}
+
+/* The last access-handler call of a request's upload: handle it. */
+static enum MHD_Result start_request(const pprof_server_config *cfg, pp_mhd_req *st,
+                                     const char *url, const char *method)
+{
+    pthread_mutex_lock(&st->mu);
+    st->phase = ST_HANDLING;
+    pthread_mutex_unlock(&st->mu);
+
+    if (st->body_too_large) {
+        pp_reply r;
+        pp_reply_init(&r, 413);
+        pp_reply_set_error(&r, 413, "request body too large (limit %u bytes)", PP_MAX_BODY);
+        pp_reply_deliver(&r, mhd_done, st);
+        pthread_mutex_lock(&st->mu);
+        return answer_unlock(st);
+    }
+
+    query_builder qb = {{0}, 0};
+    const char *query = st->query;
+    if (!st->have_query) {
+        MHD_get_connection_values(st->conn, MHD_GET_ARGUMENT_KIND, add_argument, &qb);
+        if (qb.failed) {
+            pprof_buffer_free(&qb.b);
+            return MHD_NO;
+        }
+        pprof_writer w = pprof_writer_buffer(&qb.b);
+        if (qb.b.len > 0 && w.write(w.ctx, "", 1) != 0) { /* NUL-terminate */
+            pprof_buffer_free(&qb.b);
+            return MHD_NO;
+        }
+        query = qb.b.len > 0 ? qb.b.data : NULL;
+    }
+    pprof_http_request req = {
+        .method = method,
+        .path = url,
+        .query = query,
+        .body = st->body.data,
+        .body_len = st->body.len,
+    };
+    pprof_http_call *call = NULL;
+    int rc = pprof_http_handle(cfg, &req, mhd_done, st, &call);
+    pprof_buffer_free(&qb.b);
+    if (rc != 0)
+        return MHD_NO;
+
+    pthread_mutex_lock(&st->mu);
+    if (st->have_resp)
+        return answer_unlock(st);
+    /* Pending: park the connection until done or closed resumes it. */
+    st->call = call;
+    st->phase = ST_SUSPENDED;
+    if (st->parked)
+        atomic_fetch_add(st->parked, 1);
+    MHD_suspend_connection(st->conn);
+    const union MHD_ConnectionInfo *fi =
+        MHD_get_connection_info(st->conn, MHD_CONNECTION_INFO_CONNECTION_FD);
+    const union MHD_ConnectionInfo *di = MHD_get_connection_info(st->conn, MHD_CONNECTION_INFO_DAEMON);
+    pp_http_watch(call, fi ? (int)fi->connect_fd : -1, mhd_closed, st, di ? di->daemon : NULL);
+    pthread_mutex_unlock(&st->mu);
+    return MHD_YES;
+}
+
+/* Thread-safe: called from MHD's threads, one at a time per connection. */
+int pprof_mhd_handle(const pprof_server_config *cfg, struct MHD_Connection *connection,
+                     const char *url, const char *method, const char *upload_data,
+                     size_t *upload_data_size, void **con_cls)
+{
+    pp_mhd_req *st = *con_cls;
+    if (!st) {
+        st = req_new(NULL, NULL);
+        if (!st)
+            return MHD_NO;
+        *con_cls = st;
+    }
+    switch (st->phase) {
+    case ST_FRESH:
+        st->conn = connection;
+        st->phase = ST_BODY;
+        return MHD_YES;
+    case ST_BODY:
+        if (*upload_data_size != 0) {
+            if (st->body_too_large || st->body.len + *upload_data_size > PP_MAX_BODY) {
+                st->body_too_large = 1;
+                pprof_buffer_free(&st->body);
+            } else {
+                pprof_writer w = pprof_writer_buffer(&st->body);
+                if (w.write(w.ctx, upload_data, *upload_data_size) != 0)
+                    return MHD_NO;
+            }
+            *upload_data_size = 0;
+            return MHD_YES;
+        }
+        return start_request(cfg, st, url, method);
+    default:
+        /* Called again after a resume: queue the answer, or close. */
+        pthread_mutex_lock(&st->mu);
+        return answer_unlock(st);
+    }
+}
+
+/* Thread-safe: called from MHD's threads when a request ends. */
+void pprof_mhd_completed(void **con_cls)
+{
+    pp_mhd_req *st = con_cls ? *con_cls : NULL;
+    if (!st)
+        return;
+    *con_cls = NULL;
+    pthread_mutex_lock(&st->mu);
+    pprof_http_call *call = st->call;
+    st->call = NULL;
+    st->gone = 1;
+    unpark_locked(st);
+    pthread_mutex_unlock(&st->mu);
+    if (call)
+        pprof_http_cancel(call); /* waits for a done callback in flight */
+    req_free(st);
+}
+
+/* ========================================================== built-in server */
+
+static struct {
+    pthread_mutex_t mu;
+    int running;
+    struct MHD_Daemon *daemon;
+    int listen_fd;
+    int port;
+    pprof_server_config cfg; /* prefix points to our copy */
+    char *prefix;
+    _Atomic int stopping;
+    _Atomic int parked;      /* suspended connections of our daemon */
+    char error[256];         /* why the last start failed */
+} srv = {.mu = PTHREAD_MUTEX_INITIALIZER, .listen_fd = -1};
+
+static pthread_once_t srv_once = PTHREAD_ONCE_INIT;
+
+/* The child of a fork must not serve on the parent's socket, and the MHD
+ * thread does not exist in it: close the socket, forget the daemon. */
+static void srv_after_fork_child(void)
+{
+    pthread_mutex_init(&srv.mu, NULL);
+    if (srv.running && srv.listen_fd >= 0)
+        close(srv.listen_fd);
+    srv.running = 0;
+    srv.daemon = NULL;
+    srv.listen_fd = -1;
+    srv.port = 0;
+    srv.prefix = NULL;
+    atomic_store(&srv.stopping, 0);
+    atomic_store(&srv.parked, 0);
+}
+
+static void srv_init(void)
+{
+    pthread_atfork(NULL, NULL, srv_after_fork_child);
+}
+
+static void *srv_uri_log(void *cls, const char *uri, struct MHD_Connection *c)
+{
+    (void)cls;
+    (void)c;
+    const char *qm = strchr(uri, '?');
+    return req_new(qm ? qm + 1 : NULL, &srv.parked);
+}
+
+static enum MHD_Result srv_access(void *cls, struct MHD_Connection *c, const char *url,
+                                  const char *method, const char *version, const char *upload_data,
+                                  size_t *upload_data_size, void **con_cls)
+{
+    (void)cls;
+    (void)version;
+    pp_mhd_req *st = *con_cls;
+    if (atomic_load(&srv.stopping) && (!st || st->phase == ST_FRESH))
+        return MHD_NO; /* no new requests while stopping */
+    return (enum MHD_Result)pprof_mhd_handle(&srv.cfg, c, url, method, upload_data,
+                                             upload_data_size, con_cls);
+}
+
+static void srv_completed(void *cls, struct MHD_Connection *c, void **con_cls,
+                          enum MHD_RequestTerminationCode toe)
+{
+    (void)cls;
+    (void)c;
+    (void)toe;
+    pprof_mhd_completed(con_cls);
+}
+
+/* Splits "HOST:PORT" or "[V6]:PORT" and binds a listening socket to it.
+ * Returns the socket, or -1 with srv.error set. */
+static int open_listener(const char *addr, int *port_out)
+{
+    char host[256];
+    const char *port, *h;
+    size_t hlen;
+    if (addr[0] == '[') {
+        const char *rb = strchr(addr, ']');
+        if (!rb || rb[1] != ':')
+            goto malformed;
+        h = addr + 1;
+        hlen = (size_t)(rb - h);
+        port = rb + 2;
+    } else {
+        const char *colon = strrchr(addr, ':');
+        if (!colon || memchr(addr, ':', (size_t)(colon - addr)))
+            goto malformed;
+        h = addr;
+        hlen = (size_t)(colon - addr);
+        port = colon + 1;
+    }
+    size_t plen = strlen(port);
+    if (hlen >= sizeof host || plen == 0 || plen > 5 || strspn(port, "0123456789") != plen ||
+        atoi(port) > 65535)
+        goto malformed;
+    memcpy(host, h, hlen);
+    host[hlen] = '\0';
+
+    struct addrinfo hints = {.ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM,
+                             .ai_flags = AI_PASSIVE | AI_NUMERICSERV}, *res;
+    int gai = getaddrinfo(hlen ? host : NULL, port, &hints, &res);
+    if (gai != 0) {
+        snprintf(srv.error, sizeof srv.error, "%s", gai_strerror(gai));
+        return -1;
+    }
+    /* Empty host: dual-stack "::" first, as Go's ":PORT"; a name: IPv4
+     * first, as Go's listener does for "localhost". */
+    int fd = -1, err = EADDRNOTAVAIL;
+    for (int pass = 0; pass < 2 && fd < 0; pass++) {
+        for (struct addrinfo *ai = res; ai && fd < 0; ai = ai->ai_next) {
+            int preferred = hlen ? ai->ai_family == AF_INET : ai->ai_family == AF_INET6;
+            if (preferred != (pass == 0))
+                continue;
+            fd = socket(ai->ai_family, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, ai->ai_protocol);
+            if (fd < 0) {
+                err = errno;
+                continue;
+            }
+            int one = 1, zero = 0;
+            setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
+            if (ai->ai_family == AF_INET6 && hlen == 0)
+                setsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &zero, sizeof zero);
+            if (bind(fd, ai->ai_addr, ai->ai_addrlen) != 0 || listen(fd, 128) != 0) {
+                err = errno;
+                close(fd);
+                fd = -1;
+            }
+        }
+    }
+    freeaddrinfo(res);
+    if (fd < 0) {
+        snprintf(srv.error, sizeof srv.error, "%s", strerror(err));
+        return -1;
+    }
+    struct sockaddr_storage ss;
+    socklen_t sl = sizeof ss;
+    *port_out = 0;
+    if (getsockname(fd, (struct sockaddr *)&ss, &sl) == 0)
+        *port_out = ss.ss_family == AF_INET6 ? ntohs(((struct sockaddr_in6 *)&ss)->sin6_port)
+                                             : ntohs(((struct sockaddr_in *)&ss)->sin_port);
+    return fd;
+
+malformed:
+    snprintf(srv.error, sizeof srv.error, "malformed address (want HOST:PORT or [IPv6]:PORT)");
+    return -1;
+}
+
+/* Thread-safe (serialized by the server lock). */
+int pprof_server_start(const pprof_server_config *cfg)
+{
+    pthread_once(&srv_once, srv_init);
+    pthread_mutex_lock(&srv.mu);
+    if (srv.running) {
+        pthread_mutex_unlock(&srv.mu);
+        return PPROF_EBUSY;
+    }
+    srv.error[0] = '\0';
+    pprof_server_config c = cfg ? *cfg : (pprof_server_config){0};
+    const char *addr = c.addr;
+    if (!addr || !*addr) {
+        addr = getenv("LIBPPROF_ADDR");
+        if (!addr || !*addr)
+            addr = "127.0.0.1:6060";
+    }
+    int rc = PPROF_EADDR;
+    size_t pl = c.prefix ? strlen(c.prefix) : 0;
+    if (c.prefix && (pl == 0 || c.prefix[0] != '/' || c.prefix[pl - 1] != '/')) {
+        snprintf(srv.error, sizeof srv.error, "prefix must start and end with '/'");
+        rc = PPROF_EINVAL;
+        goto out;
+    }
+    if (strcmp(addr, "off") == 0) {
+        snprintf(srv.error, sizeof srv.error, "serving is turned off (LIBPPROF_ADDR=off)");
+        goto out;
+    }
+    char *prefix = NULL;
+    if (c.prefix && !(prefix = strdup(c.prefix))) {
+        rc = PPROF_ENOMEM;
+        goto out;
+    }
+    int port = 0;
+    int fd = open_listener(addr, &port);
+    if (fd < 0) {
+        free(prefix);
+        goto out;
+    }
+    unsigned int flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_ALLOW_SUSPEND_RESUME;
+    flags |= MHD_is_feature_supported(MHD_FEATURE_EPOLL) == MHD_YES ? MHD_USE_EPOLL : MHD_USE_POLL;
+    c.addr = NULL;
+    c.prefix = prefix;
+    srv.cfg = c;
+    atomic_store(&srv.stopping, 0);
+    atomic_store(&srv.parked, 0);
+    sigset_t old;
+    pp_block_host_signals(&old); /* the MHD thread inherits the mask */
+    struct MHD_Daemon *d = MHD_start_daemon(
+        flags, 0, NULL, NULL, srv_access, NULL,
+        MHD_OPTION_LISTEN_SOCKET, (MHD_socket)fd,
+        MHD_OPTION_URI_LOG_CALLBACK, srv_uri_log, NULL,
+        MHD_OPTION_NOTIFY_COMPLETED, srv_completed, NULL,
+        MHD_OPTION_CONNECTION_TIMEOUT, (unsigned int)120,
+        MHD_OPTION_CONNECTION_LIMIT, (unsigned int)256,
+        MHD_OPTION_END);
+    pthread_sigmask(SIG_SETMASK, &old, NULL);
+    if (!d) {
+        snprintf(srv.error, sizeof srv.error, "cannot start the HTTP daemon");
+        close(fd);
+        free(prefix);
+        rc = PPROF_ESYS;
+        goto out;
+    }
+    srv.daemon = d;
+    srv.listen_fd = fd;
+    srv.port = port;
+    srv.prefix = prefix;
+    srv.running = 1;
+    rc = 0;
+out:
+    pthread_mutex_unlock(&srv.mu);
+    return rc;
+}
+
+static int64_t now_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+/* Thread-safe. Must not be called from a request's own callbacks. */
+int pprof_server_stop(void)
+{
+    pthread_once(&srv_once, srv_init);
+    pthread_mutex_lock(&srv.mu);
+    if (!srv.running) {
+        pthread_mutex_unlock(&srv.mu);
+        return PPROF_ESTATE;
+    }
+    atomic_store(&srv.stopping, 1);
+    /* End pending profiles and wait until MHD has every parked connection
+     * back: stopping MHD with suspended connections is not allowed. A
+     * request being handled right now may park one more, hence the loop. */
+    int64_t give_up = now_ns() + 5000000000LL;
+    for (;;) {
+        pp_http_cancel_owner(srv.daemon);
+        if (atomic_load(&srv.parked) <= 0 || now_ns() > give_up)
+            break;
+        nanosleep(&(struct timespec){.tv_nsec = 2000000}, NULL);
+    }
+    MHD_stop_daemon(srv.daemon); /* closes the listening socket */
+    free(srv.prefix);
+    srv.prefix = NULL;
+    srv.daemon = NULL;
+    srv.listen_fd = -1;
+    srv.port = 0;
+    srv.running = 0;
+    pthread_mutex_unlock(&srv.mu);
+    return 0;
+}
+
+/* Thread-safe. */
+int pprof_server_port(void)
+{
+    pthread_mutex_lock(&srv.mu);
+    int port = srv.running ? srv.port : PPROF_ESTATE;
+    pthread_mutex_unlock(&srv.mu);
+    return port;
+}
+
+const char *pp_server_start_error(void)
+{
+    return srv.error;
+}

@@ -1,0 +1,256 @@
+/* test_cpu.c: CPU sampling accuracy, per-thread timers, rates and snapshots.
+ * test-labels: plain-only
+ *
+ * Two threads burn CPU in differently named functions in a 3:1 ratio. The
+ * profile must show that ratio within 10%, and its weighted sample count
+ * must be within 10% of the process's CPU time x rate, at 100 Hz and at
+ * 1000 Hz (where the 250 Hz kernel tick makes most of the weight arrive as
+ * timer overruns). Each run has >= 2,000 samples. Also: one timer per thread
+ * while profiling (a thread started mid-profile included) and none after;
+ * PPROF_ERATE for a conflicting rate; snapshots that lose nothing.
+ * Runs in the plain build: sanitizers change signal delivery.
+ */
+#define _GNU_SOURCE
+#include "pprof.h"
+#include "check.h"
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+static volatile double sink;
+
+static double cpu_s(clockid_t c)
+{
+    struct timespec ts;
+    clock_gettime(c, &ts);
+    return ts.tv_sec + ts.tv_nsec / 1e9;
+}
+
+__attribute__((noinline)) static void burn_three_parts(double s)
+{
+    double end = cpu_s(CLOCK_THREAD_CPUTIME_ID) + s, x = 1;
+    while (cpu_s(CLOCK_THREAD_CPUTIME_ID) < end)
+        for (int i = 0; i < 1000; i++)
+            x = x * 1.0000001 + 1.0 / (x + i);
+    sink += x;
+}
+
+__attribute__((noinline)) static void burn_one_part(double s)
+{
+    double end = cpu_s(CLOCK_THREAD_CPUTIME_ID) + s, x = 1;
+    while (cpu_s(CLOCK_THREAD_CPUTIME_ID) < end)
+        for (int i = 0; i < 1000; i++)
+            x = x * 1.0000002 + 1.0 / (x + i);
+    sink += x;
+}
+
+static void *run_three(void *arg) { burn_three_parts(*(double *)arg * 3); return NULL; }
+static void *run_one(void *arg) { burn_one_part(*(double *)arg); return NULL; }
+
+/* Sum of the first (count) and second (ns) values of samples whose stack
+ * mentions `fn` anywhere. */
+static void sum_for(const pprof_profile *p, const char *fn, int64_t *count, int64_t *total)
+{
+    size_t n;
+    const pprof_sample *s = pprof_profile_samples(p, &n);
+    *count = 0;
+    *total = 0;
+    for (size_t i = 0; i < n; i++) {
+        *total += s[i].values[0];
+        for (size_t k = 0; k < s[i].nlocations; k++) {
+            const pprof_location *l = s[i].locations[k];
+            int hit = 0;
+            for (size_t j = 0; j < l->nlines; j++)
+                hit |= strcmp(l->lines[j].function, fn) == 0;
+            if (hit) {
+                *count += s[i].values[0];
+                break;
+            }
+        }
+    }
+}
+
+static int stacks_contain(const pprof_profile *p, const char *needle)
+{
+    size_t n;
+    const pprof_sample *s = pprof_profile_samples(p, &n);
+    for (size_t i = 0; i < n; i++)
+        for (size_t k = 0; k < s[i].nlocations; k++)
+            for (size_t j = 0; j < s[i].locations[k]->nlines; j++)
+                if (strstr(s[i].locations[k]->lines[j].function, needle))
+                    return 1;
+    return 0;
+}
+
+static void accuracy(int hz, double unit_s)
+{
+    pprof_recorder *r;
+    CHECK(pprof_cpu_recorder_new(&(pprof_cpu_config){.hz = hz}, &r) == 0);
+    double cpu0 = cpu_s(CLOCK_PROCESS_CPUTIME_ID);
+    CHECK(pprof_recorder_start(r) == 0);
+    pthread_t a, b;
+    pthread_create(&a, NULL, run_three, &unit_s);
+    pthread_create(&b, NULL, run_one, &unit_s);
+    pthread_join(a, NULL);
+    pthread_join(b, NULL);
+    pprof_profile *p;
+    CHECK(pprof_recorder_stop(r, &p) == 0);
+    double cpu = cpu_s(CLOCK_PROCESS_CPUTIME_ID) - cpu0;
+    int64_t three, one, total;
+    sum_for(p, "burn_three_parts", &three, &total);
+    sum_for(p, "burn_one_part", &one, &total);
+    double ratio = one ? (double)three / (double)one : 0;
+    double expect = cpu * hz;
+    printf("%d Hz: burn_three_parts %lld, burn_one_part %lld, ratio %.3f; total %lld vs cpu %.3f s x %d = %.0f\n",
+           hz, (long long)three, (long long)one, ratio, (long long)total, cpu, hz, expect);
+    CHECKF(total >= 2000, "only %lld samples", (long long)total);
+    CHECKF(ratio > 2.7 && ratio < 3.3, "ratio %.3f", ratio);
+    CHECKF(total > 0.9 * expect && total < 1.1 * expect, "total %lld, expected %.0f", (long long)total, expect);
+    CHECK(!stacks_contain(p, "on_signal") && !stacks_contain(p, "__restore_rt"));
+    CHECK(stacks_contain(p, "run_three"));  /* callers are there, not just leaves */
+    size_t nt;
+    const pprof_value_type *t = pprof_profile_sample_types(p, &nt);
+    CHECK(nt == 2 && !strcmp(t[0].type, "samples") && !strcmp(t[1].unit, "nanoseconds"));
+    CHECK(pprof_profile_period(p) == 1000000000 / hz);
+    CHECK(pprof_profile_duration_nanos(p) > 0);
+    pprof_profile_free(p);
+    pprof_recorder_free(r);
+}
+
+/* Our timers in /proc/self/timers, counted by target thread. */
+static int count_timers(int tid)
+{
+    FILE *f = fopen("/proc/self/timers", "r");
+    if (!f)
+        return -1;
+    char line[256];
+    int n = 0, sigprof = 0;
+    while (fgets(line, sizeof line, f)) {
+        int t;
+        if (!strncmp(line, "signal:", 7))
+            sigprof = atoi(line + 7) == 27;
+        else if (sigprof && sscanf(line, "notify: signal/tid.%d", &t) == 1 && (tid == 0 || t == tid))
+            n++;
+    }
+    fclose(f);
+    return n;
+}
+
+static _Atomic int quit;
+static _Atomic int late_tid;
+
+static void *idle_thread(void *arg)
+{
+    (void)arg;
+    atomic_store(&late_tid, gettid());
+    while (!atomic_load(&quit))
+        usleep(1000);
+    return NULL;
+}
+
+static void timers_per_thread(void)
+{
+    pthread_t early;
+    pthread_create(&early, NULL, idle_thread, NULL);
+    while (!atomic_load(&late_tid))
+        usleep(100);
+    atomic_store(&late_tid, 0);
+    pprof_recorder *r;
+    CHECK(pprof_cpu_recorder_new(NULL, &r) == 0);
+    CHECK(pprof_recorder_start(r) == 0);
+    usleep(50 * 1000);
+    int main_timers = count_timers(gettid());
+    CHECKF(main_timers == 1, "main thread has %d timers", main_timers);
+    pthread_t late;
+    pthread_create(&late, NULL, idle_thread, NULL);
+    while (!atomic_load(&late_tid))
+        usleep(100);
+    usleep(20 * 1000);
+    int lt = count_timers(atomic_load(&late_tid));
+    CHECKF(lt == 1, "thread started mid-profile has %d timers", lt);
+    pprof_cpu_stats st;
+    pprof_cpu_stats_get(&st);
+    int all = count_timers(0);
+    CHECKF(all == st.threads_timed && all >= 4, "%d timers, %d threads timed", all, st.threads_timed);
+    atomic_store(&quit, 1);
+    pthread_join(late, NULL);
+    pthread_join(early, NULL);
+    int after = count_timers(0);
+    CHECKF(after == all - 2, "after two threads exited: %d timers (was %d)", after, all);
+    CHECK(pprof_recorder_stop(r, NULL) == 0);
+    CHECKF(count_timers(0) == 0, "%d timers left after stop", count_timers(0));
+    pprof_recorder_free(r);
+}
+
+static void rates_and_snapshots(void)
+{
+    pprof_recorder *a, *b, *c, *d;
+    CHECK(pprof_cpu_recorder_new(&(pprof_cpu_config){.hz = 250}, &a) == 0);
+    CHECK(pprof_cpu_recorder_new(&(pprof_cpu_config){.hz = 500}, &b) == 0);
+    CHECK(pprof_cpu_recorder_new(NULL, &c) == 0);
+    CHECK(pprof_cpu_recorder_new(&(pprof_cpu_config){.hz = 250}, &d) == 0);
+    CHECK(pprof_recorder_start(c) == 0); /* c snapshots; started first, stopped last */
+    int rate = pprof_recorder_rate(c);
+    CHECK(rate == 100);
+    CHECK(pprof_recorder_stop(c, NULL) == 0);
+    CHECK(pprof_recorder_start(a) == 0);
+    CHECK(pprof_recorder_start(a) == PPROF_EBUSY);
+    int rc = pprof_recorder_start(b);
+    CHECK(rc == PPROF_ERATE);
+    CHECKF(strstr(pprof_strerror(rc), "250 Hz") != NULL, "message: %s", pprof_strerror(rc));
+    CHECK(pprof_recorder_start(c) == 0);
+    CHECK(pprof_recorder_rate(c) == 250);
+    CHECK(pprof_recorder_start(d) == 0);
+    int64_t snap_total = 0, t, cnt;
+    for (int i = 0; i < 8; i++) {
+        burn_one_part(0.05);
+        pprof_profile *p;
+        CHECK(pprof_recorder_snapshot(c, &p) == 0);
+        sum_for(p, "burn_one_part", &cnt, &t);
+        snap_total += t;
+        pprof_profile_free(p);
+    }
+    pprof_profile *pd, *pc;
+    CHECK(pprof_recorder_stop(d, &pd) == 0);
+    CHECK(pprof_recorder_stop(c, &pc) == 0);
+    sum_for(pc, "burn_one_part", &cnt, &t);
+    snap_total += t;
+    int64_t d_total;
+    sum_for(pd, "burn_one_part", &cnt, &d_total);
+    printf("snapshots: %lld samples in all; a recorder over the same span: %lld\n",
+           (long long)snap_total, (long long)d_total);
+    CHECKF(d_total >= 80 && snap_total >= d_total && snap_total <= d_total + 5,
+           "snapshots %lld vs %lld", (long long)snap_total, (long long)d_total);
+    pprof_profile_free(pc);
+    pprof_profile_free(pd);
+    CHECK(pprof_recorder_stop(a, NULL) == 0);
+    CHECK(pprof_recorder_stop(a, NULL) == PPROF_ESTATE);
+    pprof_cpu_stats st;
+    pprof_cpu_stats_get(&st);
+    CHECK(st.hz == 0 && st.threads_timed == 0);
+    pprof_recorder_free(a);
+    pprof_recorder_free(b);
+    pprof_recorder_free(c);
+    pprof_recorder_free(d);
+
+    pprof_recorder *bad;
+    CHECK(pprof_cpu_recorder_new(&(pprof_cpu_config){.hz = -1}, &bad) == PPROF_EINVAL);
+    CHECK(pprof_cpu_recorder_new(&(pprof_cpu_config){.hz = 1000000}, &bad) == PPROF_EINVAL);
+    CHECK(pprof_cpu_recorder_new(&(pprof_cpu_config){.max_frames = 100000}, &bad) == PPROF_EINVAL);
+    CHECK(pprof_cpu_recorder_new(NULL, NULL) == PPROF_EINVAL);
+    CHECK(pprof_recorder_start(NULL) == PPROF_EINVAL);
+}
+
+int main(void)
+{
+    timers_per_thread();
+    rates_and_snapshots();
+    accuracy(1000, 0.6);
+    accuracy(100, 5.5);
+    return check_summary("test_cpu");
+}
