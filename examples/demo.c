@@ -150,8 +150,11 @@ int main(int argc, char **argv)
         pause();
     for (int i = 0; i < 2; i++)
         pthread_join(t[i], NULL);
-    if (d)
+    if (d) {
+        MHD_quiesce_daemon(d);
+        pprof_mhd_release(d); /* profiles still running end here */
         MHD_stop_daemon(d);
+    }
     else
         pprof_server_stop();
     return 0;

@@ -265,14 +265,17 @@ typedef struct pprof_http_call pprof_http_call;
 /* Handles one request under the given configuration (cfg may be NULL for
  * the defaults; the prefix decides which paths are ours: others get 404).
  * `done` is called exactly once, unless the call is cancelled first.
- * If `call` is not NULL it receives a handle for pprof_http_cancel, valid
- * until `done` runs or the cancel returns. Returns 0, or a negative code
+ * If `call` is not NULL it receives a handle (NULL when the request was
+ * answered before pprof_http_handle returned) that the caller must release
+ * with pprof_http_cancel exactly once: before `done`, that cancels the
+ * request; after, it only frees the handle. Returns 0, or a negative code
  * (then `done` is never called). Thread-safe. */
 PPROF_API int pprof_http_handle(const pprof_server_config *cfg, const pprof_http_request *req,
                                 pprof_http_done done, void *ctx, pprof_http_call **call);
-/* Cancels a call whose client went away: its recorder ends and `done` is
- * not called (if `done` is running on another thread, waits for it).
- * Thread-safe. */
+/* Releases a call handle. If the call is still pending (its client went
+ * away), its recorder ends and `done` is never called; if `done` is
+ * running on another thread, waits for it to return. Must not be called
+ * from the call's own `done`. Thread-safe. */
 PPROF_API void pprof_http_cancel(pprof_http_call *call);
 
 /* Adapter for a service's own libmicrohttpd daemon (which must be started
@@ -288,6 +291,12 @@ PPROF_API int pprof_mhd_handle(const pprof_server_config *cfg, struct MHD_Connec
 /* Companion for MHD_OPTION_NOTIFY_COMPLETED: frees per-request state and
  * cancels a profile whose connection closed. Pass `con_cls` through. */
 PPROF_API void pprof_mhd_completed(void **con_cls);
+/* Ends the profiles still pending on `daemon` and hands their connections
+ * back to it. libmicrohttpd refuses to stop a daemon with suspended
+ * connections: call this right before MHD_stop_daemon (after
+ * MHD_quiesce_daemon, so that no new request starts). Thread-safe. */
+struct MHD_Daemon;
+PPROF_API void pprof_mhd_release(struct MHD_Daemon *daemon);
 
 #ifdef __cplusplus
 }

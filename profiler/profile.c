@@ -343,6 +343,8 @@ static void note_mapping_flags(pprof_profile *p, const pprof_location *loc)
         return;
     }
     for (size_t i = 0; i < loc->nlines; i++) {
+        if (!loc->lines[i].function[0])
+            m->has_functions = 0;
         if (!loc->lines[i].filename[0])
             m->has_filenames = 0;
         if (loc->lines[i].line <= 0)

@@ -981,10 +981,12 @@ static int loader_note_cb(struct dl_phdr_info *info, size_t size, void *data)
         const unsigned char *e = p + ph->p_memsz;
         while ((size_t)(e - p) >= sizeof(ElfW(Nhdr))) {
             const ElfW(Nhdr) *nh = (const ElfW(Nhdr) *)(const void *)p;
-            size_t namesz = (nh->n_namesz + 3u) & ~3u, descsz = (nh->n_descsz + 3u) & ~3u;
-            const unsigned char *name = p + sizeof *nh, *desc = name + namesz;
-            if (namesz > (size_t)(e - name) || descsz > (size_t)(e - desc))
+            size_t namesz = ((size_t)nh->n_namesz + 3) & ~(size_t)3;
+            size_t descsz = ((size_t)nh->n_descsz + 3) & ~(size_t)3;
+            const unsigned char *name = p + sizeof *nh;
+            if (namesz > (size_t)(e - name) || descsz > (size_t)(e - name) - namesz)
                 break;
+            const unsigned char *desc = name + namesz;
             if (nh->n_type == NT_GNU_BUILD_ID && nh->n_namesz == 4 &&
                 memcmp(name, "GNU", 4) == 0 && nh->n_descsz > 0) {
                 a->bits = desc;
@@ -1115,8 +1117,10 @@ static Dwfl *build_dwfl(void)
     if (!d)
         return NULL;
     dwfl_report_begin(d);
+    /* A positive result means /proc/self/maps could not be read; -1 means
+     * one module could not be reported, and the others still serve. */
     int rc = dwfl_linux_proc_report(d, getpid());
-    if (dwfl_report_end(d, NULL, NULL) != 0 || rc != 0) {
+    if (dwfl_report_end(d, NULL, NULL) != 0 || rc > 0) {
         dwfl_end(d);
         return NULL;
     }
@@ -1242,7 +1246,8 @@ static int cmp_fn_range(const void *x, const void *y)
     const fn_range *a = x, *b = y;
     if (a->lo != b->lo)
         return a->lo < b->lo ? -1 : 1;
-    return a->hi > b->hi ? -1 : a->hi < b->hi; /* enclosing range first */
+    /* Enclosing range first, so bisection lands on the innermost. */
+    return a->hi > b->hi ? -1 : a->hi < b->hi;
 }
 
 typedef struct fn_vec {

@@ -128,6 +128,33 @@ static int read_encoded(const uint8_t **p, uint8_t enc, uintptr_t base, uintptr_
 
 static __thread int in_handler;
 
+#ifndef __SANITIZE_THREAD__
+/* The warm path: libunwind's per-thread trace cache. async-signal-safe */
+static int walk(uint64_t *pcs, int room)
+{
+    return unw_backtrace((void **)pcs, room);
+}
+#else
+/* ThreadSanitizer builds: the trace cache's per-thread destructor runs after
+ * TSan has torn the thread down, so step without it. async-signal-safe */
+static int walk(uint64_t *pcs, int room)
+{
+    unw_context_t ctx;
+    unw_cursor_t c;
+    int n = 0;
+    unw_getcontext(&ctx);
+    if (unw_init_local(&c, &ctx) < 0)
+        return 0;
+    do {
+        unw_word_t ip;
+        if (unw_get_reg(&c, UNW_REG_IP, &ip) < 0 || ip == 0)
+            break;
+        pcs[n++] = ip;
+    } while (n < room && unw_step(&c) > 0);
+    return n;
+}
+#endif
+
 /* async-signal-safe */
 int pp_unwind_signal(void *ucontext, uint64_t *pcs, int max, int *truncated)
 {
@@ -147,7 +174,7 @@ int pp_unwind_signal(void *ucontext, uint64_t *pcs, int max, int *truncated)
     if (room > PPROF_MAX_FRAMES + 1)
         room = PPROF_MAX_FRAMES + 1;
     in_handler = 1;
-    int n = unw_backtrace((void **)pcs, room);
+    int n = walk(pcs, room);
     in_handler = 0;
     atomic_fetch_sub(&in_flight, 1);
     int first = -1;
@@ -270,8 +297,8 @@ void pp_unwind_refresh(int force)
 
 void pp_unwind_thread_prepare(void)
 {
-    void *pcs[4];
-    unw_backtrace(pcs, 4);
+    uint64_t pcs[4];
+    walk(pcs, 4);
 }
 
 void pp_unwind_init(void)

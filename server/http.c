@@ -378,6 +378,7 @@ struct pprof_http_call {
     int64_t deadline;             /* CLOCK_MONOTONIC, ns */
     int state;
     int waiters;                  /* cancellers waiting for FINISHED */
+    int held;                     /* the caller holds the handle (until pprof_http_cancel) */
     pprof_recorder *rec;
     pp_finish_fn finish;
     const void *finish_arg;
@@ -451,7 +452,7 @@ static void finish_locked(pprof_http_call *c)
     c->state = CALL_FINISHED;
     active--;
     pthread_cond_broadcast(&idle);
-    if (c->waiters == 0)
+    if (c->waiters == 0 && !c->held)
         free(c);
 }
 
@@ -462,7 +463,7 @@ static void wait_finished_locked(pprof_http_call *c)
     c->waiters++;
     while (c->state != CALL_FINISHED)
         pthread_cond_wait(&idle, &mu);
-    if (--c->waiters == 0)
+    if (--c->waiters == 0 && !c->held)
         free(c);
 }
 
@@ -596,6 +597,7 @@ int pp_call_defer(pp_req *q, pprof_recorder *rec, int seconds, pp_finish_fn fini
     c->done = q->done;
     c->ctx = q->ctx;
     c->fd = -1;
+    c->held = q->call != NULL;
 
     pthread_mutex_lock(&mu);
     int rc = start_thread_locked();
@@ -618,13 +620,21 @@ int pp_call_defer(pp_req *q, pprof_recorder *rec, int seconds, pp_finish_fn fini
 }
 
 /* Thread-safe. Waits for a done callback running on another thread; must
- * not be called from inside the call's own done callback. */
+ * not be called from inside the call's own done callback. Releases the
+ * caller's handle in every state. */
 void pprof_http_cancel(pprof_http_call *call)
 {
     if (!call)
         return;
     pthread_once(&once, init_once);
     pthread_mutex_lock(&mu);
+    call->held = 0;
+    if (call->state == CALL_FINISHED) {
+        if (call->waiters == 0)
+            free(call);
+        pthread_mutex_unlock(&mu);
+        return;
+    }
     if (call->state == CALL_PENDING) {
         unlink_locked(call);
         call->state = CALL_FINISHED;

@@ -123,7 +123,6 @@ static void mhd_done(void *ctx, const pprof_http_response *resp)
     st->resp = mr;
     st->status = (unsigned int)resp->status;
     st->have_resp = 1;
-    st->call = NULL;
     if (st->phase == ST_SUSPENDED) {
         st->phase = ST_RESUMED;
         MHD_resume_connection(st->conn);
@@ -138,7 +137,6 @@ static void mhd_closed(void *arg)
     pp_mhd_req *st = arg;
     pthread_mutex_lock(&st->mu);
     st->gone = 1;
-    st->call = NULL;
     if (st->phase == ST_SUSPENDED) {
         st->phase = ST_RESUMED;
         MHD_resume_connection(st->conn);
@@ -265,10 +263,10 @@ static enum MHD_Result start_request(const pprof_server_config *cfg, pp_mhd_req 
         return MHD_NO;
 
     pthread_mutex_lock(&st->mu);
+    st->call = call; /* released in pprof_mhd_completed, whatever happens */
     if (st->have_resp)
         return answer_unlock(st);
     /* Pending: park the connection until done or closed resumes it. */
-    st->call = call;
     st->phase = ST_SUSPENDED;
     if (st->parked)
         atomic_fetch_add(st->parked, 1);
@@ -332,9 +330,19 @@ void pprof_mhd_completed(void **con_cls)
     st->gone = 1;
     unpark_locked(st);
     pthread_mutex_unlock(&st->mu);
-    if (call)
-        pprof_http_cancel(call); /* waits for a done callback in flight */
+    pprof_http_cancel(call); /* ends it if pending, waits for a done in flight, frees the handle */
     req_free(st);
+}
+
+/* Thread-safe. A request being handled right now may park one more
+ * connection after the first pass; the second pass catches it. */
+void pprof_mhd_release(struct MHD_Daemon *daemon)
+{
+    if (!daemon)
+        return;
+    pp_http_cancel_owner(daemon);
+    nanosleep(&(struct timespec){.tv_nsec = 20000000}, NULL);
+    pp_http_cancel_owner(daemon);
 }
 
 /* ========================================================== built-in server */

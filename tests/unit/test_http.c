@@ -1,6 +1,7 @@
 /* test_http.c: pprof_http_handle without a network: routing, methods,
  * query parsing, error answers and headers, cmdline, symbol, the index,
  * and asynchronous CPU profiles with cancellation and the concurrency cap.
+ * test-labels: concurrency
  * Uses only the public API of pprof.h.
  */
 #include "pprof.h"
@@ -337,6 +338,7 @@ static void test_profile(void)
     CHECK(header_is(&a, "X-Content-Type-Options", "nosniff"), "profile nosniff");
     CHECK(!header(&a, "X-Go-Pprof"), "profile has X-Go-Pprof");
     answer_free(&a);
+    pprof_http_cancel(call); /* after done: releases the handle */
 
     /* Cancel: done never runs. */
     call = start_async(NULL, "seconds=1", &a);

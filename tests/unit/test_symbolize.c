@@ -1,11 +1,14 @@
 /* test_symbolize.c: the symbolizer against this very program.
+ * test-labels: concurrency
  *
  * Checks that a static (non-exported) function is named from .symtab with
  * its file and line; that an address inside always-inline code yields the
  * inlined function and its caller as separate frames; that libc addresses
  * resolve and sit in a libc mapping; that the mapping list is ordered and
  * carries the executable's GNU build ID (compared with the note the loader
- * mapped); and that pprof_symbol_name() works and rejects what it should.
+ * mapped); that pprof_symbol_name() works and rejects what it should; and
+ * that libraries loaded or deleted later, JIT-style anonymous code and a
+ * forked child are handled. Ends with a timing of 10k distinct addresses.
  * Needs -O2 -g (the default RelWithDebInfo build).
  */
 #define _GNU_SOURCE
@@ -14,16 +17,16 @@
 
 #include <dlfcn.h>
 #include <elf.h>
+#include <fcntl.h>
 #include <link.h>
-#include <sys/auxv.h>
 #include <pthread.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/auxv.h>
 #include <sys/mman.h>
 #include <sys/wait.h>
-#include <fcntl.h>
 #include <time.h>
 #include <unistd.h>
 

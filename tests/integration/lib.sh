@@ -1,0 +1,210 @@
+# lib.sh: helpers shared by the integration tests (sourced, never run).
+#
+#   pp_init BUILD_DIR        temp dir, HOME/GOCACHE/PPROF_TMPDIR for go tool
+#                            pprof, and an EXIT trap that ends every process
+#                            group started with pp_start and removes the dir
+#   pp_start NAME CMD...     runs CMD in its own process group (stdout and
+#                            stderr in $TMP/NAME.out / NAME.err); PID=its pid
+#   pp_serve NAME CMD...     pp_start on a free port: "@PORT@" in CMD is
+#                            replaced by the port; retries with another port
+#                            if the program cannot listen; sets PORT and PID
+#   pp_wait_line FILE RE S   waits up to S seconds for a line matching RE
+#   pp_wait_http URL S       waits up to S seconds until URL answers over HTTP
+#   pp_pprof ARGS...         go tool pprof with a time limit
+#   pp_ok / pp_bad / pp_check / pp_finish
+#                            count checks; pp_finish prints "N passed, M
+#                            failed" as the last line and exits non-zero on
+#                            any failure
+#
+# Every address is 127.0.0.1; every curl call should carry --max-time.
+
+PP_PASS=0
+PP_FAIL=0
+PP_GROUPS=()
+
+pp_init() {
+    if [ $# -lt 1 ] || [ ! -d "$1" ]; then
+        echo "usage: $0 BUILD_DIR" >&2
+        echo "0 passed, 1 failed"
+        exit 2
+    fi
+    BUILD=$(cd "$1" && pwd)
+    TMP=$(mktemp -d "${TMPDIR:-/tmp}/pprof-it.XXXXXX")
+    export HOME=$TMP/home
+    export GOCACHE=$TMP/home/gocache
+    export PPROF_TMPDIR=$TMP/home/pprof
+    export GOFLAGS= GOTOOLCHAIN=local
+    unset PPROF_BINARY_PATH LIBPPROF_ADDR LIBPPROF_CPU_HZ LD_PRELOAD
+    mkdir -p "$HOME" "$GOCACHE" "$PPROF_TMPDIR"
+    trap pp_cleanup EXIT
+    trap 'exit 130' INT TERM HUP
+}
+
+# Ends the process groups this test started (politely, then by force) and
+# removes the temp dir. Prints nothing: the summary stays the last line.
+pp_cleanup() {
+    local g t
+    for g in "${PP_GROUPS[@]}"; do
+        kill -TERM -- "-$g" 2>/dev/null
+    done
+    for g in "${PP_GROUPS[@]}"; do
+        for t in 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18 19 20; do
+            kill -0 -- "-$g" 2>/dev/null || break
+            sleep 0.1
+        done
+        kill -KILL -- "-$g" 2>/dev/null
+    done
+    { wait; } 2>/dev/null
+    [ -n "${TMP:-}" ] && rm -rf "$TMP"
+}
+
+pp_ok() {
+    PP_PASS=$((PP_PASS + 1))
+    echo "ok   - $1"
+}
+
+# pp_bad MESSAGE [DETAIL...]: a failed check; details are printed indented.
+pp_bad() {
+    PP_FAIL=$((PP_FAIL + 1))
+    echo "FAIL - $1"
+    shift
+    local d
+    for d in "$@"; do
+        printf '%s\n' "$d" | head -n 40 | sed 's/^/       | /'
+    done
+}
+
+# pp_check MESSAGE CMD...: passes when CMD succeeds.
+pp_check() {
+    local msg=$1
+    shift
+    if "$@"; then pp_ok "$msg"; else pp_bad "$msg"; fi
+}
+
+pp_finish() {
+    echo "$PP_PASS passed, $PP_FAIL failed"
+    [ "$PP_FAIL" -eq 0 ] && [ "$PP_PASS" -gt 0 ]
+    exit $?
+}
+
+# pp_start NAME CMD...: starts CMD as the leader of a new process group, so
+# that cleanup also reaches the children it forks.
+pp_start() {
+    local name=$1
+    shift
+    setsid "$@" >"$TMP/$name.out" 2>"$TMP/$name.err" </dev/null &
+    PID=$!
+    PP_GROUPS+=("$PID")
+}
+
+# pp_stop PID: SIGTERM, wait up to 5 s, then SIGKILL; returns the exit status
+# (or 137 when it had to be killed).
+pp_stop() {
+    local pid=$1 t
+    kill -TERM "$pid" 2>/dev/null
+    for t in $(seq 50); do
+        kill -0 "$pid" 2>/dev/null || break
+        sleep 0.1
+    done
+    if kill -0 "$pid" 2>/dev/null; then
+        kill -KILL -- "-$pid" 2>/dev/null
+        { wait "$pid"; } 2>/dev/null
+        return 137
+    fi
+    { wait "$pid"; } 2>/dev/null
+}
+
+pp_alive() {
+    kill -0 "$1" 2>/dev/null && [ "$(awk '{print $3}' "/proc/$1/stat" 2>/dev/null)" != Z ]
+}
+
+# A TCP port on 127.0.0.1 with no listener, outside the ephemeral range.
+pp_free_port() {
+    local p i
+    for i in $(seq 200); do
+        p=$((20000 + (RANDOM * 32768 + RANDOM) % 12000))
+        if ! (exec 3<>"/dev/tcp/127.0.0.1/$p") 2>/dev/null; then
+            echo "$p"
+            return 0
+        fi
+    done
+    return 1
+}
+
+# pp_wait_http URL SECONDS [PID]: 0 once URL answers any HTTP status.
+pp_wait_http() {
+    local url=$1 limit=$2 pid=${3:-} end code
+    end=$((SECONDS + limit))
+    while [ $SECONDS -le $end ]; do
+        code=$(curl -s -o /dev/null -w '%{http_code}' --max-time 2 "$url" 2>/dev/null)
+        [ -n "$code" ] && [ "$code" != 000 ] && return 0
+        [ -n "$pid" ] && ! pp_alive "$pid" && return 1
+        sleep 0.05
+    done
+    return 1
+}
+
+# pp_serve NAME CMD...: see the top of the file. The command is expected to
+# serve /debug/pprof/ on 127.0.0.1:@PORT@.
+pp_serve() {
+    local name=$1 attempt a args
+    shift
+    for attempt in 1 2 3; do
+        PORT=$(pp_free_port) || return 1
+        args=()
+        for a in "$@"; do args+=("${a//@PORT@/$PORT}"); done
+        pp_start "$name" "${args[@]}"
+        if pp_wait_http "http://127.0.0.1:$PORT/debug/pprof/cmdline" 10 "$PID"; then
+            return 0
+        fi
+        pp_stop "$PID" >/dev/null 2>&1
+    done
+    return 1
+}
+
+# pp_wait_line FILE REGEX SECONDS: prints the first matching line.
+pp_wait_line() {
+    local file=$1 re=$2 limit=$3 end
+    end=$((SECONDS + limit))
+    while [ $SECONDS -le $end ]; do
+        if grep -m1 -E "$re" "$file" 2>/dev/null; then
+            return 0
+        fi
+        sleep 0.05
+    done
+    return 1
+}
+
+# pp_start_helper NAME CMD...: starts a helper that prints "port=N" once it
+# serves (its address defaults to 127.0.0.1:0); sets PID and PORT.
+pp_start_helper() {
+    local name=$1 line
+    shift
+    pp_start "$name" "$@"
+    line=$(pp_wait_line "$TMP/$name.out" '^port=[0-9]+$' 10) || return 1
+    PORT=${line#port=}
+    pp_wait_http "http://127.0.0.1:$PORT/debug/pprof/cmdline" 10 "$PID"
+}
+
+pp_pprof() {
+    timeout 120 go tool pprof "$@"
+}
+
+# pp_header FILE NAME: the value of header NAME in a curl -D dump (last
+# response), without the trailing CR.
+pp_header() {
+    tr -d '\r' <"$1" | awk -v n="$(echo "$2" | tr 'A-Z' 'a-z')" '
+        /^HTTP\// { delete h }
+        { i = index($0, ":"); if (i > 0) { k = tolower(substr($0, 1, i - 1)); v = substr($0, i + 1); sub(/^[ \t]+/, "", v); h[k] = v } }
+        END { if (n in h) print h[n] }'
+}
+
+# pp_status FILE: the status code of the last response in a curl -D dump.
+pp_status() {
+    tr -d '\r' <"$1" | awk '/^HTTP\// { s = $2 } END { print s }'
+}
+
+# pp_in_range X LO HI: LO <= X <= HI for decimal numbers.
+pp_in_range() {
+    awk -v x="$1" -v lo="$2" -v hi="$3" 'BEGIN { exit !(x != "" && x + 0 >= lo + 0 && x + 0 <= hi + 0) }'
+}

@@ -1,0 +1,721 @@
+/* prog_torture_linked.cpp: the program behind test_torture.sh.
+ *
+ * Serves /debug/pprof/ on 127.0.0.1 and profiles itself at 1000 Hz for the
+ * whole run, snapshotting its CPU recorder every second and serializing each
+ * snapshot, while worker threads loop over what tends to break in-process
+ * profilers:
+ *   dlopen     dlopen/dlsym/call/dlclose of a small plugin (two threads at
+ *              once) and of system libraries
+ *   threads    short-lived pthreads (joinable and detached) and std::threads
+ *              that do a little CPU work and exit
+ *   fork       fork+exec of /bin/true, and fork with a child that computes
+ *              and _exits; every child must exit with status 0
+ *   spawn      posix_spawn of /bin/true
+ *   throw      C++ exceptions thrown through several frames (with cleanups
+ *              and a rethrow) and caught, and thrown through the plugin's
+ *              frames
+ *   burn       plain CPU work in named functions
+ * Every activity must keep making progress. At the end the recorder stops,
+ * its last window must hold samples, and the program prints a count of each
+ * activity and "torture: ok"; any failure prints "torture: FAIL: ..." and
+ * the exit status is 1.
+ *
+ * Usage: prog_torture_linked PORT PLUGIN.so [SECONDS]
+ *   PORT 0 picks a free port; the line "torture: serving on 127.0.0.1:N"
+ *   tells which. SECONDS defaults to 30 (or TORTURE_SECONDS).
+ */
+#include <pprof.h>
+
+#include <dirent.h>
+#include <dlfcn.h>
+#include <errno.h>
+#include <pthread.h>
+#include <signal.h>
+#include <spawn.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <chrono>
+#include <cmath>
+#include <cstdarg>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <stdexcept>
+#include <string>
+#include <system_error>
+#include <thread>
+#include <vector>
+
+extern char **environ;
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+std::atomic<bool> stopping{false};
+std::atomic<int> failures{0};
+const char *plugin_path;
+
+void fail(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+void fail(const char *fmt, ...)
+{
+    char msg[512];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    fprintf(stderr, "torture: FAIL: %s\n", msg);
+    fflush(stderr);
+    failures.fetch_add(1);
+}
+
+/* One activity's progress counter. */
+struct Activity {
+    const char *name;
+    std::atomic<uint64_t> count{0};
+    uint64_t seen = 0;        /* count at the last progress check */
+    int idle_seconds = 0;     /* seconds without progress */
+    bool reported = false;
+};
+
+enum {
+    A_PLUGIN, A_SYSLIB, A_PTHREAD, A_DETACHED, A_STDTHREAD, A_FORK_EXEC, A_FORK_ONLY,
+    A_SPAWN, A_THROW, A_THROW_PLUGIN, A_BURN, A_COUNT
+};
+Activity acts[A_COUNT];
+
+void init_activities()
+{
+    static const char *const names[A_COUNT] = {
+        "plugin-dlopen", "syslib-dlopen", "pthreads", "detached-pthreads", "std-threads",
+        "fork-exec", "fork-child", "posix-spawn", "exceptions", "plugin-exceptions", "burn",
+    };
+    for (int i = 0; i < A_COUNT; i++)
+        acts[i].name = names[i];
+}
+
+double seconds_since(Clock::time_point t0)
+{
+    return std::chrono::duration<double>(Clock::now() - t0).count();
+}
+
+/* A little CPU work that the optimizer cannot drop. */
+__attribute__((noinline)) uint64_t mix(uint64_t n, uint64_t seed)
+{
+    volatile uint64_t x = seed | 1;
+    for (uint64_t i = 0; i < n; i++)
+        x = x * 6364136223846793005ull + 1442695040888963407ull;
+    return x;
+}
+
+/* ------------------------------------------------------------- plugin */
+
+using work_fn = uint64_t (*)(uint64_t);
+using calls_fn = uint64_t (*)(void);
+using call_fn = int (*)(void (*)(void *), void *);
+
+/* What torture_plugin_work(n) returns. */
+uint64_t expected_work(uint64_t n)
+{
+    uint64_t acc = 0;
+    for (uint64_t i = 0; i < n; i++)
+        acc += i * i * 31u;
+    return acc;
+}
+
+void *must_sym(void *h, const char *name)
+{
+    void *p = dlsym(h, name);
+    if (!p)
+        fail("dlsym %s in %s: %s", name, plugin_path, dlerror());
+    return p;
+}
+
+/* System libraries to load and unload, with a symbol each must export. The
+ * ones that are missing here are skipped (found at start-up). */
+struct SysLib {
+    const char *name, *symbol;
+};
+const SysLib sys_candidates[] = {
+    {"libm.so.6", "cos"},
+    {"libz.so.1", "zlibVersion"},
+    {"libexpat.so.1", "XML_ExpatVersion"},
+    {"libgmp.so.10", "__gmpz_init"},
+    {"libsqlite3.so.0", "sqlite3_libversion"},
+    {"libcrypt.so.1", "crypt"},
+    {"libbz2.so.1.0", "BZ2_bzlibVersion"},
+    {"libxml2.so.2", "xmlCheckVersion"},
+};
+std::vector<SysLib> sys_libs;
+
+void find_sys_libs()
+{
+    for (const SysLib &l : sys_candidates) {
+        void *h = dlopen(l.name, RTLD_NOW | RTLD_LOCAL);
+        if (!h)
+            continue;
+        if (dlsym(h, l.symbol))
+            sys_libs.push_back(l);
+        dlclose(h);
+    }
+    std::string names;
+    for (const SysLib &l : sys_libs)
+        names += std::string(" ") + l.name;
+    printf("torture: system libraries to cycle:%s\n", names.c_str());
+}
+
+void dlopen_worker(int idx)
+{
+    uint64_t iter = (uint64_t)idx * 3;
+    while (!stopping.load(std::memory_order_relaxed)) {
+        iter++;
+        void *h = dlopen(plugin_path, RTLD_NOW | RTLD_LOCAL);
+        if (!h) {
+            fail("dlopen %s: %s", plugin_path, dlerror());
+            return;
+        }
+        auto work = (work_fn)must_sym(h, "torture_plugin_work");
+        auto calls = (calls_fn)must_sym(h, "torture_plugin_calls");
+        if (!work || !calls) {
+            dlclose(h);
+            return;
+        }
+        uint64_t n = 20000 + (iter % 7) * 3000;
+        uint64_t got = work(n);
+        if (got != expected_work(n))
+            fail("torture_plugin_work(%llu) = %llu, want %llu", (unsigned long long)n,
+                 (unsigned long long)got, (unsigned long long)expected_work(n));
+        if (calls() < 1)
+            fail("the plugin's thread-local counter did not count a call");
+        if (dlclose(h)) {
+            fail("dlclose %s: %s", plugin_path, dlerror());
+            return;
+        }
+        acts[A_PLUGIN].count++;
+
+        if (!sys_libs.empty()) {
+            const SysLib &l = sys_libs[iter % sys_libs.size()];
+            void *s = dlopen(l.name, RTLD_NOW | RTLD_LOCAL);
+            if (!s) {
+                fail("dlopen %s: %s", l.name, dlerror());
+                return;
+            }
+            if (!dlsym(s, l.symbol))
+                fail("dlsym %s in %s: %s", l.symbol, l.name, dlerror());
+            if (dlclose(s)) {
+                fail("dlclose %s: %s", l.name, dlerror());
+                return;
+            }
+            acts[A_SYSLIB].count++;
+        }
+    }
+}
+
+/* ------------------------------------------------------------ threads */
+
+std::atomic<int> detached_live{0};
+
+__attribute__((noinline)) uint64_t churn_work(uint64_t seed)
+{
+    return mix(20000 + seed % 10000, seed);
+}
+
+void *churn_thread(void *arg)
+{
+    churn_work((uint64_t)(uintptr_t)arg);
+    return arg;
+}
+
+void *detached_thread(void *arg)
+{
+    churn_work((uint64_t)(uintptr_t)arg);
+    acts[A_DETACHED].count++;
+    detached_live--;
+    return nullptr;
+}
+
+void threads_worker()
+{
+    pthread_attr_t detached;
+    pthread_attr_init(&detached);
+    pthread_attr_setdetachstate(&detached, PTHREAD_CREATE_DETACHED);
+    uint64_t seed = 1;
+    while (!stopping.load(std::memory_order_relaxed)) {
+        pthread_t t[4];
+        int started = 0;
+        for (int i = 0; i < 4; i++, started++) {
+            int rc = pthread_create(&t[i], nullptr, churn_thread, (void *)(uintptr_t)seed++);
+            if (rc) {
+                fail("pthread_create: %s", strerror(rc));
+                break;
+            }
+        }
+        for (int i = 0; i < 2; i++) {
+            pthread_t d;
+            detached_live++;
+            int rc = pthread_create(&d, &detached, detached_thread, (void *)(uintptr_t)seed++);
+            if (rc) {
+                detached_live--;
+                fail("pthread_create (detached): %s", strerror(rc));
+            }
+        }
+        try {
+            std::vector<std::thread> st;
+            for (int i = 0; i < 4; i++)
+                st.emplace_back([s = seed++] { churn_work(s); });
+            for (std::thread &x : st)
+                x.join();
+            acts[A_STDTHREAD].count += 4;
+        } catch (const std::system_error &e) {
+            fail("std::thread: %s", e.what());
+        }
+        for (int i = 0; i < started; i++) {
+            void *ret = nullptr;
+            int rc = pthread_join(t[i], &ret);
+            if (rc)
+                fail("pthread_join: %s", strerror(rc));
+            else
+                acts[A_PTHREAD].count++;
+        }
+        if (started < 4)
+            break;
+        /* Keep the detached threads from piling up faster than they end. */
+        while (detached_live.load() > 64 && !stopping.load())
+            std::this_thread::yield();
+    }
+    pthread_attr_destroy(&detached);
+}
+
+/* --------------------------------------------------------- fork, spawn */
+
+/* Waits for pid; 0 when it exited with status 0. */
+int reap(pid_t pid, const char *what)
+{
+    int st;
+    pid_t r;
+    do
+        r = waitpid(pid, &st, 0);
+    while (r < 0 && errno == EINTR);
+    if (r < 0) {
+        fail("%s: waitpid: %s", what, strerror(errno));
+        return -1;
+    }
+    if (WIFSIGNALED(st)) {
+        fail("%s: child killed by signal %d (%s)", what, WTERMSIG(st), strsignal(WTERMSIG(st)));
+        return -1;
+    }
+    if (!WIFEXITED(st) || WEXITSTATUS(st) != 0) {
+        fail("%s: child exited with status %d", what, WIFEXITED(st) ? WEXITSTATUS(st) : -1);
+        return -1;
+    }
+    return 0;
+}
+
+std::atomic<int64_t> max_fork_us{0};
+
+void note_fork_time(Clock::time_point t0)
+{
+    int64_t us = std::chrono::duration_cast<std::chrono::microseconds>(Clock::now() - t0).count();
+    int64_t m = max_fork_us.load();
+    while (us > m && !max_fork_us.compare_exchange_weak(m, us)) {
+    }
+}
+
+void fork_worker()
+{
+    uint64_t iter = 0;
+    while (!stopping.load(std::memory_order_relaxed)) {
+        iter++;
+        auto t0 = Clock::now();
+        pid_t pid = fork();
+        if (pid < 0) {
+            fail("fork: %s", strerror(errno));
+            return;
+        }
+        if (pid == 0) {
+            execl("/bin/true", "true", (char *)nullptr);
+            _exit(127);
+        }
+        note_fork_time(t0);
+        if (reap(pid, "fork+exec /bin/true") == 0)
+            acts[A_FORK_EXEC].count++;
+
+        /* A child that stays in this image for a moment: it inherits the
+         * profiling signal handler but must not get a profiling signal. */
+        t0 = Clock::now();
+        pid = fork();
+        if (pid < 0) {
+            fail("fork: %s", strerror(errno));
+            return;
+        }
+        if (pid == 0) {
+            uint64_t a = mix(200000 + iter % 1000, iter);
+            uint64_t b = mix(200000 + iter % 1000, iter);
+            _exit(a == b ? 0 : 3);
+        }
+        note_fork_time(t0);
+        if (reap(pid, "fork (no exec)") == 0)
+            acts[A_FORK_ONLY].count++;
+    }
+}
+
+void spawn_worker()
+{
+    char arg0[] = "true";
+    char *argv[] = {arg0, nullptr};
+    while (!stopping.load(std::memory_order_relaxed)) {
+        pid_t pid;
+        int rc = posix_spawn(&pid, "/bin/true", nullptr, nullptr, argv, environ);
+        if (rc) {
+            fail("posix_spawn /bin/true: %s", strerror(rc));
+            return;
+        }
+        if (reap(pid, "posix_spawn /bin/true") == 0)
+            acts[A_SPAWN].count++;
+    }
+}
+
+/* --------------------------------------------------------- exceptions */
+
+struct TortureError : std::runtime_error {
+    uint64_t token;
+    explicit TortureError(uint64_t t) : std::runtime_error("torture"), token(t) {}
+};
+
+volatile uint64_t sink;
+
+__attribute__((noinline)) uint64_t throw_down(int depth, uint64_t token)
+{
+    std::string guard = "frame-";   /* a destructor for the unwinder to run */
+    guard += (char)('a' + depth);
+    uint64_t local = mix(300, token + (uint64_t)depth);
+    if (depth == 0)
+        throw TortureError(token);
+    if (depth == 3) {
+        try {
+            return throw_down(depth - 1, token) + local + guard.size();
+        } catch (const TortureError &) {
+            sink = local;
+            throw; /* rethrow from a frame in the middle */
+        }
+    }
+    return throw_down(depth - 1, token) + local + guard.size();
+}
+
+void throw_from_callback(void *arg)
+{
+    uint64_t token = *(uint64_t *)arg;
+    sink = throw_down(2, token);
+}
+
+void throw_worker(int idx)
+{
+    uint64_t token = (uint64_t)idx << 48;
+    while (!stopping.load(std::memory_order_relaxed)) {
+        token++;
+        try {
+            sink = throw_down(6 + (int)(token % 4), token);
+            fail("an exception was not thrown");
+        } catch (const TortureError &e) {
+            if (e.token != token)
+                fail("caught token %llu, want %llu", (unsigned long long)e.token,
+                     (unsigned long long)token);
+            else
+                acts[A_THROW].count++;
+        }
+        sink = mix(2000, token);
+
+        if (token % 16 == 0) {
+            /* Through the plugin's frames, while other threads load and
+             * unload it. */
+            void *h = dlopen(plugin_path, RTLD_NOW | RTLD_LOCAL);
+            if (!h) {
+                fail("dlopen %s: %s", plugin_path, dlerror());
+                return;
+            }
+            auto call = (call_fn)must_sym(h, "torture_plugin_call");
+            if (call) {
+                try {
+                    call(throw_from_callback, &token);
+                    fail("an exception did not cross the plugin");
+                } catch (const TortureError &e) {
+                    if (e.token != token)
+                        fail("caught token %llu through the plugin, want %llu",
+                             (unsigned long long)e.token, (unsigned long long)token);
+                    else
+                        acts[A_THROW_PLUGIN].count++;
+                }
+            }
+            if (dlclose(h))
+                fail("dlclose %s: %s", plugin_path, dlerror());
+        }
+    }
+}
+
+/* --------------------------------------------------------------- burn */
+
+extern "C" __attribute__((noinline)) uint64_t torture_burn_primes(uint64_t lo, uint64_t n)
+{
+    uint64_t found = 0;
+    for (uint64_t k = lo; k < lo + n; k++) {
+        bool prime = k > 1;
+        for (uint64_t d = 2; d * d <= k && prime; d++)
+            prime = k % d != 0;
+        found += prime;
+    }
+    return found;
+}
+
+extern "C" __attribute__((noinline)) double torture_burn_float(int n)
+{
+    double acc = 0;
+    for (int i = 1; i <= n; i++)
+        acc += std::sin((double)i) / i;
+    return acc;
+}
+
+void burn_worker()
+{
+    uint64_t lo = 1000000;
+    while (!stopping.load(std::memory_order_relaxed)) {
+        sink = torture_burn_primes(lo, 2000);
+        sink = (uint64_t)(torture_burn_float(20000) * 1000);
+        lo += 2000;
+        acts[A_BURN].count++;
+    }
+}
+
+/* ----------------------------------------------------------- profiling */
+
+struct ProfileInfo {
+    int64_t samples = 0;
+    bool has_burn = false;
+    bool has_lost = false;
+};
+
+ProfileInfo inspect(const pprof_profile *p)
+{
+    ProfileInfo info;
+    size_t ns = 0;
+    const pprof_sample *s = pprof_profile_samples(p, &ns);
+    for (size_t i = 0; i < ns; i++) {
+        if (s[i].nvalues > 0)
+            info.samples += s[i].values[0];
+        for (size_t k = 0; k < s[i].nlocations; k++) {
+            const pprof_location *loc = s[i].locations[k];
+            for (size_t l = 0; l < loc->nlines; l++) {
+                const char *fn = loc->lines[l].function;
+                if (fn && strstr(fn, "torture_burn_"))
+                    info.has_burn = true;
+                if (fn && strcmp(fn, "[lost samples]") == 0)
+                    info.has_lost = true;
+            }
+        }
+    }
+    return info;
+}
+
+/* Serializes p as /debug/pprof/profile would; false on failure. */
+bool encode(const pprof_profile *p, size_t *len)
+{
+    pprof_buffer buf = {};
+    int rc = pprof_profile_write(p, PPROF_FORMAT_PROTO_GZIP, pprof_writer_buffer(&buf));
+    bool ok = rc == 0 && buf.len > 2 && (unsigned char)buf.data[0] == 0x1f &&
+              (unsigned char)buf.data[1] == 0x8b;
+    if (!ok)
+        fail("pprof_profile_write: rc %d (%s), %zu bytes", rc, rc ? pprof_strerror(rc) : "",
+             buf.len);
+    *len = buf.len;
+    pprof_buffer_free(&buf);
+    return ok;
+}
+
+int count_tasks()
+{
+    DIR *d = opendir("/proc/self/task");
+    if (!d)
+        return -1;
+    int n = 0;
+    while (struct dirent *e = readdir(d))
+        n += e->d_name[0] != '.';
+    closedir(d);
+    return n;
+}
+
+/* Counts seconds without progress; an activity idle for 10 s has hung. */
+void check_progress()
+{
+    for (Activity &a : acts) {
+        uint64_t c = a.count.load();
+        if (c != a.seen) {
+            a.seen = c;
+            a.idle_seconds = 0;
+            continue;
+        }
+        if (++a.idle_seconds >= 10 && !a.reported) {
+            a.reported = true;
+            fail("no progress in %s for %d s (count stays at %llu)", a.name, a.idle_seconds,
+                 (unsigned long long)c);
+        }
+    }
+}
+
+} // namespace
+
+int main(int argc, char **argv)
+{
+    if (argc < 3) {
+        fprintf(stderr, "usage: %s PORT PLUGIN.so [SECONDS]\n", argv[0]);
+        return 2;
+    }
+    int port = atoi(argv[1]);
+    plugin_path = argv[2];
+    const char *env_secs = getenv("TORTURE_SECONDS");
+    int seconds = argc > 3 ? atoi(argv[3]) : env_secs ? atoi(env_secs) : 30;
+    if (seconds < 2)
+        seconds = 2;
+    setvbuf(stdout, nullptr, _IOLBF, 0);
+    init_activities();
+
+    char addr[64];
+    snprintf(addr, sizeof addr, "127.0.0.1:%d", port);
+    pprof_server_config scfg = {};
+    scfg.addr = addr;
+    int rc = pprof_server_start(&scfg);
+    if (rc) {
+        fprintf(stderr, "torture: FAIL: pprof_server_start %s: %s\n", addr, pprof_strerror(rc));
+        return 1;
+    }
+    printf("torture: serving on 127.0.0.1:%d\n", pprof_server_port());
+
+    pprof_cpu_config ccfg = {};
+    ccfg.hz = 1000;
+    pprof_recorder *rec = nullptr;
+    if ((rc = pprof_cpu_recorder_new(&ccfg, &rec)) || (rc = pprof_recorder_start(rec))) {
+        fprintf(stderr, "torture: FAIL: CPU recorder: %s\n", pprof_strerror(rc));
+        return 1;
+    }
+    if (pprof_recorder_rate(rec) != 1000)
+        fail("the recorder samples at %d Hz, want 1000", pprof_recorder_rate(rec));
+
+    void *probe = dlopen(plugin_path, RTLD_NOW | RTLD_LOCAL);
+    if (!probe) {
+        fprintf(stderr, "torture: FAIL: dlopen %s: %s\n", plugin_path, dlerror());
+        return 1;
+    }
+    dlclose(probe);
+    find_sys_libs();
+
+    printf("torture: running for %d s at 1000 Hz\n", seconds);
+    auto t0 = Clock::now();
+    std::vector<std::thread> workers;
+    workers.emplace_back(dlopen_worker, 0);
+    workers.emplace_back(dlopen_worker, 1);
+    workers.emplace_back(threads_worker);
+    workers.emplace_back(fork_worker);
+    workers.emplace_back(spawn_worker);
+    workers.emplace_back(throw_worker, 0);
+    workers.emplace_back(throw_worker, 1);
+    workers.emplace_back(burn_worker);
+
+    int64_t total_samples = 0;
+    int windows = 0, windows_with_burn = 0, lost_windows = 0;
+    size_t max_bytes = 0;
+    double max_snapshot_s = 0;
+    int max_excess_timers = 0;
+    pprof_profile *last = nullptr;
+    for (int s = 1; s <= seconds; s++) {
+        std::this_thread::sleep_until(t0 + std::chrono::seconds(s));
+        auto ts = Clock::now();
+        pprof_profile *p = nullptr;
+        /* The last window ends with stop, while the workers still run. */
+        rc = s < seconds ? pprof_recorder_snapshot(rec, &p) : pprof_recorder_stop(rec, &p);
+        if (rc || !p) {
+            fail("%s at %d s: %s", s < seconds ? "snapshot" : "stop", s, pprof_strerror(rc));
+            continue;
+        }
+        ProfileInfo info = inspect(p);
+        size_t len = 0;
+        encode(p, &len);
+        double dt = seconds_since(ts);
+        if (dt > max_snapshot_s)
+            max_snapshot_s = dt;
+        if (len > max_bytes)
+            max_bytes = len;
+        total_samples += info.samples;
+        windows++;
+        windows_with_burn += info.has_burn;
+        lost_windows += info.has_lost;
+        if (s < seconds)
+            pprof_profile_free(p);
+        else
+            last = p;
+
+        pprof_cpu_stats st;
+        pprof_cpu_stats_get(&st);
+        int tasks = count_tasks();
+        if (s < seconds && tasks > 0 && st.threads_timed - tasks > max_excess_timers)
+            max_excess_timers = st.threads_timed - tasks;
+        check_progress();
+        if (s % 5 == 0 || s == seconds)
+            printf("torture: %2d s: %lld samples in the window (%.0f ms to snapshot and encode), "
+                   "%d threads, %d timed, %d failures\n",
+                   s, (long long)info.samples, dt * 1000, tasks, st.threads_timed, failures.load());
+    }
+
+    stopping = true;
+    for (std::thread &w : workers)
+        w.join();
+    auto t_join = Clock::now();
+    while (detached_live.load() > 0 && seconds_since(t_join) < 10)
+        std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    if (detached_live.load() > 0)
+        fail("%d detached threads did not finish", detached_live.load());
+
+    ProfileInfo fin = last ? inspect(last) : ProfileInfo{};
+    if (!last)
+        fail("no final profile");
+    else if (fin.samples <= 0)
+        fail("the last profile has no samples");
+    if (windows_with_burn == 0)
+        fail("no profile window shows torture_burn_* (symbolization)");
+    if (max_excess_timers > 256)
+        fail("%d more CPU timers than threads: timers of exited threads leak", max_excess_timers);
+    pprof_profile_free(last);
+    pprof_recorder_free(rec);
+
+    pprof_cpu_stats st;
+    pprof_cpu_stats_get(&st);
+    printf("torture: activity counts:");
+    for (Activity &a : acts)
+        printf(" %s=%llu", a.name, (unsigned long long)a.count.load());
+    printf("\n");
+    printf("torture: %d windows, %lld samples (last window %lld), %d windows show "
+           "torture_burn_*, %d show lost samples; largest profile %zu bytes; slowest "
+           "snapshot+encode %.0f ms; slowest fork %lld us; timers-minus-threads peak %d\n",
+           windows, (long long)total_samples, (long long)fin.samples, windows_with_burn,
+           lost_windows, max_bytes, max_snapshot_s * 1000, (long long)max_fork_us.load(),
+           max_excess_timers);
+    printf("torture: sampler: %llu signals, %llu samples, %llu lost, %llu truncated, "
+           "mean handler %.0f ns\n",
+           (unsigned long long)st.signals, (unsigned long long)st.samples,
+           (unsigned long long)st.lost, (unsigned long long)st.truncated,
+           st.signals ? (double)st.handler_ns / (double)st.signals : 0.0);
+    for (Activity &a : acts)
+        if (a.count.load() == 0)
+            fail("%s never completed", a.name);
+
+    rc = pprof_server_stop();
+    if (rc)
+        fail("pprof_server_stop: %s", pprof_strerror(rc));
+    if (failures.load()) {
+        printf("torture: FAILED (%d failures)\n", failures.load());
+        return 1;
+    }
+    printf("torture: ok\n");
+    return 0;
+}

@@ -1,0 +1,175 @@
+#!/usr/bin/env bash
+# test_demo_profile.sh: pprof-demo's CPU profile, read with curl and with
+# go tool pprof straight from the URL, both with the endpoints mounted on
+# the demo's own libmicrohttpd daemon and with --builtin (pprof_server_start):
+# the demo's two hot functions by name in their 3:1 CPU ratio, Go's sample
+# and period types, the duration, the response time, the headers, and HEAD.
+# Usage: test_demo_profile.sh BUILD_DIR
+. "$(dirname "$0")/lib.sh"
+pp_init "$1"
+
+SECS=5
+
+# cum_ms FILE_WITH_TOP_OUTPUT NAME_PREFIX: cumulative ms of the function whose
+# name is NAME_PREFIX, possibly with a compiler suffix (.constprop.0, ...).
+cum_ms() {
+    awk -v f="$2" '
+        NF >= 6 && ($6 == f || index($6, f ".") == 1) {
+            v = $4; unit = v; sub(/[a-z]+$/, "", v); sub(/^[0-9.e+-]+/, "", unit)
+            if (unit == "s") v *= 1000; else if (unit == "us") v /= 1000
+            sum += v; found = 1 }
+        END { if (found) print sum }' "$1"
+}
+
+# check_ratio LABEL TOP_FILE: compute_checkout_totals : rank_search_results.
+check_ratio() {
+    local label=$1 top=$2 c r ratio
+    c=$(cum_ms "$top" compute_checkout_totals)
+    r=$(cum_ms "$top" rank_search_results)
+    if [ -z "$c" ] || [ -z "$r" ]; then
+        pp_bad "$label: compute_checkout_totals and rank_search_results by name" "$(cat "$top")"
+        return
+    fi
+    pp_ok "$label: compute_checkout_totals and rank_search_results by name"
+    if ! pp_in_range "$(awk -v c="$c" -v r="$r" 'BEGIN { print c + r }')" 1000 1e9; then
+        pp_bad "$label: too little CPU in the hot functions to judge the ratio (${c}ms + ${r}ms)" "$(cat "$top")"
+        return
+    fi
+    ratio=$(awk -v c="$c" -v r="$r" 'BEGIN { if (r > 0) printf "%.2f", c / r; else print 999 }')
+    if pp_in_range "$ratio" 2.4 3.6; then
+        pp_ok "$label: cumulative CPU ratio ${ratio} (${c}ms : ${r}ms) within 2.4..3.6"
+    else
+        pp_bad "$label: cumulative CPU ratio ${ratio} (${c}ms : ${r}ms) outside 2.4..3.6" "$(cat "$top")"
+    fi
+}
+
+# check_raw LABEL RAW_FILE: sample types, period type and period, duration.
+check_raw() {
+    local label=$1 raw=$2 d
+    if grep -qx 'PeriodType: cpu nanoseconds' "$raw" && grep -qx 'Period: 10000000' "$raw"; then
+        pp_ok "$label: period type cpu/nanoseconds, period 10000000 (100 Hz)"
+    else
+        pp_bad "$label: period type or period wrong" "$(head -5 "$raw")"
+    fi
+    if awk '/^Samples:/ { getline; exit !($1 == "samples/count" && $2 == "cpu/nanoseconds" && NF == 2) }' "$raw"; then
+        pp_ok "$label: sample types samples/count cpu/nanoseconds"
+    else
+        pp_bad "$label: sample types wrong" "$(grep -A1 '^Samples:' "$raw")"
+    fi
+    d=$(awk '/^Duration:/ { print $2 }' "$raw")
+    if pp_in_range "$d" $((SECS - 1)).9 $SECS.5; then
+        pp_ok "$label: Duration $d s"
+    else
+        pp_bad "$label: Duration '$d' not about $SECS s"
+    fi
+    if grep -qE '^ +[0-9]+: 0x[0-9a-f]+ M=[0-9]+ compute_checkout_totals(\.[a-z]+\.[0-9]+)* \S+demo\.c:[0-9]+ ' "$raw" &&
+        grep -qE '^ +[0-9]+: 0x[0-9a-f]+ M=[0-9]+ rank_search_results(\.[a-z]+\.[0-9]+)* \S+demo\.c:[0-9]+ ' "$raw"; then
+        pp_ok "$label: locations name both hot functions with demo.c:line"
+    else
+        pp_bad "$label: hot functions missing from the locations" "$(sed -n '/^Locations/,$p' "$raw")"
+    fi
+}
+
+for mode in mhd builtin; do
+    args=()
+    [ $mode = builtin ] && args=(--builtin)
+    if ! pp_serve "demo-$mode" env LIBPPROF_ADDR=127.0.0.1:@PORT@ "$BUILD/pprof-demo" "${args[@]}"; then
+        pp_bad "[$mode] pprof-demo did not start serving" "$(cat "$TMP/demo-$mode.err" 2>/dev/null)"
+        continue
+    fi
+    pid=$PID
+    base=http://127.0.0.1:$PORT/debug/pprof
+    url="$base/profile?seconds=$SECS"
+    d=$TMP/$mode
+    mkdir -p "$d"
+
+    # Three windows at once: curl, go tool pprof -raw and -top from the URL.
+    curl -sS --max-time $((SECS + 10)) -D "$d/hdr" -o "$d/body.pb.gz" \
+        -w '%{http_code} %{time_total}\n' "$url" >"$d/curl" 2>&1 &
+    c1=$!
+    pp_pprof -raw "$url" >"$d/url-raw" 2>"$d/url-raw.err" &
+    c2=$!
+    pp_pprof -top -sample_index=cpu -unit=ms -nodecount=200 "$url" >"$d/url-top" 2>"$d/url-top.err" &
+    c3=$!
+    wait $c1
+    wait $c2
+    rc2=$?
+    wait $c3
+    rc3=$?
+
+    read -r code took <"$d/curl"
+    if [ "$code" = 200 ]; then
+        pp_ok "[$mode] curl profile?seconds=$SECS: 200"
+    else
+        pp_bad "[$mode] curl profile?seconds=$SECS: status '$code'" "$(cat "$d/curl" "$d/hdr")"
+    fi
+    if pp_in_range "$took" $SECS $((SECS + 1)).5; then
+        pp_ok "[$mode] answered after ${took}s (window $SECS s, limit $SECS..$((SECS + 1)).5)"
+    else
+        pp_bad "[$mode] answered after ${took}s, want $SECS..$((SECS + 1)).5"
+    fi
+    ct=$(pp_header "$d/hdr" Content-Type)
+    cd=$(pp_header "$d/hdr" Content-Disposition)
+    ns=$(pp_header "$d/hdr" X-Content-Type-Options)
+    if [ "$ct" = application/octet-stream ] && [ "$cd" = 'attachment; filename="profile"' ] && [ "$ns" = nosniff ]; then
+        pp_ok "[$mode] headers: Content-Type, Content-Disposition, X-Content-Type-Options"
+    else
+        pp_bad "[$mode] headers wrong" "$(cat "$d/hdr")"
+    fi
+    if [ "$(head -c 2 "$d/body.pb.gz" | od -An -tx1 | tr -d ' ')" = 1f8b ]; then
+        pp_ok "[$mode] body is gzip"
+    else
+        pp_bad "[$mode] body is not gzip"
+    fi
+
+    pp_pprof -raw "$d/body.pb.gz" >"$d/raw" 2>"$d/raw.err"
+    check_raw "[$mode] curl+raw" "$d/raw"
+    pp_pprof -top -sample_index=cpu -unit=ms -nodecount=200 "$d/body.pb.gz" >"$d/top" 2>&1
+    check_ratio "[$mode] curl+top" "$d/top"
+
+    if [ $rc2 -eq 0 ] && [ -s "$d/url-raw" ]; then
+        pp_ok "[$mode] go tool pprof -raw URL"
+        check_raw "[$mode] pprof -raw URL" "$d/url-raw"
+    else
+        pp_bad "[$mode] go tool pprof -raw URL failed" "$(cat "$d/url-raw.err")"
+    fi
+    if [ $rc3 -eq 0 ] && [ -s "$d/url-top" ]; then
+        pp_ok "[$mode] go tool pprof -top URL"
+        check_ratio "[$mode] pprof -top URL" "$d/url-top"
+    else
+        pp_bad "[$mode] go tool pprof -top URL failed" "$(cat "$d/url-top.err")"
+    fi
+
+    # HEAD: the same status and headers, no body.
+    head_out=$(curl -sS --max-time 10 -I -w 'time=%{time_total} size=%{size_download}\n' "$base/profile?seconds=1" 2>&1 | tr -d '\r')
+    if printf '%s\n' "$head_out" | grep -qE '^HTTP/1\.[01] 200' &&
+        printf '%s\n' "$head_out" | grep -qix 'content-type: application/octet-stream' &&
+        printf '%s\n' "$head_out" | grep -qE '^time=[0-9.]+ size=0$' &&
+        pp_in_range "$(printf '%s\n' "$head_out" | sed -n 's/^time=\([0-9.]*\) .*/\1/p')" 1 2.5; then
+        pp_ok "[$mode] HEAD profile?seconds=1: 200, octet-stream, no body, about 1 s"
+    else
+        pp_bad "[$mode] HEAD profile?seconds=1" "$head_out"
+    fi
+    head_out=$(curl -sS --max-time 5 -I "$base/cmdline" 2>&1 | tr -d '\r')
+    if printf '%s\n' "$head_out" | grep -qE '^HTTP/1\.[01] 200' &&
+        printf '%s\n' "$head_out" | grep -qix 'content-type: text/plain; charset=utf-8'; then
+        pp_ok "[$mode] HEAD cmdline: 200 text/plain"
+    else
+        pp_bad "[$mode] HEAD cmdline" "$head_out"
+    fi
+
+    if pp_alive "$pid"; then
+        pp_ok "[$mode] demo still running"
+    else
+        pp_bad "[$mode] demo died" "$(cat "$TMP/demo-$mode.err")"
+    fi
+    pp_stop "$pid"
+    rc=$?
+    if [ $rc -eq 0 ]; then
+        pp_ok "[$mode] demo exits 0 on SIGTERM"
+    else
+        pp_bad "[$mode] demo exit status $rc on SIGTERM" "$(cat "$TMP/demo-$mode.err")"
+    fi
+done
+
+pp_finish
