@@ -6,7 +6,9 @@
  * instead, the way a service without one would. Two worker threads do CPU
  * work in named functions in a fixed ratio, so the first profile a newcomer
  * takes has something to show: compute_checkout_totals gets 3 parts of the
- * CPU for each part rank_search_results gets.
+ * CPU for each part rank_search_results gets. Each piece of work runs under
+ * profiler labels (endpoint and tenant), as a request handler would, so
+ * `go tool pprof -tags` splits the profile by them.
  *
  *   LIBPPROF_ADDR   HOST:PORT to serve on (default 127.0.0.1:6060)
  */
@@ -52,12 +54,29 @@ __attribute__((noinline)) static void rank_search_results(double ms)
     sink += x;
 }
 
+static void checkout(void *arg) { (void)arg; compute_checkout_totals(30); }
+static void search(void *arg) { (void)arg; rank_search_results(10); }
+
+/* Label sets are built once and shared: one per (endpoint, tenant). */
+static pprof_labels *request_labels[2][2];
+
+static void make_labels(void)
+{
+    static const char *endpoints[] = {"/checkout", "/search"}, *tenants[] = {"acme", "globex"};
+    for (int e = 0; e < 2; e++)
+        for (int t = 0; t < 2; t++) {
+            pprof_label pairs[] = {{"endpoint", endpoints[e]}, {"tenant", tenants[t]}};
+            pprof_labels_new(pairs, 2, &request_labels[e][t]);
+        }
+}
+
 static void *worker(void *arg)
 {
     (void)arg;
-    while (!stop) {
-        compute_checkout_totals(30);
-        rank_search_results(10);
+    for (unsigned i = 0; !stop; i++) {
+        int tenant = (i % 4 == 0); /* globex sends a quarter of the requests */
+        pprof_do(request_labels[0][tenant], checkout, NULL);
+        pprof_do(request_labels[1][tenant], search, NULL);
         usleep(20 * 1000); /* the service is not always busy */
     }
     return NULL;
@@ -117,6 +136,7 @@ int main(int argc, char **argv)
     signal(SIGINT, on_term);
     signal(SIGTERM, on_term);
 
+    make_labels();
     pthread_t t[2];
     for (int i = 0; i < 2; i++)
         pthread_create(&t[i], NULL, worker, NULL);

@@ -148,6 +148,54 @@ PPROF_API int pprof_profile_write(const pprof_profile *p, pprof_format fmt, ppro
 /* Frees a profile. NULL is allowed. */
 PPROF_API void pprof_profile_free(pprof_profile *p);
 
+/* ---------------------------------------------------------------- labels */
+
+/* A label set: an immutable, reference-counted set of string key/value
+ * pairs, like Go's pprof.Labels. Every sample taken while a set is the
+ * thread's current set carries its pairs, so a profile can be split by
+ * request, tenant or job (`go tool pprof -tags`, `-tagfocus`). */
+typedef struct pprof_labels pprof_labels;
+
+/* Builds a set from n pairs; a later pair with the same key overrides an
+ * earlier one. Keys must be non-empty, keys and values non-NULL.
+ * *out receives a set with one reference. Thread-safe. */
+PPROF_API int pprof_labels_new(const pprof_label *pairs, size_t n, pprof_labels **out);
+/* Builds base (may be NULL) plus n pairs, which override base's values. */
+PPROF_API int pprof_labels_with(const pprof_labels *base, const pprof_label *pairs, size_t n,
+                                pprof_labels **out);
+/* Takes a reference (returns set) / drops one (frees on the last). NULL is
+ * allowed. Thread-safe. */
+PPROF_API pprof_labels *pprof_labels_ref(pprof_labels *set);
+PPROF_API void pprof_labels_unref(pprof_labels *set);
+/* The set's pairs, sorted by key; *n receives their number. */
+PPROF_API const pprof_label *pprof_labels_pairs(const pprof_labels *set, size_t *n);
+
+/* Runs fn(arg) with the calling thread's current set merged with `add`
+ * (add's values override), then restores the previous set, as Go's
+ * pprof.Do. Nests freely. Returns 0, or a code if the merge failed (then
+ * fn is not run). */
+PPROF_API int pprof_do(const pprof_labels *add, void (*fn)(void *arg), void *arg);
+
+/* The calling thread's current set, with a new reference (NULL for none):
+ * capture it where work is submitted and run the work under it elsewhere
+ * with pprof_labels_enter. New threads start with their creator's set. */
+PPROF_API pprof_labels *pprof_labels_current(void);
+/* Low-level set/restore for code that cannot use a callback (event loops,
+ * coroutines): makes `set` (NULL: none) the thread's current set, replacing
+ * (not merging with) what was there, and returns the previous set, which
+ * the caller passes to pprof_labels_leave to restore it. */
+PPROF_API pprof_labels *pprof_labels_enter(pprof_labels *set);
+PPROF_API void pprof_labels_leave(pprof_labels *previous);
+
+typedef struct pprof_labels_stats {
+    uint64_t live;            /* sets allocated and not yet freed */
+    uint64_t created;         /* sets ever created */
+    uint64_t freed;           /* sets ever freed */
+} pprof_labels_stats;
+
+/* Counters of label-set memory. Thread-safe. */
+PPROF_API void pprof_labels_stats_get(pprof_labels_stats *out);
+
 /* ------------------------------------------------------------- recorders */
 
 /* A recorder is configured once, then started, snapshotted and stopped.
@@ -300,5 +348,36 @@ PPROF_API void pprof_mhd_release(struct MHD_Daemon *daemon);
 
 #ifdef __cplusplus
 }
+
+namespace pprof {
+/* Runs a scope under a label set: the current set merged with `add`, as
+ * pprof_do does, restored when the scope ends.
+ *   { pprof::LabelScope scope(request_labels); handle(request); } */
+class LabelScope {
+public:
+    explicit LabelScope(const pprof_labels *add) {
+        pprof_labels *merged = nullptr;
+        pprof_labels *cur = pprof_labels_current();
+        if (pprof_labels_with(cur, add ? pprof_labels_pairs(add, &n_) : nullptr, add ? n_ : 0,
+                              &merged) == 0) {
+            prev_ = pprof_labels_enter(merged);
+            entered_ = true;
+            pprof_labels_unref(merged);
+        }
+        pprof_labels_unref(cur);
+    }
+    ~LabelScope() {
+        if (entered_)
+            pprof_labels_leave(prev_);
+    }
+    LabelScope(const LabelScope &) = delete;
+    LabelScope &operator=(const LabelScope &) = delete;
+
+private:
+    pprof_labels *prev_ = nullptr;
+    bool entered_ = false;
+    size_t n_ = 0;
+};
+} // namespace pprof
 #endif
 #endif /* PPROF_H */

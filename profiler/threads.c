@@ -2,7 +2,7 @@
  *
  * pthread_create is interposed so every new thread runs a short prologue
  * before its start routine: it arms its own CPU timer if profiling is on
- * (no thread has to register itself) and, later, takes its creator's labels.
+ * (no thread has to register itself) and takes its creator's label set.
  * A thread-specific key's destructor runs at thread exit, including
  * pthread_exit and cancellation, and deletes the thread's timer. Threads
  * created some other way (raw clone) are found by the collector's rescan of
@@ -11,6 +11,7 @@
 #define _GNU_SOURCE
 #include "threads.h"
 #include "cpu.h"
+#include "labels.h"
 #include "unwind.h"
 
 #include <dlfcn.h>
@@ -22,6 +23,7 @@ typedef int (*create_fn)(pthread_t *, const pthread_attr_t *, void *(*)(void *),
 struct start {
     void *(*fn)(void *);
     void *arg;
+    pprof_labels *labels; /* the creator's set, inherited */
 };
 
 static pthread_key_t exit_key;
@@ -31,6 +33,7 @@ static void on_exit_key(void *v)
 {
     (void)v;
     pp_cpu_thread_exit();
+    pp_labels_thread_exit();
 }
 
 static void make_key(void)
@@ -48,6 +51,7 @@ static void *trampoline(void *p)
     struct start s = *(struct start *)p;
     free(p);
     pthread_setspecific(exit_key, (void *)1);
+    pp_labels_adopt(s.labels);
     pp_unwind_thread_prepare();
     pp_cpu_thread_start();
     return s.fn(s.arg);
@@ -65,8 +69,11 @@ __attribute__((visibility("default"))) int pthread_create(pthread_t *t, const pt
         return real(t, attr, fn, arg);
     s->fn = fn;
     s->arg = arg;
+    s->labels = pprof_labels_current();
     int rc = real(t, attr, trampoline, s);
-    if (rc)
+    if (rc) {
+        pprof_labels_unref(s->labels);
         free(s);
+    }
     return rc;
 }

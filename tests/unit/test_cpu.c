@@ -187,6 +187,45 @@ static void timers_per_thread(void)
     pprof_recorder_free(r);
 }
 
+__attribute__((noinline)) static void deep_burn(int depth)
+{
+    if (depth > 0) {
+        deep_burn(depth - 1);
+        __asm__ volatile("" ::: "memory"); /* not a tail call */
+        return;
+    }
+    burn_one_part(0.3);
+}
+
+/* A 100-deep stack with max_frames 16: every sample has 16 real frames and
+ * ends in "[truncated]". */
+static void truncation(void)
+{
+    pprof_recorder *r;
+    CHECK(pprof_cpu_recorder_new(&(pprof_cpu_config){.hz = 1000, .max_frames = 16}, &r) == 0);
+    CHECK(pprof_recorder_start(r) == 0);
+    deep_burn(100);
+    pprof_profile *p;
+    CHECK(pprof_recorder_stop(r, &p) == 0);
+    size_t n, deep = 0, bad = 0;
+    const pprof_sample *s = pprof_profile_samples(p, &n);
+    for (size_t i = 0; i < n; i++) {
+        const pprof_location *last = s[i].locations[s[i].nlocations - 1];
+        int truncated = !strcmp(last->lines[0].function, "[truncated]");
+        if (truncated) {
+            deep += (size_t)s[i].values[0];
+            if (s[i].nlocations != 17)
+                bad++;
+        }
+    }
+    CHECKF(deep > 200 && bad == 0, "%zu truncated samples, %zu of the wrong depth", deep, bad);
+    pprof_cpu_stats st;
+    pprof_cpu_stats_get(&st);
+    CHECK(st.truncated > 0);
+    pprof_profile_free(p);
+    pprof_recorder_free(r);
+}
+
 static void rates_and_snapshots(void)
 {
     pprof_recorder *a, *b, *c, *d;
@@ -250,6 +289,7 @@ int main(void)
 {
     timers_per_thread();
     rates_and_snapshots();
+    truncation();
     accuracy(1000, 0.6);
     accuracy(100, 5.5);
     return check_summary("test_cpu");

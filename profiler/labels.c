@@ -1,0 +1,220 @@
+/* labels.c: immutable label sets and each thread's current set.
+ *
+ * A set is one allocation: a reference count, the pairs sorted by key, and
+ * the strings they point to. Sets never change after they are built, so
+ * any thread may read one while it holds a reference.
+ *
+ * Each thread's current set lives in an initial-exec TLS pointer that owns
+ * one reference. The profiling signal handler reads it on the same thread
+ * and takes a reference with one atomic increment (no lock, no allocation);
+ * the thread itself only ever replaces the pointer before dropping the old
+ * set's reference, so the handler never sees a set that is being freed.
+ * Sets referenced by samples still in the ring are freed by the collector
+ * when it drops the sample's reference.
+ *
+ * pprof_do with no current set uses the given set as it is (no
+ * allocation); nested calls merge into a new set.
+ */
+#include "labels.h"
+
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <string.h>
+
+struct pprof_labels {
+    _Atomic uint32_t refs;
+    uint32_t n;
+    pprof_label pairs[];
+};
+
+static __thread pprof_labels *current;
+static _Atomic uint64_t n_created, n_freed;
+
+static int valid_pairs(const pprof_label *pairs, size_t n)
+{
+    if (n && !pairs)
+        return 0;
+    for (size_t i = 0; i < n; i++)
+        if (!pairs[i].key || !pairs[i].key[0] || !pairs[i].value)
+            return 0;
+    return 1;
+}
+
+/* Inserts p into the sorted array a of *n pairs, replacing an equal key. */
+static void put(pprof_label *a, size_t *n, pprof_label p)
+{
+    size_t lo = 0, hi = *n;
+    while (lo < hi) {
+        size_t mid = (lo + hi) / 2;
+        int c = strcmp(a[mid].key, p.key);
+        if (c == 0) {
+            a[mid] = p;
+            return;
+        }
+        if (c < 0)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    memmove(a + lo + 1, a + lo, (*n - lo) * sizeof *a);
+    a[lo] = p;
+    (*n)++;
+}
+
+/* Builds a set of base's pairs overridden by extra's. */
+static int build(const pprof_label *base, size_t nbase, const pprof_label *extra, size_t nextra,
+                 pprof_labels **out)
+{
+    if (!out)
+        return PPROF_EINVAL;
+    *out = NULL;
+    if (!valid_pairs(extra, nextra) || nbase + nextra > 1u << 20)
+        return PPROF_EINVAL;
+    pprof_label stack[16], *tmp = stack;
+    if (nbase + nextra > 16 && !(tmp = malloc((nbase + nextra) * sizeof *tmp)))
+        return PPROF_ENOMEM;
+    size_t n = 0;
+    for (size_t i = 0; i < nbase; i++)
+        put(tmp, &n, base[i]);
+    for (size_t i = 0; i < nextra; i++)
+        put(tmp, &n, extra[i]);
+    size_t bytes = sizeof(pprof_labels) + n * sizeof(pprof_label);
+    for (size_t i = 0; i < n; i++)
+        bytes += strlen(tmp[i].key) + strlen(tmp[i].value) + 2;
+    pprof_labels *s = malloc(bytes);
+    if (!s) {
+        if (tmp != stack)
+            free(tmp);
+        return PPROF_ENOMEM;
+    }
+    atomic_init(&s->refs, 1);
+    s->n = (uint32_t)n;
+    char *str = (char *)(s->pairs + n);
+    for (size_t i = 0; i < n; i++) {
+        size_t kl = strlen(tmp[i].key) + 1, vl = strlen(tmp[i].value) + 1;
+        s->pairs[i].key = memcpy(str, tmp[i].key, kl);
+        s->pairs[i].value = memcpy(str + kl, tmp[i].value, vl);
+        str += kl + vl;
+    }
+    if (tmp != stack)
+        free(tmp);
+    atomic_fetch_add_explicit(&n_created, 1, memory_order_relaxed);
+    *out = s;
+    return 0;
+}
+
+int pprof_labels_new(const pprof_label *pairs, size_t n, pprof_labels **out)
+{
+    return build(NULL, 0, pairs, n, out);
+}
+
+int pprof_labels_with(const pprof_labels *base, const pprof_label *pairs, size_t n, pprof_labels **out)
+{
+    return build(base ? base->pairs : NULL, base ? base->n : 0, pairs, n, out);
+}
+
+pprof_labels *pprof_labels_ref(pprof_labels *set)
+{
+    if (set)
+        atomic_fetch_add_explicit(&set->refs, 1, memory_order_relaxed);
+    return set;
+}
+
+void pprof_labels_unref(pprof_labels *set)
+{
+    if (set && atomic_fetch_sub_explicit(&set->refs, 1, memory_order_acq_rel) == 1) {
+        free(set);
+        atomic_fetch_add_explicit(&n_freed, 1, memory_order_relaxed);
+    }
+}
+
+const pprof_label *pprof_labels_pairs(const pprof_labels *set, size_t *n)
+{
+    if (n)
+        *n = set ? set->n : 0;
+    return set ? set->pairs : NULL;
+}
+
+/* Replaces the thread's set; the TLS slot takes over `set`'s reference and
+ * the previous set's reference goes to the caller. */
+static pprof_labels *swap_current(pprof_labels *set)
+{
+    pprof_labels *prev = current;
+    atomic_signal_fence(memory_order_seq_cst);
+    current = set;
+    atomic_signal_fence(memory_order_seq_cst);
+    return prev;
+}
+
+int pprof_do(const pprof_labels *add, void (*fn)(void *), void *arg)
+{
+    if (!fn)
+        return PPROF_EINVAL;
+    pprof_labels *cur = current, *set;
+    if (!cur || !add) {
+        set = pprof_labels_ref((pprof_labels *)(cur ? cur : add));
+    } else {
+        int rc = build(cur->pairs, cur->n, add->pairs, add->n, &set);
+        if (rc)
+            return rc;
+    }
+    pprof_labels *prev = swap_current(set);
+    fn(arg);
+    pprof_labels_unref(swap_current(prev));
+    return 0;
+}
+
+pprof_labels *pprof_labels_current(void)
+{
+    return pprof_labels_ref(current);
+}
+
+pprof_labels *pprof_labels_enter(pprof_labels *set)
+{
+    return swap_current(pprof_labels_ref(set));
+}
+
+void pprof_labels_leave(pprof_labels *previous)
+{
+    pprof_labels_unref(swap_current(previous));
+}
+
+void pprof_labels_stats_get(pprof_labels_stats *out)
+{
+    if (!out)
+        return;
+    out->created = atomic_load(&n_created);
+    out->freed = atomic_load(&n_freed);
+    out->live = out->created - out->freed;
+}
+
+/* async-signal-safe */
+const void *pp_labels_current_ref(void)
+{
+    pprof_labels *c = current;
+    if (c)
+        atomic_fetch_add_explicit(&c->refs, 1, memory_order_relaxed);
+    return c;
+}
+
+void pp_labels_unref(const void *set)
+{
+    pprof_labels_unref((pprof_labels *)set);
+}
+
+size_t pp_labels_pairs(const void *set, const pprof_label **out)
+{
+    size_t n;
+    *out = pprof_labels_pairs(set, &n);
+    return n;
+}
+
+void pp_labels_adopt(pprof_labels *set)
+{
+    pprof_labels_unref(swap_current(set));
+}
+
+void pp_labels_thread_exit(void)
+{
+    pprof_labels_unref(swap_current(NULL));
+}
