@@ -187,10 +187,21 @@ PPROF_API pprof_labels *pprof_labels_current(void);
 PPROF_API pprof_labels *pprof_labels_enter(pprof_labels *set);
 PPROF_API void pprof_labels_leave(pprof_labels *previous);
 
+/* Cumulative profiles (heap, allocations, mutex, block) keep their records
+ * for the life of the process, so the distinct label sets they keep are
+ * capped: past the cap, a record keeps its stack and counts and carries the
+ * single label "pprof.labels" = "dropped". Windowed profiles (CPU, delta
+ * windows) keep every set. Sets the cap from the next record on; 0 means
+ * the default, 1024. Thread-safe. */
+#define PPROF_LABELS_DEFAULT_CAP 1024
+PPROF_API int pprof_labels_set_cap(size_t cap);
+
 typedef struct pprof_labels_stats {
     uint64_t live;            /* sets allocated and not yet freed */
     uint64_t created;         /* sets ever created */
     uint64_t freed;           /* sets ever freed */
+    uint64_t kept;            /* distinct sets kept by cumulative profiles */
+    uint64_t dropped;         /* records whose labels were dropped at the cap */
 } pprof_labels_stats;
 
 /* Counters of label-set memory. Thread-safe. */

@@ -186,6 +186,7 @@ void pprof_labels_stats_get(pprof_labels_stats *out)
     out->created = atomic_load(&n_created);
     out->freed = atomic_load(&n_freed);
     out->live = out->created - out->freed;
+    pp_labels_cap_stats(&out->kept, &out->dropped);
 }
 
 /* async-signal-safe */

@@ -2,6 +2,7 @@
 #ifndef PP_LABELS_H
 #define PP_LABELS_H
 #include <stddef.h>
+#include <stdint.h>
 #include "pprof.h"
 
 /* The calling thread's current label set with a reference taken, or NULL.
@@ -15,6 +16,13 @@ size_t pp_labels_pairs(const void *set, const pprof_label **out);
 /* Makes `set` (a reference the caller gives away, or NULL) the calling
  * thread's current set: a new thread adopting its creator's set. */
 void pp_labels_adopt(pprof_labels *set);
+/* The set a cumulative table keeps for `set`: one shared set equal to it,
+ * kept while fewer than the cap are kept, else the shared set
+ * {"pprof.labels": "dropped"}; NULL for NULL. The result lives as long as
+ * the process. Takes a lock and may allocate: collector threads only. */
+const pprof_labels *pp_labels_cumulative(const pprof_labels *set);
+/* Distinct sets kept for cumulative profiles, and records dropped. */
+void pp_labels_cap_stats(uint64_t *kept, uint64_t *dropped);
 /* Drops the calling thread's set at thread exit. */
 void pp_labels_thread_exit(void);
 #endif

@@ -5,11 +5,13 @@
  * earlier one; bad arguments give PPROF_EINVAL; pprof_do merges with the
  * current set, nests and restores; enter replaces instead of merging; a
  * set captured on one thread runs work on another; a new thread starts
- * with its creator's set; every set is freed when its last user is done.
+ * with its creator's set; every set is freed when its last user is done;
+ * cumulative profiles keep at most `cap` distinct sets, then "dropped".
  */
 #define _GNU_SOURCE
 #include "pprof.h"
 #include "check.h"
+#include "labels.h"
 
 #include <pthread.h>
 #include <stdlib.h>
@@ -176,6 +178,33 @@ static void *hammer(void *arg)
     return NULL;
 }
 
+static void cap(void)
+{
+    CHECK(pprof_labels_set_cap(3) == 0);
+    pprof_labels *s[5], *again;
+    const pprof_labels *kept[5];
+    for (int i = 0; i < 5; i++) {
+        char v[8];
+        snprintf(v, sizeof v, "t%d", i);
+        pprof_label p[] = {{"tenant", v}};
+        pprof_labels_new(p, 1, &s[i]);
+        kept[i] = pp_labels_cumulative(s[i]);
+    }
+    pprof_label p1[] = {{"tenant", "t1"}};
+    pprof_labels_new(p1, 1, &again);
+    CHECK(kept[0] == s[0] && kept[1] == s[1] && kept[2] == s[2]);
+    CHECK(pp_labels_cumulative(again) == s[1]); /* equal content, same kept set */
+    CHECK(kept[3] == kept[4] && !strcmp(value_of(kept[3], "pprof.labels"), "dropped"));
+    CHECK(pp_labels_cumulative(NULL) == NULL);
+    pprof_labels_stats st;
+    pprof_labels_stats_get(&st);
+    CHECK(st.kept == 3 && st.dropped == 2);
+    for (int i = 0; i < 5; i++)
+        pprof_labels_unref(s[i]);
+    pprof_labels_unref(again);
+    CHECK(!strcmp(value_of(kept[1], "tenant"), "t1")); /* kept sets outlive their creators */
+}
+
 int main(void)
 {
     pprof_labels_stats st0, st1;
@@ -193,6 +222,7 @@ int main(void)
         pthread_join(th[i], NULL);
     pprof_labels_unref(shared);
     pprof_labels_stats_get(&st1);
+    cap(); /* after the live count: kept sets live on by design */
     CHECKF(st1.live == st0.live, "live sets: %llu before, %llu after", (unsigned long long)st0.live,
            (unsigned long long)st1.live);
     CHECK(st1.created - st0.created >= 80000);

@@ -1,0 +1,124 @@
+/* labels_cap.c: the bounded set of label sets that cumulative profiles keep.
+ *
+ * Heap, allocation, mutex and block records live as long as the process,
+ * so per-request labels would grow them without end. Their collectors map
+ * each sample's set to a kept set equal to it (sets are compared by
+ * content, hashed into an open-addressing table); once `cap` distinct sets
+ * are kept, a new one maps to the shared {"pprof.labels": "dropped"} set
+ * and the sample keeps its stack and counts. Kept sets are never freed, so
+ * a record can point at one without holding a reference. Collector threads
+ * only: this takes a lock and allocates.
+ */
+#include "labels.h"
+#include "lock.h"
+
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <string.h>
+
+static pp_mutex cap_lock = PP_MUTEX_INIT;
+static _Atomic size_t cap = PPROF_LABELS_DEFAULT_CAP;
+static pprof_labels **table;        /* open addressing by content hash */
+static size_t table_size, kept;
+static pprof_labels *dropped_set;
+static _Atomic uint64_t n_dropped;
+
+int pprof_labels_set_cap(size_t n)
+{
+    atomic_store(&cap, n ? n : PPROF_LABELS_DEFAULT_CAP);
+    return 0;
+}
+
+static uint64_t hash_set(const pprof_labels *s)
+{
+    size_t n;
+    const pprof_label *p = pprof_labels_pairs(s, &n);
+    uint64_t h = 1469598103934665603ull ^ n;
+    for (size_t i = 0; i < n; i++) {
+        for (const char *c = p[i].key; *c; c++)
+            h = (h ^ (unsigned char)*c) * 1099511628211ull;
+        h = (h ^ 0xff) * 1099511628211ull;
+        for (const char *c = p[i].value; *c; c++)
+            h = (h ^ (unsigned char)*c) * 1099511628211ull;
+        h = (h ^ 0xfe) * 1099511628211ull;
+    }
+    return h;
+}
+
+static int same(const pprof_labels *a, const pprof_labels *b)
+{
+    size_t na, nb;
+    const pprof_label *pa = pprof_labels_pairs(a, &na), *pb = pprof_labels_pairs(b, &nb);
+    if (na != nb)
+        return 0;
+    for (size_t i = 0; i < na; i++)
+        if (strcmp(pa[i].key, pb[i].key) || strcmp(pa[i].value, pb[i].value))
+            return 0;
+    return 1;
+}
+
+static int grow(void)
+{
+    size_t size = table_size ? table_size * 2 : 256;
+    pprof_labels **t = calloc(size, sizeof *t);
+    if (!t)
+        return -1;
+    for (size_t i = 0; i < table_size; i++) {
+        if (!table[i])
+            continue;
+        size_t j = hash_set(table[i]) & (size - 1);
+        while (t[j])
+            j = (j + 1) & (size - 1);
+        t[j] = table[i];
+    }
+    free(table);
+    table = t;
+    table_size = size;
+    return 0;
+}
+
+static const pprof_labels *drop(void)
+{
+    if (!dropped_set) {
+        pprof_label d[] = {{"pprof.labels", "dropped"}};
+        pprof_labels_new(d, 1, &dropped_set);
+    }
+    atomic_fetch_add(&n_dropped, 1);
+    return dropped_set;
+}
+
+const pprof_labels *pp_labels_cumulative(const pprof_labels *set)
+{
+    if (!set)
+        return NULL;
+    pp_mutex_lock(&cap_lock);
+    const pprof_labels *out = NULL;
+    if ((kept + 1) * 2 > table_size && grow()) {
+        out = drop();
+        goto done;
+    }
+    size_t j = hash_set(set) & (table_size - 1);
+    for (; table[j]; j = (j + 1) & (table_size - 1))
+        if (same(table[j], set)) {
+            out = table[j];
+            goto done;
+        }
+    if (kept >= atomic_load(&cap)) {
+        out = drop();
+        goto done;
+    }
+    table[j] = pprof_labels_ref((pprof_labels *)set);
+    kept++;
+    out = set;
+done:
+    pp_mutex_unlock(&cap_lock);
+    return out;
+}
+
+void pp_labels_cap_stats(uint64_t *kept_out, uint64_t *dropped_out)
+{
+    pp_mutex_lock(&cap_lock);
+    *kept_out = kept;
+    pp_mutex_unlock(&cap_lock);
+    *dropped_out = atomic_load(&n_dropped);
+}
