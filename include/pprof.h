@@ -369,8 +369,9 @@ public:
     explicit LabelScope(const pprof_labels *add) {
         pprof_labels *merged = nullptr;
         pprof_labels *cur = pprof_labels_current();
-        if (pprof_labels_with(cur, add ? pprof_labels_pairs(add, &n_) : nullptr, add ? n_ : 0,
-                              &merged) == 0) {
+        size_t n = 0;
+        const pprof_label *pairs = pprof_labels_pairs(add, &n);
+        if (pprof_labels_with(cur, pairs, n, &merged) == 0) {
             prev_ = pprof_labels_enter(merged);
             entered_ = true;
             pprof_labels_unref(merged);
@@ -387,7 +388,6 @@ public:
 private:
     pprof_labels *prev_ = nullptr;
     bool entered_ = false;
-    size_t n_ = 0;
 };
 } // namespace pprof
 #endif
