@@ -502,6 +502,16 @@ static int peer_closed(int fd)
     return 0;
 }
 
+/* Finishes one due call (the scheduler marked it RUNNING). Inherits the
+ * scheduler's signal mask, which leaves the host's signals to the host. */
+static void *finisher_main(void *arg)
+{
+    pthread_mutex_lock(&mu);
+    run_locked(arg, 0);
+    pthread_mutex_unlock(&mu);
+    return NULL;
+}
+
 static void *scheduler_main(void *unused)
 {
     (void)unused;
@@ -519,7 +529,17 @@ static void *scheduler_main(void *unused)
             watched |= c->fd >= 0;
         }
         if (first && first->deadline <= now) {
-            run_locked(first, 0);
+            /* Each due call finishes on a thread of its own, so that the
+             * windows due together close together: one profile's
+             * symbolizing and encoding must not lengthen the next one's. */
+            first->state = CALL_RUNNING;
+            pthread_t t;
+            pthread_attr_t attr;
+            pthread_attr_init(&attr);
+            pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+            if (pthread_create(&t, &attr, finisher_main, first) != 0)
+                run_locked(first, 0);
+            pthread_attr_destroy(&attr);
             continue;
         }
         if (watched && now >= next_check) {

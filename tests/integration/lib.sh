@@ -8,7 +8,8 @@
 #   pp_serve NAME CMD...     pp_start on a free port: "@PORT@" in CMD is
 #                            replaced by the port; retries with another port
 #                            if the program cannot listen; sets PORT and PID
-#   pp_wait_line FILE RE S   waits up to S seconds for a line matching RE
+#   pp_wait_line FILE RE S [PID]
+#                            waits up to S seconds for a line matching RE
 #   pp_wait_http URL S       waits up to S seconds until URL answers over HTTP
 #   pp_pprof ARGS...         go tool pprof with a time limit
 #   pp_ok / pp_bad / pp_check / pp_finish
@@ -33,7 +34,7 @@ pp_init() {
     export HOME=$TMP/home
     export GOCACHE=$TMP/home/gocache
     export PPROF_TMPDIR=$TMP/home/pprof
-    export GOFLAGS= GOTOOLCHAIN=local
+    export GOFLAGS='' GOTOOLCHAIN=local
     unset PPROF_BINARY_PATH LIBPPROF_ADDR LIBPPROF_CPU_HZ LD_PRELOAD
     mkdir -p "$HOME" "$GOCACHE" "$PPROF_TMPDIR"
     trap pp_cleanup EXIT
@@ -162,13 +163,18 @@ pp_serve() {
     return 1
 }
 
-# pp_wait_line FILE REGEX SECONDS: prints the first matching line.
+# pp_wait_line FILE REGEX SECONDS [PID]: prints the first matching line;
+# gives up early when PID has exited.
 pp_wait_line() {
-    local file=$1 re=$2 limit=$3 end
+    local file=$1 re=$2 limit=$3 pid=${4:-} end
     end=$((SECONDS + limit))
     while [ $SECONDS -le $end ]; do
         if grep -m1 -E "$re" "$file" 2>/dev/null; then
             return 0
+        fi
+        if [ -n "$pid" ] && ! pp_alive "$pid"; then
+            grep -m1 -E "$re" "$file" 2>/dev/null
+            return
         fi
         sleep 0.05
     done
@@ -181,7 +187,7 @@ pp_start_helper() {
     local name=$1 line
     shift
     pp_start "$name" "$@"
-    line=$(pp_wait_line "$TMP/$name.out" '^port=[0-9]+$' 10) || return 1
+    line=$(pp_wait_line "$TMP/$name.out" '^port=[0-9]+$' 10 "$PID") || return 1
     PORT=${line#port=}
     pp_wait_http "http://127.0.0.1:$PORT/debug/pprof/cmdline" 10 "$PID"
 }

@@ -15,6 +15,7 @@
 #include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
+#include <sys/prctl.h>
 
 static _Atomic int stop;
 static volatile double sink;
@@ -46,6 +47,8 @@ static void *worker(void *arg)
 
 int main(int argc, char **argv)
 {
+    /* Ends with the test that started it, even one killed outright. */
+    prctl(PR_SET_PDEATHSIG, SIGTERM);
     sigset_t set;
     sigemptyset(&set);
     sigaddset(&set, SIGTERM);

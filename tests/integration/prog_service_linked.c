@@ -11,7 +11,8 @@
  * On stdout, once serving: "port=P", "sym spin_for_tests 0x...",
  * "sym idle_thread_main 0x...", then "ready". SIGUSR1 starts one more idle
  * thread and prints "new-tid=T"; SIGUSR2 ends the newest idle thread and
- * prints "exited-tid=T"; SIGTERM or SIGINT stop the server and exit 0.
+ * prints "exited-tid=T"; SIGTERM or SIGINT stop the server and exit 0, as
+ * does the end of the process that started it.
  */
 #define _GNU_SOURCE
 #include "pprof.h"
@@ -21,6 +22,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -104,6 +106,8 @@ static int idle_end(void)
 
 int main(int argc, char **argv)
 {
+    /* Ends with the test that started it, even one killed outright. */
+    prctl(PR_SET_PDEATHSIG, SIGTERM);
     pprof_server_config cfg = {.addr = "127.0.0.1:0"};
     int nbusy = 0, nidle_start = 0;
     for (int i = 1; i < argc; i++) {

@@ -134,13 +134,13 @@ cpu_ticks() {
 }
 ticks_before=$(cpu_ticks "$pid")
 
-# raw_request HOST_DATA: sends bytes on a new connection and prints what
-# comes back within 3 s.
+# raw_request DATA: sends DATA (printf %b escapes) on a new connection and
+# prints what comes back within 2 s.
 raw_request() {
     timeout 5 bash -c '
         exec 3<>"/dev/tcp/127.0.0.1/$1" || exit 1
         printf "%b" "$2" >&3
-        timeout 3 cat <&3
+        timeout 2 cat <&3
     ' raw "$PORT" "$1" 2>/dev/null
 }
 
@@ -203,7 +203,7 @@ if exec {fd}<>"/dev/tcp/127.0.0.1/$PORT"; then
     fds+=("$fd")
 fi
 # ~900 KB of addresses: an answer of ~2 MB that nobody reads.
-for i in $(seq 60000); do printf '%s+' "$SPIN"; done >"$TMP/big"
+yes "$SPIN" | head -n 60000 | tr '\n' + >"$TMP/big"
 printf 'POST /debug/pprof/symbol HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: %d\r\n\r\n' \
     "$(wc -c <"$TMP/big")" | cat - "$TMP/big" >"$TMP/big.req"
 left=0

@@ -21,9 +21,13 @@ cum_ms() {
         END { if (found) print sum }' "$1"
 }
 
-# check_ratio LABEL TOP_FILE: compute_checkout_totals : rank_search_results.
+# check_ratio LABEL TOP_FILE: compute_checkout_totals : rank_search_results
+# within 2.4..3.6. That band assumes the demo got its usual CPU (about 600
+# samples in 5 s); on a machine so busy that fewer than 400 samples landed in
+# the two functions, sampling noise alone can leave it, so the band is then
+# widened to three standard deviations of the binomial share (75%).
 check_ratio() {
-    local label=$1 top=$2 c r ratio
+    local label=$1 top=$2 c r verdict
     c=$(cum_ms "$top" compute_checkout_totals)
     r=$(cum_ms "$top" rank_search_results)
     if [ -z "$c" ] || [ -z "$r" ]; then
@@ -31,16 +35,24 @@ check_ratio() {
         return
     fi
     pp_ok "$label: compute_checkout_totals and rank_search_results by name"
-    if ! pp_in_range "$(awk -v c="$c" -v r="$r" 'BEGIN { print c + r }')" 1000 1e9; then
-        pp_bad "$label: too little CPU in the hot functions to judge the ratio (${c}ms + ${r}ms)" "$(cat "$top")"
-        return
-    fi
-    ratio=$(awk -v c="$c" -v r="$r" 'BEGIN { if (r > 0) printf "%.2f", c / r; else print 999 }')
-    if pp_in_range "$ratio" 2.4 3.6; then
-        pp_ok "$label: cumulative CPU ratio ${ratio} (${c}ms : ${r}ms) within 2.4..3.6"
-    else
-        pp_bad "$label: cumulative CPU ratio ${ratio} (${c}ms : ${r}ms) outside 2.4..3.6" "$(cat "$top")"
-    fi
+    verdict=$(awk -v c="$c" -v r="$r" 'BEGIN {
+        n = (c + r) / 10                      # samples at 100 Hz
+        if (n < 100) { printf "few %d", n; exit }
+        ratio = r > 0 ? c / r : 999
+        ok = ratio >= 2.4 && ratio <= 3.6
+        note = ""
+        if (!ok && n < 400) {
+            share = c / (c + r); sd = sqrt(0.75 * 0.25 / n)
+            ok = share >= 0.75 - 3 * sd && share <= 0.75 + 3 * sd
+            lo = (0.75 - 3 * sd) / (0.25 + 3 * sd); hi = (0.75 + 3 * sd) / (0.25 - 3 * sd)
+            note = sprintf(" (only %d samples: accepting %.2f..%.2f)", n, lo, hi)
+        }
+        printf "%s %.2f%s", ok ? "ok" : "bad", ratio, note }')
+    case $verdict in
+    few*) pp_bad "$label: too few samples in the hot functions to judge the ratio (${c}ms + ${r}ms)" "$(cat "$top")" ;;
+    ok*) pp_ok "$label: cumulative CPU ratio ${verdict#ok } (${c}ms : ${r}ms), want 2.4..3.6" ;;
+    *) pp_bad "$label: cumulative CPU ratio ${verdict#bad } (${c}ms : ${r}ms), want 2.4..3.6" "$(cat "$top")" ;;
+    esac
 }
 
 # check_raw LABEL RAW_FILE: sample types, period type and period, duration.
@@ -73,7 +85,8 @@ check_raw() {
 for mode in mhd builtin; do
     args=()
     [ $mode = builtin ] && args=(--builtin)
-    if ! pp_serve "demo-$mode" env LIBPPROF_ADDR=127.0.0.1:@PORT@ "$BUILD/pprof-demo" "${args[@]}"; then
+    # timeout: the demo serves forever; bound it even if this script is killed.
+    if ! pp_serve "demo-$mode" env LIBPPROF_ADDR=127.0.0.1:@PORT@ timeout -k 5 120 "$BUILD/pprof-demo" "${args[@]}"; then
         pp_bad "[$mode] pprof-demo did not start serving" "$(cat "$TMP/demo-$mode.err" 2>/dev/null)"
         continue
     fi

@@ -38,11 +38,11 @@ cp "$PROG" "$TMP/b/prog_inline_linked"
 # A: fetch, then remove the binary.
 pp_start a "$TMP/a/prog_inline_linked" 127.0.0.1:0
 pid_a=$PID
-line=$(pp_wait_line "$TMP/a.out" '^port=[0-9]+$' 10) && port_a=${line#port=}
+line=$(pp_wait_line "$TMP/a.out" '^port=[0-9]+$' 10 "$pid_a") && port_a=${line#port=}
 # B: remove the binary while the program runs, then fetch.
 pp_start b "$TMP/b/prog_inline_linked" 127.0.0.1:0
 pid_b=$PID
-line=$(pp_wait_line "$TMP/b.out" '^port=[0-9]+$' 10) && port_b=${line#port=}
+line=$(pp_wait_line "$TMP/b.out" '^port=[0-9]+$' 10 "$pid_b") && port_b=${line#port=}
 if [ -z "${port_a:-}" ] || [ -z "${port_b:-}" ]; then
     pp_bad "helper programs did not start" "$(cat "$TMP/a.err" "$TMP/b.err")"
     pp_finish
