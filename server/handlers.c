@@ -216,7 +216,28 @@ static void write_rows(pp_reply *r)
     }
 }
 
-/* The index page: the template with {{PREFIX}} and {{ROWS}} filled in. */
+/* The profiler's own counters, from the public API. */
+static void write_stats(pp_reply *r)
+{
+    pprof_cpu_stats c;
+    pprof_labels_stats l;
+    pprof_cpu_stats_get(&c);
+    pprof_labels_stats_get(&l);
+    pp_reply_printf(r,
+                    "<tr><td>CPU sampling</td><td>%d Hz now, %d threads timed; %llu signals, %llu samples, "
+                    "%llu lost, %llu truncated; handler %.3f ms, collector %.3f ms of CPU</td></tr>\n",
+                    c.hz, c.threads_timed, (unsigned long long)c.signals, (unsigned long long)c.samples,
+                    (unsigned long long)c.lost, (unsigned long long)c.truncated, c.handler_ns / 1e6,
+                    c.collector_ns / 1e6);
+    pp_reply_printf(r,
+                    "<tr><td>Label sets</td><td>%llu live, %llu created, %llu freed; %llu kept by "
+                    "cumulative profiles, %llu records with labels dropped</td></tr>\n",
+                    (unsigned long long)l.live, (unsigned long long)l.created, (unsigned long long)l.freed,
+                    (unsigned long long)l.kept, (unsigned long long)l.dropped);
+}
+
+/* The index page: the template with {{PREFIX}}, {{ROWS}} and {{STATS}}
+ * filled in. */
 static int h_index(pp_req *q)
 {
     pp_reply r;
@@ -237,6 +258,9 @@ static int h_index(pp_req *q)
         } else if (rest >= 8 && memcmp(open, "{{ROWS}}", 8) == 0) {
             write_rows(&r);
             t = open + 8;
+        } else if (rest >= 9 && memcmp(open, "{{STATS}}", 9) == 0) {
+            write_stats(&r);
+            t = open + 9;
         } else {
             pp_reply_write(&r, open, 2);
             t = open + 2;

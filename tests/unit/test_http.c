@@ -200,6 +200,9 @@ static void test_index(void)
     CHECK(header_is(&a, "Content-Type", "text/html; charset=utf-8"), "index content type");
     CHECK(header_is(&a, "X-Content-Type-Options", "nosniff"), "index nosniff");
     CHECK(!header(&a, "X-Go-Pprof"), "index has X-Go-Pprof");
+    CHECK(a.body && strstr(a.body, "CPU sampling") && strstr(a.body, "Label sets") &&
+              strstr(a.body, " live, "),
+          "index lacks the profiler's own counters");
     const char *links[] = {"href=\"profile?seconds=30\"", "href=\"cmdline\"", "href=\"symbol\"",
                            "href=\"trace\"", "<title>/debug/pprof/</title>"};
     for (size_t i = 0; i < sizeof links / sizeof links[0]; i++)
