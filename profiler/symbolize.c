@@ -64,6 +64,7 @@
  */
 #define _GNU_SOURCE
 #include "symbolize.h"
+#include "unwind.h"
 
 #include "pprof.h"
 
@@ -257,8 +258,14 @@ static struct pp_sym_session g_sym = {.mu = PTHREAD_MUTEX_INITIALIZER};
 static pthread_once_t g_once = PTHREAD_ONCE_INIT;
 static cxa_demangle_fn g_demangle;
 
-static void atfork_prepare(void) { pthread_mutex_lock(&g_sym.mu); }
-static void atfork_release(void) { pthread_mutex_unlock(&g_sym.mu); }
+/* A forked child starts with an empty symbolizer: the parent's may have
+ * been mid-update in another thread. Its memory is left behind rather than
+ * freed (the child usually execs). Taking the lock around fork instead
+ * would stall the host's fork for as long as a symbolization runs. */
+static void atfork_child(void)
+{
+    g_sym = (struct pp_sym_session){.mu = PTHREAD_MUTEX_INITIALIZER};
+}
 
 static void sym_init_once(void)
 {
@@ -267,7 +274,7 @@ static void sym_init_once(void)
     void *f = dlsym(RTLD_DEFAULT, "__cxa_demangle");
     g_demangle = (cxa_demangle_fn)f;
     elf_version(EV_CURRENT);
-    pthread_atfork(atfork_prepare, atfork_release, atfork_release);
+    pthread_atfork(NULL, NULL, atfork_child);
 }
 
 /* ------------------------------------------------------ debuginfo search */
@@ -1400,15 +1407,21 @@ static int inlined_chain(Dwarf_Die *fn, Dwarf_Addr pc, Dwarf_Die out[MAX_NESTING
  * unloaded before the cache is dropped. */
 static const char *loader_symbol(struct pp_sym_session *s, uint64_t addr)
 {
+    /* dladdr1 points into the object's own tables: keep dlclose from
+     * unmapping it until the name is copied. */
+    if (!pp_unwind_pin_objects())
+        return NULL;
     Dl_info info;
     const ElfW(Sym) *sym = NULL;
-    if (!dladdr1((void *)(uintptr_t)addr, &info, (void **)&sym, RTLD_DL_SYMENT) ||
-        !info.dli_sname || !info.dli_saddr || !sym)
-        return NULL;
-    uint64_t start = (uint64_t)(uintptr_t)info.dli_saddr;
-    if (addr < start || addr - start >= sym->st_size)
-        return NULL;
-    return arena_strdup(&s->cache_arena, info.dli_sname);
+    const char *name = NULL;
+    if (dladdr1((void *)(uintptr_t)addr, &info, (void **)&sym, RTLD_DL_SYMENT) && info.dli_sname &&
+        info.dli_saddr && sym) {
+        uint64_t start = (uint64_t)(uintptr_t)info.dli_saddr;
+        if (addr >= start && addr - start < sym->st_size)
+            name = arena_strdup(&s->cache_arena, info.dli_sname);
+    }
+    pp_unwind_unpin_objects();
+    return name;
 }
 
 /* Resolves addr into frames[], innermost first; returns the count. */

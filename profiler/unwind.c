@@ -1,52 +1,52 @@
 /* unwind.c: stack capture that is safe inside a signal handler.
  *
- * libunwind walks the stack from the signal's ucontext. Left alone, it finds
- * unwind tables by calling dl_iterate_phdr, which takes the dynamic loader's
- * lock: a handler interrupting a thread that holds malloc's lock while
- * another thread sits in dlopen waiting for that malloc lock would deadlock.
- * So the tables are found ahead of time: outside any handler, every loaded
- * object's .eh_frame_hdr search table is registered with libunwind as
- * dynamic unwind info (which libunwind consults first), and
- * dl_iterate_phdr is interposed so that inside a handler it reports no
- * objects: an address in no registered table (JIT code, an object loaded a
- * moment ago) gets libunwind's frame-based fallback, never the loader's lock.
+ * The walk starts from the signal's ucontext and steps frame by frame with
+ * the DWARF call-frame information of .eh_frame (cfi.c), falling back to
+ * the frame-pointer chain where an address has no FDE. It takes no lock,
+ * allocates nothing, makes no system call and touches no thread-local
+ * storage that could go through __tls_get_addr: after any dlopen of a
+ * library with thread-local variables, __tls_get_addr may call malloc on
+ * the thread's next access, and a handler that interrupted malloc would
+ * corrupt the heap. (That is why libunwind, whose caches are thread-local
+ * through __tls_get_addr, is not used here.)
  *
- * The walk itself is unw_backtrace, whose per-thread trace cache makes a
- * warm walk a few ns per frame. Its first use on a thread sets the cache up
- * (pthread_setspecific, mmap), so every thread does that outside any
- * handler: the main thread at load, others in the pthread_create hook.
+ * Tables are found ahead of time: outside any handler, the .eh_frame_hdr
+ * search table of every loaded object is recorded in a sorted array, so the
+ * handler never calls dl_iterate_phdr or takes the loader's lock. Objects
+ * come and go: the collector re-reads the list when the loader's add/remove
+ * counters change (until then, code of a new object is walked by frame
+ * pointers), and dlclose is wrapped. Before an object is unmapped,
+ * `loader_busy` is raised and the wrapper waits until no handler is inside
+ * a walk (handlers count themselves in `in_flight`); handlers that start
+ * meanwhile record only the interrupted PC. The array is double buffered
+ * and a buffer is reused only after the same grace period.
  *
- * Objects come and go: the collector re-registers when the loader's
- * add/remove counters change, and dlclose is wrapped. Before an object
- * is unmapped, `loader_busy` is raised and the wrapper waits until no
- * handler is inside a walk (handlers count themselves in `in_flight`), so
- * no handler reads a table that is being unmapped; handlers that start
- * meanwhile record only the interrupted PC. The table of objects is double
- * buffered and swapped after the same grace period.
+ * Every stack read is checked against the thread's stack bounds (recorded
+ * outside the handler for threads that started through pthread_create and
+ * for the main thread; a window above the interrupted stack pointer for
+ * others), and each frame's stack pointer must be above the previous one,
+ * so a corrupt or unusual stack ends the walk instead of faulting.
  */
 #define _GNU_SOURCE
 #include "unwind.h"
+#include "cfi.h"
 #include "lock.h"
-#include "profile.h"
-
-#define UNW_LOCAL_ONLY
-#include <libunwind.h>
 
 #include <dlfcn.h>
 #include <link.h>
+#include <pthread.h>
 #include <sched.h>
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
+#include <ucontext.h>
 
 #define MAX_OBJECTS 1024
-#define HANDLER_FRAMES 8 /* frames from unw_backtrace down to the trampoline, at most */
+#define UNKNOWN_STACK_WINDOW (128 * 1024) /* readable above SP when bounds are unknown */
 
 typedef struct obj {
     uintptr_t start, end;       /* executable range */
-    uintptr_t hdr;              /* .eh_frame_hdr address (the segment base) */
-    const int32_t *table;       /* pairs (initial_loc, fde) relative to hdr */
-    size_t count;
+    pp_cfi_table cfi;
 } obj;
 
 typedef struct objset {
@@ -61,144 +61,254 @@ static _Atomic int loader_busy;
 static pp_mutex refresh_lock = PP_MUTEX_INIT;
 static unsigned long long seen_adds, seen_subs;
 
-/* libunwind's registrations, one per object of the current set. */
-static unw_dyn_info_t dyn[2][MAX_OBJECTS];
+/* Rows of the common shape (CFA = RSP or RBP + offset, return address at
+ * CFA - 8, RBP unchanged or saved at CFA + offset), computed once per pc
+ * and packed with a tag into one word, so a warm walk costs a load per
+ * frame. Direct-mapped; written and read with relaxed atomics, so a race
+ * at worst loses an entry. Cleared when objects are unloaded.
+ *   bit 63 valid | 39-62 tag | 38 CFA on RBP | 22-37 CFA offset |
+ *   21 RBP saved | 0-20 RBP offset + 2^20 */
+#define CACHE_BITS 14
+static _Atomic uint64_t row_cache[1 << CACHE_BITS];
 
-/* --- reading DWARF-encoded pointers from mapped memory --- */
+/* This thread's stack, [lo, hi); 0 when unknown. Initial-exec TLS. */
+static __thread uintptr_t stack_lo, stack_hi;
 
-static uintptr_t read_uleb(const uint8_t **p)
+/* --- the walk (async-signal-safe) --- */
+
+typedef struct bounds {
+    uintptr_t lo, hi;
+} bounds;
+
+/* async-signal-safe */
+static int read_stack(void *ctx, uint64_t addr, uint64_t *value)
 {
-    uintptr_t v = 0;
-    int shift = 0;
-    uint8_t b;
-    do {
-        b = *(*p)++;
-        if (shift < 64)
-            v |= (uintptr_t)(b & 0x7f) << shift;
-        shift += 7;
-    } while (b & 0x80);
-    return v;
-}
-
-static intptr_t read_sleb(const uint8_t **p)
-{
-    intptr_t v = 0;
-    int shift = 0;
-    uint8_t b;
-    do {
-        b = *(*p)++;
-        if (shift < 64)
-            v |= (intptr_t)(b & 0x7f) << shift;
-        shift += 7;
-    } while (b & 0x80);
-    if (shift < 64 && (b & 0x40))
-        v |= -((intptr_t)1 << shift);
-    return v;
-}
-
-/* Reads a pointer with DW_EH_PE encoding `enc`; `base` is the datarel base.
- * Returns 0 for encodings it does not know. async-signal-safe */
-static int read_encoded(const uint8_t **p, uint8_t enc, uintptr_t base, uintptr_t *out)
-{
-    const uint8_t *start = *p;
-    uintptr_t v;
-    if (enc == 0xff) /* DW_EH_PE_omit */
+    const bounds *b = ctx;
+    if (addr < b->lo || addr > b->hi - 8 || (addr & 7))
         return 0;
-    switch (enc & 0x0f) {
-    case 0x00: memcpy(&v, *p, 8); *p += 8; break;                             /* absptr */
-    case 0x01: v = read_uleb(p); break;                                       /* uleb128 */
-    case 0x02: { uint16_t x; memcpy(&x, *p, 2); *p += 2; v = x; break; }      /* udata2 */
-    case 0x03: { uint32_t x; memcpy(&x, *p, 4); *p += 4; v = x; break; }      /* udata4 */
-    case 0x04: memcpy(&v, *p, 8); *p += 8; break;                             /* udata8 */
-    case 0x09: v = (uintptr_t)read_sleb(p); break;                            /* sleb128 */
-    case 0x0a: { int16_t x; memcpy(&x, *p, 2); *p += 2; v = (uintptr_t)(intptr_t)x; break; }
-    case 0x0b: { int32_t x; memcpy(&x, *p, 4); *p += 4; v = (uintptr_t)(intptr_t)x; break; }
-    case 0x0c: memcpy(&v, *p, 8); *p += 8; break;                             /* sdata8 */
-    default: return 0;
-    }
-    switch (enc & 0x70) {
-    case 0x00: break;
-    case 0x10: v += (uintptr_t)start; break; /* pcrel */
-    case 0x30: v += base; break;             /* datarel */
-    default: return 0;
-    }
-    *out = v;
+    memcpy(value, (const void *)(uintptr_t)addr, 8);
     return 1;
 }
 
-static __thread int in_handler;
-
-#ifndef __SANITIZE_THREAD__
-/* The warm path: libunwind's per-thread trace cache. async-signal-safe */
-static int walk(uint64_t *pcs, int room)
+/* async-signal-safe */
+static const obj *find_object(const objset *s, uintptr_t pc)
 {
-    return unw_backtrace((void **)pcs, room);
+    size_t lo = 0, hi = s->n;
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        if (pc < s->o[mid].start)
+            hi = mid;
+        else if (pc >= s->o[mid].end)
+            lo = mid + 1;
+        else
+            return &s->o[mid];
+    }
+    return NULL;
 }
-#else
-/* ThreadSanitizer builds: the trace cache's per-thread destructor runs after
- * TSan has torn the thread down, so step without it. async-signal-safe */
-static int walk(uint64_t *pcs, int room)
+
+/* glibc's signal return trampoline: mov $15,%rax; syscall. async-signal-safe */
+static int is_sigreturn(uintptr_t pc)
 {
-    unw_context_t ctx;
-    unw_cursor_t c;
-    int n = 0;
-    unw_getcontext(&ctx);
-    if (unw_init_local(&c, &ctx) < 0)
-        return 0;
-    do {
-        unw_word_t ip;
-        if (unw_get_reg(&c, UNW_REG_IP, &ip) < 0 || ip == 0)
+    static const uint8_t code[] = {0x48, 0xc7, 0xc0, 0x0f, 0x00, 0x00, 0x00, 0x0f, 0x05};
+    return memcmp((const void *)pc, code, sizeof code) == 0;
+}
+
+/* DWARF register numbers -> ucontext registers. */
+static const int greg_of[PP_CFI_REGS] = {REG_RAX, REG_RDX, REG_RCX, REG_RBX, REG_RSI, REG_RDI,
+                                         REG_RBP, REG_RSP, REG_R8,  REG_R9,  REG_R10, REG_R11,
+                                         REG_R12, REG_R13, REG_R14, REG_R15, REG_RIP};
+
+/* async-signal-safe */
+static void load_context(const ucontext_t *uc, uint64_t *regs)
+{
+    for (int i = 0; i < PP_CFI_REGS; i++)
+        regs[i] = (uint64_t)uc->uc_mcontext.gregs[greg_of[i]];
+}
+
+/* One step by the CFI row: regs become the caller's. async-signal-safe */
+static int step_cfi(const pp_cfi_row *row, uint64_t *regs, bounds *b)
+{
+    uint64_t cfa, caller[PP_CFI_REGS];
+    if (row->cfa_expr) {
+        if (!pp_cfi_eval(row->cfa_expr, regs, 0, 0, read_stack, b, &cfa))
+            return 0;
+    } else {
+        if (row->cfa_reg < 0 || row->cfa_reg >= PP_CFI_REGS)
+            return 0;
+        cfa = regs[row->cfa_reg] + (uint64_t)row->cfa_off;
+    }
+    for (int r = 0; r < PP_CFI_REGS; r++) {
+        const pp_cfi_rule *rule = &row->r[r];
+        uint64_t v = regs[r], addr;
+        switch (rule->kind) {
+        case PP_RULE_OFFSET:
+            if (!read_stack(b, cfa + (uint64_t)rule->off, &v))
+                return 0;
             break;
-        pcs[n++] = ip;
-    } while (n < room && unw_step(&c) > 0);
+        case PP_RULE_VAL_OFFSET: v = cfa + (uint64_t)rule->off; break;
+        case PP_RULE_REG:
+            if (rule->off < 0 || rule->off >= PP_CFI_REGS)
+                return 0;
+            v = regs[rule->off];
+            break;
+        case PP_RULE_EXPR:
+            if (!pp_cfi_eval(rule->expr, regs, 1, cfa, read_stack, b, &addr) || !read_stack(b, addr, &v))
+                return 0;
+            break;
+        case PP_RULE_VAL_EXPR:
+            if (!pp_cfi_eval(rule->expr, regs, 1, cfa, read_stack, b, &v))
+                return 0;
+            break;
+        case PP_RULE_UNDEF:
+            if (r == PP_REG_RA)
+                return 0; /* the outermost frame */
+            break;
+        default: /* same value */
+            if (r == PP_REG_RA)
+                return 0;
+            break;
+        }
+        caller[r] = v;
+    }
+    caller[PP_REG_RSP] = cfa;
+    memcpy(regs, caller, sizeof caller);
+    return 1;
+}
+
+static uint64_t pc_hash(uintptr_t pc) /* async-signal-safe */
+{
+    return (uint64_t)pc * 0x9e3779b97f4a7c15ull;
+}
+
+/* async-signal-safe */
+static uint64_t cache_get(uintptr_t pc)
+{
+    uint64_t h = pc_hash(pc);
+    uint64_t e = atomic_load_explicit(&row_cache[h >> (64 - CACHE_BITS)], memory_order_relaxed);
+    return (e >> 63) && ((e >> 39) & 0xffffff) == ((h >> 8) & 0xffffff) ? e : 0;
+}
+
+/* Stores the row for pc if it has the common shape. async-signal-safe */
+static void cache_put(uintptr_t pc, const pp_cfi_row *row)
+{
+    if (row->cfa_expr || (row->cfa_reg != PP_REG_RSP && row->cfa_reg != PP_REG_RBP) || row->cfa_off < 0 ||
+        row->cfa_off >= 65536 || row->r[PP_REG_RA].kind != PP_RULE_OFFSET || row->r[PP_REG_RA].off != -8)
+        return;
+    const pp_cfi_rule *fp = &row->r[PP_REG_RBP];
+    if (fp->kind != PP_RULE_SAME && (fp->kind != PP_RULE_OFFSET || fp->off <= -(1 << 20) || fp->off >= (1 << 20)))
+        return;
+    for (int r = 0; r < PP_REG_RA; r++) /* other registers restored only by the full step */
+        if (r != PP_REG_RBP && r != PP_REG_RSP && row->r[r].kind != PP_RULE_SAME &&
+            row->r[r].kind != PP_RULE_OFFSET && row->r[r].kind != PP_RULE_UNDEF)
+            return;
+    uint64_t h = pc_hash(pc);
+    uint64_t e = 1ull << 63 | ((h >> 8) & 0xffffff) << 39 | (uint64_t)(row->cfa_reg == PP_REG_RBP) << 38 |
+                 (uint64_t)row->cfa_off << 22;
+    if (fp->kind == PP_RULE_OFFSET)
+        e |= 1ull << 21 | (uint64_t)(fp->off + (1 << 20));
+    atomic_store_explicit(&row_cache[h >> (64 - CACHE_BITS)], e, memory_order_relaxed);
+}
+
+/* One step by a cached row. async-signal-safe */
+static int step_cached(uint64_t e, uint64_t *regs, bounds *b)
+{
+    uint64_t cfa = regs[(e >> 38) & 1 ? PP_REG_RBP : PP_REG_RSP] + ((e >> 22) & 0xffff), ra, fp;
+    if (!read_stack(b, cfa - 8, &ra))
+        return 0;
+    if ((e >> 21) & 1) {
+        int64_t off = (int64_t)(e & 0x1fffff) - (1 << 20);
+        if (!read_stack(b, cfa + (uint64_t)off, &fp))
+            return 0;
+        regs[PP_REG_RBP] = fp;
+    }
+    regs[PP_REG_RSP] = cfa;
+    regs[PP_REG_RA] = ra;
+    return 1;
+}
+
+/* One step by the frame-pointer chain. async-signal-safe */
+static int step_fp(uint64_t *regs, bounds *b)
+{
+    uint64_t fp = regs[PP_REG_RBP], ra, next;
+    if (fp < regs[PP_REG_RSP] || !read_stack(b, fp, &next) || !read_stack(b, fp + 8, &ra))
+        return 0;
+    regs[PP_REG_RBP] = next;
+    regs[PP_REG_RSP] = fp + 16;
+    regs[PP_REG_RA] = ra;
+    return 1;
+}
+
+/* async-signal-safe */
+static int walk(const ucontext_t *uc, uint64_t *pcs, int max, int *truncated)
+{
+    const objset *s = &sets[atomic_load(&cur_set)];
+    uint64_t regs[PP_CFI_REGS];
+    load_context(uc, regs);
+    bounds b = {stack_lo, stack_hi};
+    if (!b.hi || regs[PP_REG_RSP] < b.lo || regs[PP_REG_RSP] >= b.hi) {
+        /* unknown or foreign stack (sigaltstack, coroutine) */
+        b.lo = regs[PP_REG_RSP] - 128;
+        b.hi = regs[PP_REG_RSP] + UNKNOWN_STACK_WINDOW;
+    }
+    int n = 0, signal_frame = 1;
+    for (;;) {
+        uintptr_t pc = regs[PP_REG_RA];
+        if (pc == 0)
+            break;
+        /* A caller's pc is a return address: look up (and report) the call. */
+        uintptr_t at = signal_frame ? pc : pc - 1;
+        const obj *o = find_object(s, at);
+        if (o && !signal_frame && pc + 9 <= o->end && is_sigreturn(pc)) {
+            /* A handler's frame returns into the trampoline: continue with
+             * the context it saved (the trampoline itself is not shown). */
+            uint64_t uca = regs[PP_REG_RSP];
+            if (uca < b.lo || uca + sizeof(ucontext_t) > b.hi)
+                break;
+            load_context((const ucontext_t *)(uintptr_t)uca, regs);
+            signal_frame = 1;
+            continue;
+        }
+        if (n == max) {
+            *truncated = 1;
+            break;
+        }
+        pcs[n++] = at;
+        uint64_t sp = regs[PP_REG_RSP], e = o ? cache_get(at) : 0;
+        pp_cfi_row row;
+        int ok;
+        if (e) {
+            ok = step_cached(e, regs, &b);
+        } else if (o && pp_cfi_find(&o->cfi, at, &row)) {
+            cache_put(at, &row);
+            ok = step_cfi(&row, regs, &b);
+        } else {
+            ok = step_fp(regs, &b);
+        }
+        if (!ok || regs[PP_REG_RSP] <= sp)
+            break;
+        signal_frame = 0;
+    }
     return n;
 }
-#endif
 
 /* async-signal-safe */
 int pp_unwind_signal(void *ucontext, uint64_t *pcs, int max, int *truncated)
 {
     *truncated = 0;
-    ucontext_t *uc = ucontext;
-    uintptr_t pc = (uintptr_t)uc->uc_mcontext.gregs[REG_RIP];
+    const ucontext_t *uc = ucontext;
     atomic_fetch_add(&in_flight, 1);
-    if (atomic_load(&loader_busy) || max < 1) {
-        atomic_fetch_sub(&in_flight, 1);
-        pcs[0] = pc;
-        return 1;
-    }
-    /* The walk starts here, in the handler; the frames up to the signal
-     * trampoline are dropped below. Room for them, and one frame more than
-     * max to tell a truncated stack. */
-    int room = max + 1 + HANDLER_FRAMES;
-    if (room > PPROF_MAX_FRAMES + 1)
-        room = PPROF_MAX_FRAMES + 1;
-    in_handler = 1;
-    int n = walk(pcs, room);
-    in_handler = 0;
+    int n = 0;
+    if (!atomic_load(&loader_busy) && max >= 1)
+        n = walk(uc, pcs, max, truncated);
     atomic_fetch_sub(&in_flight, 1);
-    int first = -1;
-    for (int i = 0; i < n && i <= HANDLER_FRAMES; i++)
-        if (pcs[i] == pc) {
-            first = i;
-            break;
-        }
-    if (first < 0) {
-        pcs[0] = pc;
-        return 1;
+    if (n == 0 && max >= 1) {
+        pcs[0] = (uint64_t)uc->uc_mcontext.gregs[REG_RIP];
+        n = 1;
     }
-    n -= first;
-    if (n > max) {
-        n = max;
-        *truncated = 1;
-    }
-    pcs[0] = pc;
-    for (int i = 1; i < n; i++)
-        pcs[i] = pcs[i + first] - 1; /* return address -> call site */
     return n;
 }
 
-/* --- registration, outside handlers --- */
+/* --- the object list, outside handlers --- */
 
 static void wait_for_handlers(void)
 {
@@ -224,19 +334,15 @@ static int collect_object(struct dl_phdr_info *info, size_t size, void *arg)
                 hi = a + ph->p_memsz;
         }
     }
-    if (!eh || lo >= hi || s->n == MAX_OBJECTS)
+    if (lo >= hi || s->n == MAX_OBJECTS)
         return 0;
-    const uint8_t *hdr = (const uint8_t *)(info->dlpi_addr + eh->p_vaddr);
-    /* version 1, eh_frame_ptr encoding, fde_count encoding, table encoding */
-    if (hdr[0] != 1 || hdr[3] != 0x3b) /* table must be datarel|sdata4 */
-        return 0;
-    const uint8_t *p = hdr + 4;
-    uintptr_t eh_frame, count;
-    if (!read_encoded(&p, hdr[1], (uintptr_t)hdr, &eh_frame) ||
-        !read_encoded(&p, hdr[2], (uintptr_t)hdr, &count))
-        return 0;
-    s->o[s->n++] = (obj){.start = lo, .end = hi, .hdr = (uintptr_t)hdr,
-                         .table = (const int32_t *)p, .count = count};
+    obj *o = &s->o[s->n];
+    memset(o, 0, sizeof *o);
+    o->start = lo;
+    o->end = hi;
+    if (eh)
+        pp_cfi_table_init(&o->cfi, (const uint8_t *)(info->dlpi_addr + eh->p_vaddr));
+    s->n++;
     return 0;
 }
 
@@ -257,26 +363,12 @@ static int count_changes(struct dl_phdr_info *info, size_t size, void *arg)
 
 static void refresh_locked(void)
 {
-    int old = atomic_load(&cur_set), next = !old;
+    int next = !atomic_load(&cur_set);
     objset *s = &sets[next];
     s->n = 0;
     dl_iterate_phdr(collect_object, s);
     qsort(s->o, s->n, sizeof s->o[0], by_start);
-    for (size_t i = 0; i < s->n; i++) {
-        unw_dyn_info_t *d = &dyn[next][i];
-        memset(d, 0, sizeof *d);
-        d->start_ip = s->o[i].start;
-        d->end_ip = s->o[i].end;
-        d->format = UNW_INFO_FORMAT_REMOTE_TABLE;
-        d->u.rti.segbase = s->o[i].hdr;
-        d->u.rti.table_data = (unw_word_t)(uintptr_t)s->o[i].table;
-        d->u.rti.table_len = s->o[i].count * 8 / sizeof(unw_word_t);
-        _U_dyn_register(d);
-    }
     atomic_store(&cur_set, next);
-    for (size_t i = 0; i < sets[old].n; i++)
-        _U_dyn_cancel(&dyn[old][i]);
-    sets[old].n = 0;
     /* Handlers may still be reading the old set: let them finish before a
      * later refresh overwrites it. */
     wait_for_handlers();
@@ -297,17 +389,37 @@ void pp_unwind_refresh(int force)
 
 void pp_unwind_thread_prepare(void)
 {
-    uint64_t pcs[4];
-    walk(pcs, 4);
+    pthread_attr_t attr;
+    void *addr;
+    size_t size;
+    if (pthread_getattr_np(pthread_self(), &attr) != 0)
+        return;
+    if (pthread_attr_getstack(&attr, &addr, &size) == 0) {
+        stack_lo = (uintptr_t)addr;
+        stack_hi = (uintptr_t)addr + size;
+    }
+    pthread_attr_destroy(&attr);
 }
 
 void pp_unwind_init(void)
 {
-    /* libunwind initialises itself, and each thread's trace cache, on first
-     * use: do that here, not in a handler. */
-    unw_set_caching_policy(unw_local_addr_space, UNW_CACHE_PER_THREAD);
     pp_unwind_thread_prepare();
     pp_unwind_refresh(1);
+}
+
+int pp_unwind_pin_objects(void)
+{
+    atomic_fetch_add(&in_flight, 1);
+    if (atomic_load(&loader_busy)) {
+        atomic_fetch_sub(&in_flight, 1);
+        return 0;
+    }
+    return 1;
+}
+
+void pp_unwind_unpin_objects(void)
+{
+    atomic_fetch_sub(&in_flight, 1);
 }
 
 void pp_unwind_loader_enter(void)
@@ -318,36 +430,18 @@ void pp_unwind_loader_enter(void)
 
 void pp_unwind_loader_exit(void)
 {
+    /* Unloaded code's addresses may be reused: forget their rows. No
+     * handler walks while loader_busy is raised. */
+    for (size_t i = 0; i < sizeof row_cache / sizeof row_cache[0]; i++)
+        atomic_store_explicit(&row_cache[i], 0, memory_order_relaxed);
     pp_unwind_refresh(0);
     atomic_fetch_sub(&loader_busy, 1);
 }
 
-/* --- loader wrappers ---
- * dl_iterate_phdr is how libunwind finds tables it has not been given: in a
- * handler it answers "no objects", so libunwind falls back to its
- * frame-based step instead of taking the loader's lock. */
-
-#if !defined(__SANITIZE_THREAD__) && !defined(__SANITIZE_ADDRESS__)
-/* (Sanitizer runtimes intercept dl_iterate_phdr themselves, before any
- * constructor runs; sanitizer builds go without this guard.) */
-typedef int (*iterate_fn)(int (*)(struct dl_phdr_info *, size_t, void *), void *);
-
-__attribute__((visibility("default"))) int dl_iterate_phdr(int (*cb)(struct dl_phdr_info *, size_t, void *),
-                                                           void *data)
-{
-    static iterate_fn real;
-    if (in_handler)
-        return 0; /* async-signal-safe path */
-    if (!real)
-        real = (iterate_fn)dlsym(RTLD_NEXT, "dl_iterate_phdr");
-    return real(cb, data);
-}
-#endif
-
-/* dlclose
+/* --- dlclose wrapper ---
  * dlopen is not wrapped (a wrapper would change the caller that the loader
  * uses for RPATH and namespaces); new objects are registered by the
- * collector's periodic refresh, and until then stacks stop at them. */
+ * collector's periodic refresh. */
 
 typedef int (*dlclose_fn)(void *);
 

@@ -3,15 +3,20 @@
 #define PP_UNWIND_H
 #include <stdint.h>
 
-/* Prepares libunwind and registers the loaded objects' unwind tables.
+/* Records the loaded objects' unwind tables and the main thread's stack.
  * Call once, outside any signal handler. */
 void pp_unwind_init(void);
-/* Sets up libunwind's per-thread state; call on each new thread, outside
- * any handler. */
+/* Records the calling thread's stack bounds for the walk; call on each new
+ * thread, outside any handler. */
 void pp_unwind_thread_prepare(void);
-/* Re-registers tables if objects were loaded or unloaded (force: always).
- * Not async-signal-safe; takes the loader's lock. */
+/* Re-reads the object list if objects were loaded or unloaded (force:
+ * always). Not async-signal-safe; takes the loader's lock. */
 void pp_unwind_refresh(int force);
+/* Keeps dlclose (through the wrapper) from unmapping any object until
+ * pp_unwind_unpin_objects; returns 0, pinning nothing, while one is being
+ * unloaded. For short reads of loaded objects' memory outside handlers. */
+int pp_unwind_pin_objects(void);
+void pp_unwind_unpin_objects(void);
 /* Brackets an unmapping of objects (see unwind.c). */
 void pp_unwind_loader_enter(void);
 void pp_unwind_loader_exit(void);

@@ -21,8 +21,11 @@
  * the exit status is 1.
  *
  * Usage: prog_torture_linked PORT PLUGIN.so [SECONDS]
- *   PORT 0 picks a free port; the line "torture: serving on 127.0.0.1:N"
- *   tells which. SECONDS defaults to 30 (or TORTURE_SECONDS).
+ *   PORT 0 picks a free port; the line "torture: serving on 127.0.0.1:N
+ *   (pid P)" tells which. SECONDS defaults to 30 (or TORTURE_SECONDS).
+ * For diagnosis: TORTURE_ONLY=dlopen,threads,fork,spawn,throw,burn runs only
+ * the listed workers; TORTURE_NO_PROFILE=1 runs them without profiling, to
+ * compare timings.
  */
 #include <pprof.h>
 
@@ -32,6 +35,7 @@
 #include <pthread.h>
 #include <signal.h>
 #include <spawn.h>
+#include <sys/resource.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -76,6 +80,8 @@ void fail(const char *fmt, ...)
 /* One activity's progress counter. */
 struct Activity {
     const char *name;
+    const char *group;        /* the worker behind it, for TORTURE_ONLY */
+    bool enabled = true;
     std::atomic<uint64_t> count{0};
     uint64_t seen = 0;        /* count at the last progress check */
     int idle_seconds = 0;     /* seconds without progress */
@@ -88,14 +94,30 @@ enum {
 };
 Activity acts[A_COUNT];
 
-void init_activities()
+void init_activities(const char *only)
 {
-    static const char *const names[A_COUNT] = {
-        "plugin-dlopen", "syslib-dlopen", "pthreads", "detached-pthreads", "std-threads",
-        "fork-exec", "fork-child", "posix-spawn", "exceptions", "plugin-exceptions", "burn",
+    static const char *const names[A_COUNT][2] = {
+        {"plugin-dlopen", "dlopen"}, {"syslib-dlopen", "dlopen"}, {"pthreads", "threads"},
+        {"detached-pthreads", "threads"}, {"std-threads", "threads"}, {"fork-exec", "fork"},
+        {"fork-child", "fork"}, {"posix-spawn", "spawn"}, {"exceptions", "throw"},
+        {"plugin-exceptions", "throw"}, {"burn", "burn"},
     };
-    for (int i = 0; i < A_COUNT; i++)
-        acts[i].name = names[i];
+    for (int i = 0; i < A_COUNT; i++) {
+        acts[i].name = names[i][0];
+        acts[i].group = names[i][1];
+        if (only && *only) {
+            std::string list = std::string(",") + only + ",";
+            acts[i].enabled = list.find(std::string(",") + acts[i].group + ",") != std::string::npos;
+        }
+    }
+}
+
+bool group_enabled(const char *group)
+{
+    for (const Activity &a : acts)
+        if (strcmp(a.group, group) == 0 && a.enabled)
+            return true;
+    return false;
 }
 
 double seconds_since(Clock::time_point t0)
@@ -534,6 +556,15 @@ bool encode(const pprof_profile *p, size_t *len)
     return ok;
 }
 
+/* CPU time (user + system) of this process so far, in seconds. */
+double process_cpu_seconds()
+{
+    struct rusage ru;
+    getrusage(RUSAGE_SELF, &ru);
+    return (double)(ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) +
+           (double)(ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) / 1e6;
+}
+
 int count_tasks()
 {
     DIR *d = opendir("/proc/self/task");
@@ -551,6 +582,8 @@ void check_progress()
 {
     for (Activity &a : acts) {
         uint64_t c = a.count.load();
+        if (!a.enabled)
+            continue;
         if (c != a.seen) {
             a.seen = c;
             a.idle_seconds = 0;
@@ -579,7 +612,9 @@ int main(int argc, char **argv)
     if (seconds < 2)
         seconds = 2;
     setvbuf(stdout, nullptr, _IOLBF, 0);
-    init_activities();
+    init_activities(getenv("TORTURE_ONLY"));
+    const char *no_prof = getenv("TORTURE_NO_PROFILE");
+    bool profiling = !(no_prof && *no_prof && strcmp(no_prof, "0") != 0);
 
     char addr[64];
     snprintf(addr, sizeof addr, "127.0.0.1:%d", port);
@@ -590,16 +625,16 @@ int main(int argc, char **argv)
         fprintf(stderr, "torture: FAIL: pprof_server_start %s: %s\n", addr, pprof_strerror(rc));
         return 1;
     }
-    printf("torture: serving on 127.0.0.1:%d\n", pprof_server_port());
+    printf("torture: serving on 127.0.0.1:%d (pid %d)\n", pprof_server_port(), (int)getpid());
 
     pprof_cpu_config ccfg = {};
     ccfg.hz = 1000;
     pprof_recorder *rec = nullptr;
-    if ((rc = pprof_cpu_recorder_new(&ccfg, &rec)) || (rc = pprof_recorder_start(rec))) {
+    if ((rc = pprof_cpu_recorder_new(&ccfg, &rec)) || (profiling && (rc = pprof_recorder_start(rec)))) {
         fprintf(stderr, "torture: FAIL: CPU recorder: %s\n", pprof_strerror(rc));
         return 1;
     }
-    if (pprof_recorder_rate(rec) != 1000)
+    if (profiling && pprof_recorder_rate(rec) != 1000)
         fail("the recorder samples at %d Hz, want 1000", pprof_recorder_rate(rec));
 
     void *probe = dlopen(plugin_path, RTLD_NOW | RTLD_LOCAL);
@@ -610,17 +645,26 @@ int main(int argc, char **argv)
     dlclose(probe);
     find_sys_libs();
 
-    printf("torture: running for %d s at 1000 Hz\n", seconds);
+    printf("torture: running for %d s %s\n", seconds, profiling ? "at 1000 Hz" : "without profiling");
     auto t0 = Clock::now();
+    double cpu0 = process_cpu_seconds();
     std::vector<std::thread> workers;
-    workers.emplace_back(dlopen_worker, 0);
-    workers.emplace_back(dlopen_worker, 1);
-    workers.emplace_back(threads_worker);
-    workers.emplace_back(fork_worker);
-    workers.emplace_back(spawn_worker);
-    workers.emplace_back(throw_worker, 0);
-    workers.emplace_back(throw_worker, 1);
-    workers.emplace_back(burn_worker);
+    if (group_enabled("dlopen")) {
+        workers.emplace_back(dlopen_worker, 0);
+        workers.emplace_back(dlopen_worker, 1);
+    }
+    if (group_enabled("threads"))
+        workers.emplace_back(threads_worker);
+    if (group_enabled("fork"))
+        workers.emplace_back(fork_worker);
+    if (group_enabled("spawn"))
+        workers.emplace_back(spawn_worker);
+    if (group_enabled("throw")) {
+        workers.emplace_back(throw_worker, 0);
+        workers.emplace_back(throw_worker, 1);
+    }
+    if (group_enabled("burn"))
+        workers.emplace_back(burn_worker);
 
     int64_t total_samples = 0;
     int windows = 0, windows_with_burn = 0, lost_windows = 0;
@@ -631,6 +675,10 @@ int main(int argc, char **argv)
     for (int s = 1; s <= seconds; s++) {
         std::this_thread::sleep_until(t0 + std::chrono::seconds(s));
         auto ts = Clock::now();
+        if (!profiling) {
+            check_progress();
+            continue;
+        }
         pprof_profile *p = nullptr;
         /* The last window ends with stop, while the workers still run. */
         rc = s < seconds ? pprof_recorder_snapshot(rec, &p) : pprof_recorder_stop(rec, &p);
@@ -667,6 +715,7 @@ int main(int argc, char **argv)
                    s, (long long)info.samples, dt * 1000, tasks, st.threads_timed, failures.load());
     }
 
+    double cpu_used = process_cpu_seconds() - cpu0;
     stopping = true;
     for (std::thread &w : workers)
         w.join();
@@ -677,11 +726,13 @@ int main(int argc, char **argv)
         fail("%d detached threads did not finish", detached_live.load());
 
     ProfileInfo fin = last ? inspect(last) : ProfileInfo{};
-    if (!last)
+    if (!profiling)
+        ; /* nothing sampled */
+    else if (!last)
         fail("no final profile");
     else if (fin.samples <= 0)
         fail("the last profile has no samples");
-    if (windows_with_burn == 0)
+    if (profiling && group_enabled("burn") && windows_with_burn == 0)
         fail("no profile window shows torture_burn_* (symbolization)");
     if (max_excess_timers > 256)
         fail("%d more CPU timers than threads: timers of exited threads leak", max_excess_timers);
@@ -690,9 +741,13 @@ int main(int argc, char **argv)
 
     pprof_cpu_stats st;
     pprof_cpu_stats_get(&st);
+    if (profiling)
+        printf("torture: the profiles account for %.1f s of the %.1f s of CPU the process used\n",
+               (double)total_samples / 1000, cpu_used);
     printf("torture: activity counts:");
     for (Activity &a : acts)
-        printf(" %s=%llu", a.name, (unsigned long long)a.count.load());
+        if (a.enabled)
+            printf(" %s=%llu", a.name, (unsigned long long)a.count.load());
     printf("\n");
     printf("torture: %d windows, %lld samples (last window %lld), %d windows show "
            "torture_burn_*, %d show lost samples; largest profile %zu bytes; slowest "
@@ -700,13 +755,21 @@ int main(int argc, char **argv)
            windows, (long long)total_samples, (long long)fin.samples, windows_with_burn,
            lost_windows, max_bytes, max_snapshot_s * 1000, (long long)max_fork_us.load(),
            max_excess_timers);
-    printf("torture: sampler: %llu signals, %llu samples, %llu lost, %llu truncated, "
-           "mean handler %.0f ns\n",
+    uint64_t slow = st.handler_hist[PPROF_CPU_HIST_BUCKETS - 1], median_ns = 0, seen = 0;
+    for (int i = 0; i < PPROF_CPU_HIST_BUCKETS && st.signals; i++) {
+        seen += st.handler_hist[i];
+        if (!median_ns && seen * 2 >= st.signals)
+            median_ns = (uint64_t)(i + 1) * 100;
+    }
+    printf("torture: sampler: %llu signals, %llu samples, %llu lost, %llu truncated; handler "
+           "mean %.0f ns, median < %llu ns, %llu over %d us\n",
            (unsigned long long)st.signals, (unsigned long long)st.samples,
            (unsigned long long)st.lost, (unsigned long long)st.truncated,
-           st.signals ? (double)st.handler_ns / (double)st.signals : 0.0);
+           st.signals ? (double)st.handler_ns / (double)st.signals : 0.0,
+           (unsigned long long)median_ns, (unsigned long long)slow,
+           (PPROF_CPU_HIST_BUCKETS - 1) / 10);
     for (Activity &a : acts)
-        if (a.count.load() == 0)
+        if (a.enabled && a.count.load() == 0)
             fail("%s never completed", a.name);
 
     rc = pprof_server_stop();

@@ -6,8 +6,10 @@
 # the index) and every few seconds fetches profile?seconds=2 and parses it
 # with `go tool pprof -raw`. Every poll must answer 200; the program must
 # neither hang (watchdog: a hang is a failure, with all threads' backtraces
-# printed when gdb is at hand) nor die of a signal, and must end with
-# "torture: ok" and status 0.
+# printed when gdb is at hand) nor die of a signal (core dumps are enabled in
+# the program's temporary directory: a crash prints the crashing thread's
+# backtrace and the core is then deleted), and must end with "torture: ok"
+# and status 0.
 # test-labels: plain-only
 # Usage: test_torture.sh BUILD_DIR
 set -u
@@ -73,13 +75,14 @@ elapsed() { awk -v a="$1" -v b="$(now)" 'BEGIN { printf "%d", (b - a) * 1000 }';
 
 # --- start the program under the watchdog
 out=$tmp/out.txt err=$tmp/err.txt
-(cd "$tmp" && exec timeout -s KILL $((secs + 60)) "$prog" 0 "$plugin" "$secs") >"$out" 2>"$err" &
+(cd "$tmp" && ulimit -c unlimited 2>/dev/null
+    exec timeout -s KILL $((secs + 60)) "$prog" 0 "$plugin" "$secs") >"$out" 2>"$err" &
 tpid=$!
 t0=$(now)
 
 port=""
 for _ in $(seq 1 100); do
-    port=$(sed -n 's/^torture: serving on 127\.0\.0\.1:\([0-9]*\)$/\1/p' "$out")
+    port=$(sed -n 's/^torture: serving on 127\.0\.0\.1:\([0-9]*\) (pid [0-9]*)$/\1/p' "$out")
     [ -n "$port" ] && break
     [ -e "/proc/$tpid" ] || break
     sleep 0.1
@@ -93,7 +96,9 @@ if [ -z "$port" ]; then
 fi
 pass "serving on 127.0.0.1:$port"
 base=http://127.0.0.1:$port/debug/pprof
-prog_pid=$(cat "/proc/$tpid/task/$tpid/children" 2>/dev/null | awk '{print $1}')
+prog_pid=$(sed -n 's/^torture: serving on .* (pid \([0-9]*\))$/\1/p' "$out")
+
+alive() { [ -n "$prog_pid" ] && [ -e "/proc/$prog_pid" ]; }
 
 # The polls stop a little before the program's own end.
 poll_ms=$(((secs - 1) * 1000))
@@ -101,23 +106,24 @@ poll_ms=$(((secs - 1) * 1000))
 # --- profile?seconds=2 every few seconds, parsed by go tool pprof (in the background)
 fetch_profiles() {
     local n=0
-    while [ "$(elapsed "$t0")" -lt $((poll_ms - 3000)) ]; do
+    while [ "$(elapsed "$t0")" -lt $((poll_ms - 3000)) ] && alive; do
         n=$((n + 1))
         local f=$tmp/profile.$n.pb.gz
-        local code
-        code=$(curl -sS --max-time 5 -o "$f" -w '%{http_code}' "$base/profile?seconds=2" 2>>"$tmp/curl.err")
+        local code took
+        read -r code took < <(curl -sS --max-time 5 -o "$f" -w '%{http_code} %{time_total}\n' \
+            "$base/profile?seconds=2" 2>>"$tmp/curl.err")
         if [ "$code" != 200 ]; then
             echo "FAIL profile #$n: HTTP ${code:-no answer}"
         elif [ "$have_go" -eq 1 ]; then
             if go tool pprof -raw "$f" >"$f.raw" 2>"$f.err" &&
                 grep -q '^PeriodType: cpu nanoseconds' "$f.raw" &&
                 grep -q '^Samples:' "$f.raw"; then
-                echo "ok profile #$n: $(grep -cE '^ +[0-9]+ +[0-9]+:' "$f.raw") stacks"
+                echo "ok profile #$n: $(grep -cE '^ +[0-9]+ +[0-9]+:' "$f.raw") stacks in ${took}s"
             else
                 echo "FAIL profile #$n: go tool pprof -raw: $(head -c 300 "$f.err")"
             fi
         else
-            echo "ok profile #$n: 200 (go not installed, not parsed)"
+            echo "ok profile #$n: 200 in ${took}s (go not installed, not parsed)"
         fi
         sleep 2
     done
@@ -128,7 +134,7 @@ fetcher=$!
 # --- cmdline and the index every half second (in the foreground)
 want_cmdline=$(printf '%s\n' "$prog" 0 "$plugin" "$secs")
 cmd_ok=0 cmd_bad=0 idx_ok=0 idx_bad=0
-while [ "$(elapsed "$t0")" -lt "$poll_ms" ] && [ -e "/proc/$prog_pid" ]; do
+while [ "$(elapsed "$t0")" -lt "$poll_ms" ] && alive; do
     code=$(curl -sS --max-time 5 -o "$tmp/cmdline" -w '%{http_code}' "$base/cmdline" 2>>"$tmp/curl.err")
     if [ "$code" = 200 ] && [ "$(tr '\0' '\n' <"$tmp/cmdline")" = "$want_cmdline" ]; then
         cmd_ok=$((cmd_ok + 1))
@@ -147,16 +153,18 @@ while [ "$(elapsed "$t0")" -lt "$poll_ms" ] && [ -e "/proc/$prog_pid" ]; do
 done
 wait "$fetcher"
 fetcher=""
+early=""
+[ "$(elapsed "$t0")" -lt "$poll_ms" ] && early=" (the program ended early)"
 
 if [ "$cmd_bad" -eq 0 ] && [ "$cmd_ok" -ge $((secs / 2)) ]; then
     pass "cmdline answered 200 with the program's argv on all $cmd_ok polls"
 else
-    fail "cmdline: $cmd_ok good polls, $cmd_bad bad"
+    fail "cmdline: $cmd_ok good polls, $cmd_bad bad$early"
 fi
 if [ "$idx_bad" -eq 0 ] && [ "$idx_ok" -ge $((secs / 2)) ]; then
     pass "the index answered 200 on all $idx_ok polls"
 else
-    fail "index: $idx_ok good polls, $idx_bad bad"
+    fail "index: $idx_ok good polls, $idx_bad bad$early"
 fi
 prof_ok=$(grep -c '^ok ' "$tmp/profiles.txt")
 prof_bad=$(grep -c '^FAIL ' "$tmp/profiles.txt")
@@ -164,7 +172,7 @@ grep '^FAIL ' "$tmp/profiles.txt" | sed 's/^/  /'
 if [ "$prof_bad" -eq 0 ] && [ "$prof_ok" -ge $(((secs - 4) / 5)) ]; then
     pass "profile?seconds=2 answered 200 and parsed on all $prof_ok fetches ($(sed -n 's/^ok profile #[0-9]*: //p' "$tmp/profiles.txt" | tr '\n' ',' | sed 's/,$//'))"
 else
-    fail "profile?seconds=2: $prof_ok good fetches, $prof_bad bad"
+    fail "profile?seconds=2: $prof_ok good fetches, $prof_bad bad$early"
 fi
 [ -s "$tmp/curl.err" ] && sed 's/^/  curl: /' "$tmp/curl.err" | sort | uniq -c | head -5
 
@@ -196,10 +204,15 @@ elif [ "$status" -gt 128 ]; then
 else
     pass "no hang, no death by signal"
 fi
-cores=$(find "$tmp" -maxdepth 1 -name 'core*' | head -3)
-if [ -n "$cores" ]; then
-    fail "core dump left: $cores"
-fi
+for core in $(find "$tmp" -maxdepth 1 -name 'core*' | head -3); do
+    fail "core dump $(basename "$core")"
+    if command -v gdb >/dev/null 2>&1; then
+        echo "  the crashing thread:"
+        timeout 120 gdb -batch -ex "bt 40" "$prog" "$core" 2>&1 | grep '^#' | awk '!seen[$0]++' |
+            sed 's/^/    /'
+    fi
+    rm -f "$core"
+done
 if [ "$status" -eq 0 ]; then
     pass "exit status 0"
 else
