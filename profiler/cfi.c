@@ -15,7 +15,7 @@
 
 #include <string.h>
 
-#define STATE_DEPTH 8
+#define STATE_DEPTH 2 /* remember_state nesting; deeper gives up (keeps handler stacks small) */
 
 static uint64_t uleb(const uint8_t **p) /* async-signal-safe */
 {
@@ -231,15 +231,18 @@ static int run(const uint8_t *p, const uint8_t *end, const cie *c, uintptr_t loc
             break;
         case 0x0d: row->cfa_reg = (int)uleb(&p); row->cfa_expr = NULL; break;
         case 0x0e: row->cfa_off = (int64_t)uleb(&p); break;
-        case 0x0f: /* def_cfa_expression */
+        case 0x0f: { /* def_cfa_expression */
             row->cfa_expr = p;
-            p += uleb(&p);
+            uint64_t n = uleb(&p);
+            p += n;
             break;
+        }
         case 0x10: /* expression */
         case 0x16: { /* val_expression */
             reg = uleb(&p);
             const uint8_t *e = p;
-            p += uleb(&p);
+            uint64_t n = uleb(&p);
+            p += n;
             if (reg < PP_CFI_REGS)
                 row->r[reg] = (pp_cfi_rule){op == 0x10 ? PP_RULE_EXPR : PP_RULE_VAL_EXPR, 0, e};
             break;
@@ -313,8 +316,10 @@ int pp_cfi_find(const pp_cfi_table *t, uintptr_t pc, pp_cfi_row *row)
         return 0;
     if (pc < begin || pc - begin >= range)
         return 0;
-    if (c.has_z)
-        p += uleb(&p);
+    if (c.has_z) {
+        uint64_t n = uleb(&p);
+        p += n;
+    }
     memset(row, 0, sizeof *row); /* every register: same value */
     row->cfa_reg = PP_REG_RSP;
     if (!run(c.insns, c.end, &c, begin, (uintptr_t)-1, row, NULL))

@@ -22,6 +22,7 @@
 #include "unwind.h"
 
 #include <pthread.h>
+#include <signal.h>
 #include <string.h>
 #include <time.h>
 
@@ -88,6 +89,7 @@ static void *collector_main(void *arg)
 {
     (void)arg;
     pthread_setname_np(pthread_self(), "pprof-collector");
+    pprof_labels_unref(pprof_labels_enter(NULL)); /* not the creator's request labels */
     int64_t since_rescan = 0;
     for (;;) {
         /* Wake often enough that the ring (1024 records) stays under a
@@ -125,7 +127,20 @@ int pp_collector_attach_locked(pprof_recorder *r)
         pthread_attr_t attr;
         pthread_attr_init(&attr);
         pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+        /* The collector leaves every asynchronous signal to the host's
+         * threads (it inherits this mask); the profiling signal and the
+         * synchronous ones stay open. */
+        sigset_t all, old;
+        sigfillset(&all);
+        sigdelset(&all, SIGPROF);
+        sigdelset(&all, SIGSEGV);
+        sigdelset(&all, SIGBUS);
+        sigdelset(&all, SIGFPE);
+        sigdelset(&all, SIGILL);
+        sigdelset(&all, SIGABRT);
+        pthread_sigmask(SIG_BLOCK, &all, &old);
         int rc = pthread_create(&t, &attr, collector_main, NULL);
+        pthread_sigmask(SIG_SETMASK, &old, NULL);
         pthread_attr_destroy(&attr);
         if (rc)
             return PPROF_ESYS;
@@ -134,6 +149,26 @@ int pp_collector_attach_locked(pprof_recorder *r)
     }
     active[nactive++] = r;
     return 0;
+}
+
+void pp_collector_fork_prepare(void)
+{
+    pp_mutex_lock(&col_lock);
+}
+
+void pp_collector_fork_parent(void)
+{
+    pp_mutex_unlock(&col_lock);
+}
+
+void pp_collector_fork_child(void)
+{
+    col_lock = (pp_mutex)PP_MUTEX_INIT;
+    running = 0;
+    nactive = 0;
+    col_ns_done = 0;
+    pp_ring_reset(&pp_cpu_ring);
+    lost_seen = pp_cpu_lost();
 }
 
 int pp_collector_detach_locked(pprof_recorder *r)

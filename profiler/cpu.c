@@ -195,7 +195,7 @@ static int arm_locked(int tid)
     ev._sigev_un._tid = tid; /* sigev_notify_thread_id */
     timer_t t;
     if (timer_create(thread_cpu_clock(tid), &ev, &t))
-        return PPROF_ESYS;
+        return PPROF_ESYS; /* errno says why (pp_cpu_enable reads it) */
     int64_t p = period_ns(hz);
     int64_t first = 1 + (int64_t)(next_random() % (uint64_t)p);
     struct itimerspec its = {
@@ -203,7 +203,9 @@ static int arm_locked(int tid)
         .it_value = {first / 1000000000, first % 1000000000},
     };
     if (timer_settime(t, 0, &its, NULL)) {
+        int e = errno;
         timer_delete(t);
+        errno = e;
         return PPROF_ESYS;
     }
     slots[free_slot] = (tslot){.tid = tid, .timer = t};
@@ -222,7 +224,8 @@ static int set_fallback_timer(int hz)
 {
     struct itimerval it = {{0, 0}, {0, 0}};
     if (hz) {
-        it.it_interval.tv_usec = 1000000 / hz;
+        it.it_interval.tv_sec = 1 / hz;
+        it.it_interval.tv_usec = hz > 1 ? 1000000 / hz : 0;
         it.it_value = it.it_interval;
     }
     return setitimer(ITIMER_PROF, &it, NULL) ? PPROF_ESYS : 0;
@@ -364,22 +367,24 @@ void pp_cpu_thread_exit(void)
     /* The signal stays blocked: the thread is on its way out. */
 }
 
+/* The forking thread's mask before fork (one fork at a time holds reg_lock). */
+static sigset_t fork_saved_mask;
+
 void pp_cpu_fork_prepare(void)
 {
-    sigset_t block;
+    sigset_t block, old;
     sigemptyset(&block);
     sigaddset(&block, PP_SIGNAL);
-    pthread_sigmask(SIG_BLOCK, &block, NULL);
+    pthread_sigmask(SIG_BLOCK, &block, &old);
     pp_mutex_lock(&reg_lock);
+    fork_saved_mask = old;
 }
 
 void pp_cpu_fork_parent(void)
 {
+    sigset_t old = fork_saved_mask;
     pp_mutex_unlock(&reg_lock);
-    sigset_t block;
-    sigemptyset(&block);
-    sigaddset(&block, PP_SIGNAL);
-    pthread_sigmask(SIG_UNBLOCK, &block, NULL);
+    pthread_sigmask(SIG_SETMASK, &old, NULL);
 }
 
 void pp_cpu_fork_child(void)
@@ -393,10 +398,7 @@ void pp_cpu_fork_child(void)
         set_fallback_timer(0);
     my_tid = (int)syscall(SYS_gettid);
     reg_lock = (pp_mutex)PP_MUTEX_INIT;
-    sigset_t block;
-    sigemptyset(&block);
-    sigaddset(&block, PP_SIGNAL);
-    pthread_sigmask(SIG_UNBLOCK, &block, NULL);
+    pthread_sigmask(SIG_SETMASK, &fork_saved_mask, NULL);
 }
 
 void pprof_cpu_stats_get(pprof_cpu_stats *out)

@@ -6,11 +6,12 @@
  * registry lock around fork with the profiling signal blocked (frequent
  * signals can make fork restart forever) and reset the child, whose timers
  * did not survive. At exit, profiling and the server stop before the host's
- * own destructors run: __libc_start_main is wrapped so that an atexit
- * handler is registered after the host's static constructors, and so runs
- * before the destructors they registered.
+ * own destructors and atexit handlers run: exit() is wrapped, and so is
+ * __libc_start_main, whose wrapped main stops everything when main returns
+ * (libc then calls exit internally, where no wrapper sees it).
  */
 #define _GNU_SOURCE
+#include "collector.h"
 #include "cpu.h"
 #include "env.h"
 #include "threads.h"
@@ -42,12 +43,34 @@ static void shutdown_all(void)
     pprof_server_stop();
 }
 
+/* Lock order: collector, object list, thread registry. */
+static void fork_prepare(void)
+{
+    pp_collector_fork_prepare();
+    pp_unwind_fork_prepare();
+    pp_cpu_fork_prepare();
+}
+
+static void fork_parent(void)
+{
+    pp_cpu_fork_parent();
+    pp_unwind_fork_parent();
+    pp_collector_fork_parent();
+}
+
+static void fork_child(void)
+{
+    pp_cpu_fork_child();
+    pp_unwind_fork_child();
+    pp_collector_fork_child();
+}
+
 __attribute__((constructor(101))) static void pp_init(void)
 {
     default_hz = pp_env_int("LIBPPROF_CPU_HZ", PPROF_CPU_DEFAULT_HZ, 0, PPROF_CPU_MAX_HZ);
     pp_threads_init();
     pp_unwind_init();
-    pthread_atfork(pp_cpu_fork_prepare, pp_cpu_fork_parent, pp_cpu_fork_child);
+    pthread_atfork(fork_prepare, fork_parent, fork_child);
 }
 
 typedef int (*main_fn)(int, char **, char **);
@@ -56,8 +79,23 @@ static main_fn host_main;
 
 static int main_with_exit_hook(int argc, char **argv, char **envp)
 {
-    atexit(shutdown_all);
-    return host_main(argc, argv, envp);
+    atexit(shutdown_all); /* for exits this file does not see */
+    int status = host_main(argc, argv, envp);
+    shutdown_all(); /* main returned: before any atexit handler runs */
+    return status;
+}
+
+typedef void (*exit_fn)(int);
+
+/* exit() from the host: stop first, then the atexit handlers run. */
+__attribute__((visibility("default"), noreturn)) void exit(int status)
+{
+    static exit_fn real;
+    if (!real)
+        real = (exit_fn)dlsym(RTLD_NEXT, "exit");
+    shutdown_all();
+    real(status);
+    __builtin_unreachable();
 }
 
 __attribute__((visibility("default"))) int __libc_start_main(main_fn main, int argc, char **argv,

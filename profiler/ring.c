@@ -24,6 +24,16 @@ int pp_ring_init(pp_ring *r, size_t ncells)
     return 0;
 }
 
+void pp_ring_reset(pp_ring *r)
+{
+    if (!r->cells)
+        return;
+    for (size_t i = 0; i <= r->mask; i++)
+        atomic_store_explicit(&r->cells[i].seq, i, memory_order_relaxed);
+    atomic_store(&r->head, 0);
+    r->tail = 0;
+}
+
 /* async-signal-safe */
 pp_record *pp_ring_reserve(pp_ring *r, size_t *ticket)
 {

@@ -45,6 +45,10 @@ pp_record *pp_ring_reserve(pp_ring *r, size_t *ticket);
 /* Publishes the cell reserved with `ticket`. Async-signal-safe. */
 void pp_ring_publish(pp_ring *r, size_t ticket);
 
+/* Empties the ring (a forked child: cells other threads had reserved
+ * would never be published). */
+void pp_ring_reset(pp_ring *r);
+
 /* The next published record, or NULL. Consumer only. */
 pp_record *pp_ring_peek(pp_ring *r);
 /* Releases the record returned by pp_ring_peek. Consumer only. */

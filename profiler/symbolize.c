@@ -64,7 +64,8 @@
  */
 #define _GNU_SOURCE
 #include "symbolize.h"
-#include "unwind.h"
+
+#include <sys/uio.h>
 
 #include "pprof.h"
 
@@ -1407,21 +1408,33 @@ static int inlined_chain(Dwarf_Die *fn, Dwarf_Addr pc, Dwarf_Die out[MAX_NESTING
  * unloaded before the cache is dropped. */
 static const char *loader_symbol(struct pp_sym_session *s, uint64_t addr)
 {
-    /* dladdr1 points into the object's own tables: keep dlclose from
-     * unmapping it until the name is copied. */
-    if (!pp_unwind_pin_objects())
-        return NULL;
+    /* dladdr1 points into the object's own tables, which another thread
+     * may unmap at any moment: copy through the kernel, which fails with
+     * EFAULT where a load would crash. */
     Dl_info info;
     const ElfW(Sym) *sym = NULL;
-    const char *name = NULL;
-    if (dladdr1((void *)(uintptr_t)addr, &info, (void **)&sym, RTLD_DL_SYMENT) && info.dli_sname &&
-        info.dli_saddr && sym) {
-        uint64_t start = (uint64_t)(uintptr_t)info.dli_saddr;
-        if (addr >= start && addr - start < sym->st_size)
-            name = arena_strdup(&s->cache_arena, info.dli_sname);
-    }
-    pp_unwind_unpin_objects();
-    return name;
+    if (!dladdr1((void *)(uintptr_t)addr, &info, (void **)&sym, RTLD_DL_SYMENT) || !info.dli_sname ||
+        !info.dli_saddr || !sym)
+        return NULL;
+    ElfW(Sym) copy;
+    char name[512];
+    struct iovec l1 = {&copy, sizeof copy}, r1 = {(void *)sym, sizeof copy};
+    struct iovec l2 = {name, sizeof name - 1}, r2 = {(void *)info.dli_sname, sizeof name - 1};
+    if (process_vm_readv(getpid(), &l1, 1, &r1, 1, 0) != (ssize_t)sizeof copy)
+        return NULL;
+    /* The name may end less than a buffer before an unmapped page: read
+     * the part up to the page end first. */
+    size_t to_page_end = 4096 - ((uintptr_t)info.dli_sname & 4095);
+    if (to_page_end < r2.iov_len)
+        r2.iov_len = l2.iov_len = to_page_end;
+    ssize_t got = process_vm_readv(getpid(), &l2, 1, &r2, 1, 0);
+    if (got <= 0)
+        return NULL;
+    name[got] = 0;
+    uint64_t start = (uint64_t)(uintptr_t)info.dli_saddr;
+    if (addr < start || addr - start >= copy.st_size || strlen(name) == (size_t)got)
+        return NULL; /* no symbol there, or a name longer than we read */
+    return arena_strdup(&s->cache_arena, name);
 }
 
 /* Resolves addr into frames[], innermost first; returns the count. */

@@ -39,7 +39,10 @@
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/syscall.h>
+#include <sys/uio.h>
 #include <ucontext.h>
+#include <unistd.h>
 
 #define MAX_OBJECTS 1024
 #define UNKNOWN_STACK_WINDOW (128 * 1024) /* readable above SP when bounds are unknown */
@@ -67,9 +70,17 @@ static unsigned long long seen_adds, seen_subs;
  * frame. Direct-mapped; written and read with relaxed atomics, so a race
  * at worst loses an entry. Cleared when objects are unloaded.
  *   bit 63 valid | 39-62 tag | 38 CFA on RBP | 22-37 CFA offset |
- *   21 RBP saved | 0-20 RBP offset + 2^20 */
-#define CACHE_BITS 14
-static _Atomic uint64_t row_cache[1 << CACHE_BITS];
+ *   21 RBP saved | 0-20 RBP offset + 2^20
+ * The outermost frame (return address undefined, as in clone3 and _start)
+ * is cached too, as CFA offset 0xffff: every walk ends there. */
+#define CACHE_OUTERMOST 0xffffull
+#define CACHE_BITS 11 /* 16 KiB */
+static _Atomic uint64_t row_cache[1 << CACHE_BITS] __attribute__((aligned(4096)));
+
+/* The loader's own r_debug, found through the executable's DT_DEBUG entry
+ * (a direct reference to _r_debug from an executable would read a copy
+ * made at start-up, frozen). NULL when unknown. */
+static const struct r_debug *loader_debug;
 
 /* This thread's stack, [lo, hi); 0 when unknown. Initial-exec TLS. */
 static __thread uintptr_t stack_lo, stack_hi;
@@ -78,6 +89,7 @@ static __thread uintptr_t stack_lo, stack_hi;
 
 typedef struct bounds {
     uintptr_t lo, hi;
+    pid_t checked_pid;    /* bounds not known for sure: read with process_vm_readv */
 } bounds;
 
 /* async-signal-safe */
@@ -86,8 +98,13 @@ static int read_stack(void *ctx, uint64_t addr, uint64_t *value)
     const bounds *b = ctx;
     if (addr < b->lo || addr > b->hi - 8 || (addr & 7))
         return 0;
-    memcpy(value, (const void *)(uintptr_t)addr, 8);
-    return 1;
+    if (!b->checked_pid) {
+        memcpy(value, (const void *)(uintptr_t)addr, 8);
+        return 1;
+    }
+    /* A system call that fails with EFAULT where a load would fault. */
+    struct iovec local = {value, 8}, remote = {(void *)(uintptr_t)addr, 8};
+    return process_vm_readv(b->checked_pid, &local, 1, &remote, 1, 0) == 8;
 }
 
 /* async-signal-safe */
@@ -191,6 +208,12 @@ static uint64_t cache_get(uintptr_t pc)
 /* Stores the row for pc if it has the common shape. async-signal-safe */
 static void cache_put(uintptr_t pc, const pp_cfi_row *row)
 {
+    uint64_t h = pc_hash(pc);
+    if (row->r[PP_REG_RA].kind == PP_RULE_UNDEF) {
+        uint64_t e = 1ull << 63 | ((h >> 8) & 0xffffff) << 39 | CACHE_OUTERMOST << 22;
+        atomic_store_explicit(&row_cache[h >> (64 - CACHE_BITS)], e, memory_order_relaxed);
+        return;
+    }
     if (row->cfa_expr || (row->cfa_reg != PP_REG_RSP && row->cfa_reg != PP_REG_RBP) || row->cfa_off < 0 ||
         row->cfa_off >= 65536 || row->r[PP_REG_RA].kind != PP_RULE_OFFSET || row->r[PP_REG_RA].off != -8)
         return;
@@ -201,7 +224,8 @@ static void cache_put(uintptr_t pc, const pp_cfi_row *row)
         if (r != PP_REG_RBP && r != PP_REG_RSP && row->r[r].kind != PP_RULE_SAME &&
             row->r[r].kind != PP_RULE_OFFSET && row->r[r].kind != PP_RULE_UNDEF)
             return;
-    uint64_t h = pc_hash(pc);
+    if (row->cfa_off == CACHE_OUTERMOST)
+        return;
     uint64_t e = 1ull << 63 | ((h >> 8) & 0xffffff) << 39 | (uint64_t)(row->cfa_reg == PP_REG_RBP) << 38 |
                  (uint64_t)row->cfa_off << 22;
     if (fp->kind == PP_RULE_OFFSET)
@@ -212,6 +236,8 @@ static void cache_put(uintptr_t pc, const pp_cfi_row *row)
 /* One step by a cached row. async-signal-safe */
 static int step_cached(uint64_t e, uint64_t *regs, bounds *b)
 {
+    if (((e >> 22) & 0xffff) == CACHE_OUTERMOST)
+        return 0;
     uint64_t cfa = regs[(e >> 38) & 1 ? PP_REG_RBP : PP_REG_RSP] + ((e >> 22) & 0xffff), ra, fp;
     if (!read_stack(b, cfa - 8, &ra))
         return 0;
@@ -244,11 +270,14 @@ static int walk(const ucontext_t *uc, uint64_t *pcs, int max, int *truncated)
     const objset *s = &sets[atomic_load(&cur_set)];
     uint64_t regs[PP_CFI_REGS];
     load_context(uc, regs);
-    bounds b = {stack_lo, stack_hi};
+    bounds b = {stack_lo, stack_hi, 0};
     if (!b.hi || regs[PP_REG_RSP] < b.lo || regs[PP_REG_RSP] >= b.hi) {
-        /* unknown or foreign stack (sigaltstack, coroutine) */
+        /* Unknown or foreign stack (a thread that did not start through
+         * pthread_create, a coroutine): a window above the stack pointer,
+         * every read checked by the kernel. */
         b.lo = regs[PP_REG_RSP] - 128;
         b.hi = regs[PP_REG_RSP] + UNKNOWN_STACK_WINDOW;
+        b.checked_pid = (pid_t)syscall(SYS_getpid);
     }
     int n = 0, signal_frame = 1;
     for (;;) {
@@ -257,12 +286,15 @@ static int walk(const ucontext_t *uc, uint64_t *pcs, int max, int *truncated)
             break;
         /* A caller's pc is a return address: look up (and report) the call. */
         uintptr_t at = signal_frame ? pc : pc - 1;
-        const obj *o = find_object(s, at);
+        /* A cached row is never the trampoline's (its row is an
+         * expression), so a hit needs neither the object nor that check. */
+        uint64_t e = cache_get(at);
+        const obj *o = e ? NULL : find_object(s, at);
         if (o && !signal_frame && pc + 9 <= o->end && is_sigreturn(pc)) {
             /* A handler's frame returns into the trampoline: continue with
              * the context it saved (the trampoline itself is not shown). */
             uint64_t uca = regs[PP_REG_RSP];
-            if (uca < b.lo || uca + sizeof(ucontext_t) > b.hi)
+            if (b.checked_pid || uca < b.lo || uca + sizeof(ucontext_t) > b.hi)
                 break;
             load_context((const ucontext_t *)(uintptr_t)uca, regs);
             signal_frame = 1;
@@ -273,7 +305,7 @@ static int walk(const ucontext_t *uc, uint64_t *pcs, int max, int *truncated)
             break;
         }
         pcs[n++] = at;
-        uint64_t sp = regs[PP_REG_RSP], e = o ? cache_get(at) : 0;
+        uint64_t sp = regs[PP_REG_RSP];
         pp_cfi_row row;
         int ok;
         if (e) {
@@ -298,7 +330,10 @@ int pp_unwind_signal(void *ucontext, uint64_t *pcs, int max, int *truncated)
     const ucontext_t *uc = ucontext;
     atomic_fetch_add(&in_flight, 1);
     int n = 0;
-    if (!atomic_load(&loader_busy) && max >= 1)
+    /* r_state is not RT_CONSISTENT while the loader maps or unmaps an
+     * object, including unloads that bypass the dlclose wrapper. */
+    const struct r_debug *rd = loader_debug;
+    if (!atomic_load(&loader_busy) && (!rd || rd->r_state == RT_CONSISTENT) && max >= 1)
         n = walk(uc, pcs, max, truncated);
     atomic_fetch_sub(&in_flight, 1);
     if (n == 0 && max >= 1) {
@@ -309,6 +344,12 @@ int pp_unwind_signal(void *ucontext, uint64_t *pcs, int max, int *truncated)
 }
 
 /* --- the object list, outside handlers --- */
+
+static void clear_cache(void)
+{
+    for (size_t i = 0; i < sizeof row_cache / sizeof row_cache[0]; i++)
+        atomic_store_explicit(&row_cache[i], 0, memory_order_relaxed);
+}
 
 static void wait_for_handlers(void)
 {
@@ -346,6 +387,22 @@ static int collect_object(struct dl_phdr_info *info, size_t size, void *arg)
     return 0;
 }
 
+/* Finds r_debug in the executable's dynamic section (the first object). */
+static int find_debug(struct dl_phdr_info *info, size_t size, void *arg)
+{
+    (void)size;
+    (void)arg;
+    for (int i = 0; i < info->dlpi_phnum; i++) {
+        if (info->dlpi_phdr[i].p_type != PT_DYNAMIC)
+            continue;
+        const ElfW(Dyn) *d = (const ElfW(Dyn) *)(info->dlpi_addr + info->dlpi_phdr[i].p_vaddr);
+        for (; d->d_tag != DT_NULL; d++)
+            if (d->d_tag == DT_DEBUG)
+                loader_debug = (const struct r_debug *)d->d_un.d_ptr;
+    }
+    return 1; /* the executable only */
+}
+
 static int by_start(const void *a, const void *b)
 {
     const obj *x = a, *y = b;
@@ -379,6 +436,8 @@ void pp_unwind_refresh(int force)
     unsigned long long v[2] = {0, 0};
     dl_iterate_phdr(count_changes, v);
     pp_mutex_lock(&refresh_lock);
+    if (v[1] != seen_subs) /* an unload the wrapper did not see */
+        clear_cache();
     if (force || v[0] != seen_adds || v[1] != seen_subs) {
         seen_adds = v[0];
         seen_subs = v[1];
@@ -403,23 +462,28 @@ void pp_unwind_thread_prepare(void)
 
 void pp_unwind_init(void)
 {
+    dl_iterate_phdr(find_debug, NULL);
     pp_unwind_thread_prepare();
     pp_unwind_refresh(1);
 }
 
-int pp_unwind_pin_objects(void)
+void pp_unwind_fork_prepare(void)
 {
-    atomic_fetch_add(&in_flight, 1);
-    if (atomic_load(&loader_busy)) {
-        atomic_fetch_sub(&in_flight, 1);
-        return 0;
-    }
-    return 1;
+    pp_mutex_lock(&refresh_lock);
 }
 
-void pp_unwind_unpin_objects(void)
+void pp_unwind_fork_parent(void)
 {
-    atomic_fetch_sub(&in_flight, 1);
+    pp_mutex_unlock(&refresh_lock);
+}
+
+void pp_unwind_fork_child(void)
+{
+    /* Threads that were mid-walk or mid-dlclose in the parent do not exist
+     * here. */
+    atomic_store(&in_flight, 0);
+    atomic_store(&loader_busy, 0);
+    refresh_lock = (pp_mutex)PP_MUTEX_INIT;
 }
 
 void pp_unwind_loader_enter(void)
@@ -432,8 +496,7 @@ void pp_unwind_loader_exit(void)
 {
     /* Unloaded code's addresses may be reused: forget their rows. No
      * handler walks while loader_busy is raised. */
-    for (size_t i = 0; i < sizeof row_cache / sizeof row_cache[0]; i++)
-        atomic_store_explicit(&row_cache[i], 0, memory_order_relaxed);
+    clear_cache();
     pp_unwind_refresh(0);
     atomic_fetch_sub(&loader_busy, 1);
 }

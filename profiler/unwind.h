@@ -12,11 +12,10 @@ void pp_unwind_thread_prepare(void);
 /* Re-reads the object list if objects were loaded or unloaded (force:
  * always). Not async-signal-safe; takes the loader's lock. */
 void pp_unwind_refresh(int force);
-/* Keeps dlclose (through the wrapper) from unmapping any object until
- * pp_unwind_unpin_objects; returns 0, pinning nothing, while one is being
- * unloaded. For short reads of loaded objects' memory outside handlers. */
-int pp_unwind_pin_objects(void);
-void pp_unwind_unpin_objects(void);
+/* fork handlers (lifecycle.c) */
+void pp_unwind_fork_prepare(void);
+void pp_unwind_fork_parent(void);
+void pp_unwind_fork_child(void);
 /* Brackets an unmapping of objects (see unwind.c). */
 void pp_unwind_loader_enter(void);
 void pp_unwind_loader_exit(void);

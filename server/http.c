@@ -506,6 +506,7 @@ static int peer_closed(int fd)
  * scheduler's signal mask, which leaves the host's signals to the host. */
 static void *finisher_main(void *arg)
 {
+    pprof_labels_unref(pprof_labels_enter(NULL)); /* no request's labels */
     pthread_mutex_lock(&mu);
     run_locked(arg, 0);
     pthread_mutex_unlock(&mu);
@@ -515,6 +516,7 @@ static void *finisher_main(void *arg)
 static void *scheduler_main(void *unused)
 {
     (void)unused;
+    pprof_labels_unref(pprof_labels_enter(NULL)); /* not its creator's request labels */
     int64_t next_check = 0;
     pthread_mutex_lock(&mu);
     for (;;) {

@@ -356,6 +356,7 @@ static struct {
     pprof_server_config cfg; /* prefix points to our copy */
     char *prefix;
     _Atomic int stopping;
+    _Atomic int handling;        /* access-handler calls in progress */
     _Atomic int parked;      /* suspended connections of our daemon */
     char error[256];         /* why the last start failed */
 } srv = {.mu = PTHREAD_MUTEX_INITIALIZER, .listen_fd = -1};
@@ -398,10 +399,13 @@ static enum MHD_Result srv_access(void *cls, struct MHD_Connection *c, const cha
     (void)cls;
     (void)version;
     pp_mhd_req *st = *con_cls;
-    if (atomic_load(&srv.stopping) && (!st || st->phase == ST_FRESH))
-        return MHD_NO; /* no new requests while stopping */
-    return (enum MHD_Result)pprof_mhd_handle(&srv.cfg, c, url, method, upload_data,
-                                             upload_data_size, con_cls);
+    atomic_fetch_add(&srv.handling, 1); /* before the check: stop waits for us */
+    enum MHD_Result r = MHD_NO;
+    if (!atomic_load(&srv.stopping) || (st && st->phase != ST_FRESH))
+        r = (enum MHD_Result)pprof_mhd_handle(&srv.cfg, c, url, method, upload_data, upload_data_size,
+                                              con_cls);
+    atomic_fetch_sub(&srv.handling, 1);
+    return r; /* MHD_NO for new requests while stopping */
 }
 
 static void srv_completed(void *cls, struct MHD_Connection *c, void **con_cls,
@@ -587,13 +591,26 @@ int pprof_server_stop(void)
      * back: stopping MHD with suspended connections is not allowed. A
      * request being handled right now may park one more, hence the loop. */
     int64_t give_up = now_ns() + 5000000000LL;
+    int settled = 0;
     for (;;) {
         pp_http_cancel_owner(srv.daemon);
-        if (atomic_load(&srv.parked) <= 0 || now_ns() > give_up)
+        if (atomic_load(&srv.parked) <= 0 && atomic_load(&srv.handling) <= 0) {
+            settled = 1;
+            break;
+        }
+        if (now_ns() > give_up)
             break;
         nanosleep(&(struct timespec){.tv_nsec = 2000000}, NULL);
     }
-    MHD_stop_daemon(srv.daemon); /* closes the listening socket */
+    /* MHD aborts the process when stopped with a parked connection: if one
+     * never came back, leave the daemon be (quiet, no longer listening). */
+    if (settled)
+        MHD_stop_daemon(srv.daemon); /* closes the listening socket */
+    else {
+        MHD_socket fd = MHD_quiesce_daemon(srv.daemon);
+        if (fd != MHD_INVALID_SOCKET)
+            close(fd);
+    }
     free(srv.prefix);
     srv.prefix = NULL;
     srv.daemon = NULL;
