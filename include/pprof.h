@@ -247,6 +247,15 @@ PPROF_API int pprof_recorder_rate(const pprof_recorder *r);
 /* Stops the recorder if running and frees it. NULL is allowed. */
 PPROF_API void pprof_recorder_free(pprof_recorder *r);
 
+/* Chooses the signal the CPU timers deliver: SIGPROF by default, or
+ * LIBPPROF_SIGNAL (a number) at start-up; for hosts that use SIGPROF
+ * themselves (a host handler on the profiling signal is still called for
+ * signals that are not libpprof's). Only before CPU profiling first
+ * starts: later, a different signal fails with PPROF_EBUSY. Signals the
+ * system keeps (SIGKILL, SIGSTOP, SIGSEGV, ...) fail with PPROF_EINVAL.
+ * Thread-safe. */
+PPROF_API int pprof_cpu_set_signal(int signo);
+
 /* ----------------------------------------------------------- statistics */
 
 #define PPROF_CPU_HIST_BUCKETS 64

@@ -132,7 +132,7 @@ int pp_collector_attach_locked(pprof_recorder *r)
          * synchronous ones stay open. */
         sigset_t all, old;
         sigfillset(&all);
-        sigdelset(&all, SIGPROF);
+        sigdelset(&all, pp_cpu_signal());
         sigdelset(&all, SIGSEGV);
         sigdelset(&all, SIGBUS);
         sigdelset(&all, SIGFPE);

@@ -22,6 +22,7 @@
  */
 #define _GNU_SOURCE
 #include "cpu.h"
+#include "error.h"
 #include "labels.h"
 #include "lock.h"
 #include "profile.h"
@@ -37,7 +38,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#define PP_SIGNAL SIGPROF
+#define PP_SIGNAL prof_signal
 #define TIMER_MAGIC 0x70707266 /* sigev_value of our timers */
 #define MAX_THREADS 8192
 #define RING_CELLS 1024 /* 2 MiB, mapped and populated once, when profiling first starts */
@@ -48,6 +49,7 @@ typedef struct tslot {
 } tslot;
 
 static pp_mutex reg_lock = PP_MUTEX_INIT;
+static int prof_signal = SIGPROF; /* fixed once the handler is installed */
 static tslot slots[MAX_THREADS];
 static int nslots;          /* high-water mark of used slots */
 static int fallback;        /* setitimer mode */
@@ -142,6 +144,29 @@ static int install_handler(void)
         return PPROF_ESYS;
     installed = 1;
     return 0;
+}
+
+int pprof_cpu_set_signal(int signo)
+{
+    /* Signals the kernel or the C library keep for themselves or deliver
+     * synchronously cannot carry samples. */
+    if (signo <= 0 || signo > SIGRTMAX || signo == SIGKILL || signo == SIGSTOP || signo == SIGSEGV ||
+        signo == SIGBUS || signo == SIGFPE || signo == SIGILL || signo == SIGABRT || signo == SIGTRAP ||
+        signo == SIGSYS || signo == SIGCHLD || signo == SIGCONT || (signo > 31 && signo < SIGRTMIN))
+        return pp_error_detail(PPROF_EINVAL, "signal %d cannot be the profiling signal", signo);
+    pp_mutex_lock(&reg_lock);
+    int rc = 0;
+    if (installed && signo != prof_signal)
+        rc = pp_error_detail(PPROF_EBUSY, "CPU profiling already uses signal %d", prof_signal);
+    else
+        prof_signal = signo;
+    pp_mutex_unlock(&reg_lock);
+    return rc;
+}
+
+int pp_cpu_signal(void)
+{
+    return prof_signal;
 }
 
 /* --- the registry (reg_lock held) --- */
@@ -285,7 +310,8 @@ int pp_cpu_enable(int hz, int max_frames)
         atomic_store(&cpu_max_frames, max_frames);
         atomic_store(&cpu_hz, hz);
         rc = arm_locked(gettid_cached());
-        if (rc == PPROF_ESYS && (errno == EINVAL || errno == ENOSYS || errno == EPERM)) {
+        if (rc == PPROF_ESYS && prof_signal == SIGPROF && /* setitimer sends only SIGPROF */
+            (errno == EINVAL || errno == ENOSYS || errno == EPERM)) {
             fallback = 1;
             rc = set_fallback_timer(hz);
         } else if (rc == 0) {

@@ -18,6 +18,8 @@ int pp_cpu_max_frames(void);
 /* Threads with a live timer. */
 int pp_cpu_threads(void);
 
+/* The signal the timers deliver (SIGPROF unless configured). */
+int pp_cpu_signal(void);
 /* Weighted samples lost to a full ring so far. */
 uint64_t pp_cpu_lost(void);
 

@@ -19,6 +19,8 @@
 
 #include <dlfcn.h>
 #include <pthread.h>
+#include <signal.h>
+#include <stdio.h>
 #include <stdatomic.h>
 #include <stdlib.h>
 
@@ -68,6 +70,10 @@ static void fork_child(void)
 __attribute__((constructor(101))) static void pp_init(void)
 {
     default_hz = pp_env_int("LIBPPROF_CPU_HZ", PPROF_CPU_DEFAULT_HZ, 0, PPROF_CPU_MAX_HZ);
+    int signo = pp_env_int("LIBPPROF_SIGNAL", SIGPROF, 1, SIGRTMAX);
+    if (signo != SIGPROF && pprof_cpu_set_signal(signo) != 0)
+        fprintf(stderr, "libpprof: ignoring LIBPPROF_SIGNAL=%d: %s; using SIGPROF\n", signo,
+                pprof_strerror(PPROF_EINVAL));
     pp_threads_init();
     pp_unwind_init();
     pthread_atfork(fork_prepare, fork_parent, fork_child);
