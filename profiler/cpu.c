@@ -99,6 +99,10 @@ static void on_signal(int sig, siginfo_t *si, void *uc)
         chain(sig, si, uc);
         return;
     }
+    /* A timer's last signal can arrive after profiling stopped: it belongs
+     * to no window (and the next one must not get it). */
+    if (!atomic_load_explicit(&cpu_hz, memory_order_relaxed))
+        return;
     int saved = errno;
     uint64_t t0 = mono_ns();
     uint64_t weight = 1 + (uint64_t)(si->si_code == SI_TIMER && si->si_overrun > 0 ? si->si_overrun : 0);
