@@ -1521,6 +1521,11 @@ void pp_sym_lookup(pp_sym_session *s, uint64_t addr, pp_sym_result *res)
     if (!s)
         return;
     res->mapping = find_mapping(s, addr);
+    /* Anonymous executable memory (JIT code) has no symbols, even when it
+     * was mapped into a hole of a library's address range, where libdw
+     * and the loader would name the library's nearest function. */
+    if (res->mapping >= 0 && s->maps[res->mapping].path[0] == '\0')
+        return;
     cache_slot *c = cache_find(s, addr);
     if (!c) {
         pp_sym_frame frames[PP_SYM_MAX_INLINE];
