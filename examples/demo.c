@@ -54,8 +54,11 @@ __attribute__((noinline)) static void rank_search_results(double ms)
     sink += x;
 }
 
-static void checkout(void *arg) { (void)arg; compute_checkout_totals(30); }
-static void search(void *arg) { (void)arg; rank_search_results(10); }
+/* A request's size varies (5-15 ms of search, three times that of
+ * checkout), as real ones do; fixed sizes would also fall into step with
+ * the kernel's 4 ms tick and skew the samples. */
+static void checkout(void *arg) { compute_checkout_totals(3 * *(double *)arg); }
+static void search(void *arg) { rank_search_results(*(double *)arg); }
 
 /* Label sets are built once and shared: one per (endpoint, tenant). */
 static pprof_labels *request_labels[2][2];
@@ -72,11 +75,12 @@ static void make_labels(void)
 
 static void *worker(void *arg)
 {
-    (void)arg;
+    unsigned seed = (unsigned)(uintptr_t)arg + 1;
     for (unsigned i = 0; !stop; i++) {
         int tenant = (i % 4 == 0); /* globex sends a quarter of the requests */
-        pprof_do(request_labels[0][tenant], checkout, NULL);
-        pprof_do(request_labels[1][tenant], search, NULL);
+        double ms = 5 + rand_r(&seed) % 1000 / 100.0;
+        pprof_do(request_labels[0][tenant], checkout, &ms);
+        pprof_do(request_labels[1][tenant], search, &ms);
         usleep(20 * 1000); /* the service is not always busy */
     }
     return NULL;
@@ -139,7 +143,7 @@ int main(int argc, char **argv)
     make_labels();
     pthread_t t[2];
     for (int i = 0; i < 2; i++)
-        pthread_create(&t[i], NULL, worker, NULL);
+        pthread_create(&t[i], NULL, worker, (void *)(uintptr_t)i);
 
     struct MHD_Daemon *d = NULL;
     if (builtin) {
