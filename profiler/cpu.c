@@ -382,12 +382,19 @@ void pp_cpu_thread_start(void)
     pp_mutex_unlock(&reg_lock);
 }
 
-void pp_cpu_thread_exit(void)
+/* Blocks the profiling signal in the calling thread; *old gets the mask. */
+static void block_prof_signal(sigset_t *old)
 {
-    sigset_t block, old;
+    sigset_t block;
     sigemptyset(&block);
     sigaddset(&block, PP_SIGNAL);
-    pthread_sigmask(SIG_BLOCK, &block, &old);
+    pthread_sigmask(SIG_BLOCK, &block, old);
+}
+
+void pp_cpu_thread_exit(void)
+{
+    sigset_t old;
+    block_prof_signal(&old);
     int tid = gettid_cached();
     pp_mutex_lock(&reg_lock);
     for (int i = 0; i < nslots; i++)
@@ -402,10 +409,8 @@ static sigset_t fork_saved_mask;
 
 void pp_cpu_fork_prepare(void)
 {
-    sigset_t block, old;
-    sigemptyset(&block);
-    sigaddset(&block, PP_SIGNAL);
-    pthread_sigmask(SIG_BLOCK, &block, &old);
+    sigset_t old;
+    block_prof_signal(&old);
     pp_mutex_lock(&reg_lock);
     fork_saved_mask = old;
 }

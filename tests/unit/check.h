@@ -27,6 +27,19 @@ static int check_passed, check_failed;
         }                                                                           \
     } while (0)
 
+#ifdef PPROF_H
+/* The sum of every sample's first value (the sample count of a CPU profile). */
+static inline int64_t profile_total(const pprof_profile *p)
+{
+    size_t n;
+    const pprof_sample *s = pprof_profile_samples(p, &n);
+    int64_t total = 0;
+    for (size_t i = 0; i < n; i++)
+        total += s[i].values[0];
+    return total;
+}
+#endif
+
 /* Prints "name: N passed, M failed" and returns the exit status. */
 static inline int check_summary(const char *name)
 {

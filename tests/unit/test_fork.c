@@ -64,11 +64,7 @@ static int child_profiles(void)
     pprof_profile *p;
     if (pprof_recorder_stop(r, &p))
         return 3;
-    size_t n;
-    const pprof_sample *s = pprof_profile_samples(p, &n);
-    int64_t total = 0;
-    for (size_t i = 0; i < n; i++)
-        total += s[i].values[0];
+    int64_t total = profile_total(p);
     pprof_profile_free(p);
     pprof_recorder_free(r);
     printf("child: %lld samples for %.3f s of CPU\n", (long long)total, used);

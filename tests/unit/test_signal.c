@@ -66,11 +66,7 @@ int main(void)
     CHECK(pprof_cpu_set_signal(rt) == 0);
     pprof_profile *p;
     CHECK(pprof_recorder_stop(r, &p) == 0);
-    size_t n;
-    int64_t total = 0;
-    const pprof_sample *s = pprof_profile_samples(p, &n);
-    for (size_t i = 0; i < n; i++)
-        total += s[i].values[0];
+    int64_t total = profile_total(p);
     printf("samples %lld, host SIGPROF calls %d, host SIGRTMIN+3 calls %d\n", (long long)total,
            atomic_load(&host_prof), atomic_load(&host_rt));
     CHECKF(total >= 240, "only %lld samples for 0.3 s at 1000 Hz", (long long)total);
