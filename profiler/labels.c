@@ -198,6 +198,12 @@ const void *pp_labels_current_ref(void)
     return c;
 }
 
+/* async-signal-safe */
+const pprof_labels *pp_labels_current_peek(void)
+{
+    return current;
+}
+
 void pp_labels_unref(const void *set)
 {
     pprof_labels_unref((pprof_labels *)set);

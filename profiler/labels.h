@@ -16,11 +16,21 @@ size_t pp_labels_pairs(const void *set, const pprof_label **out);
 /* Makes `set` (a reference the caller gives away, or NULL) the calling
  * thread's current set: a new thread adopting its creator's set. */
 void pp_labels_adopt(pprof_labels *set);
+/* The calling thread's current set without a reference (valid until the
+ * thread changes it), or NULL. async-signal-safe */
+const pprof_labels *pp_labels_current_peek(void);
 /* The set a cumulative table keeps for `set`: one shared set equal to it,
  * kept while fewer than the cap are kept, else the shared set
- * {"pprof.labels": "dropped"}; NULL for NULL. The result lives as long as
- * the process. Takes a lock and may allocate: collector threads only. */
+ * {"pprof.labels": "dropped"} (NULL before pp_labels_cap_init); NULL for
+ * NULL. The result lives as long as the process. Takes a futex lock and
+ * never calls malloc: safe inside malloc hooks, not in signal handlers. */
 const pprof_labels *pp_labels_cumulative(const pprof_labels *set);
+/* Builds the dropped set; call once at start-up. */
+void pp_labels_cap_init(void);
+/* fork handlers: the cap lock is held across fork. */
+void pp_labels_cap_fork_prepare(void);
+void pp_labels_cap_fork_parent(void);
+void pp_labels_cap_fork_child(void);
 /* Distinct sets kept for cumulative profiles, and records dropped. */
 void pp_labels_cap_stats(uint64_t *kept, uint64_t *dropped);
 /* Drops the calling thread's set at thread exit. */

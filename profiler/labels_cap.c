@@ -6,8 +6,11 @@
  * content, hashed into an open-addressing table); once `cap` distinct sets
  * are kept, a new one maps to the shared {"pprof.labels": "dropped"} set
  * and the sample keeps its stack and counts. Kept sets are never freed, so
- * a record can point at one without holding a reference. Collector threads
- * only: this takes a lock and allocates.
+ * a record can point at one without holding a reference.
+ *
+ * The heap profiler maps sets from inside malloc, so nothing here calls
+ * malloc: the table grows with mmap, the dropped set is built at start-up
+ * (pp_labels_cap_init), and the lock is a futex lock held for a lookup.
  */
 #include "labels.h"
 #include "lock.h"
@@ -15,6 +18,7 @@
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 
 static pp_mutex cap_lock = PP_MUTEX_INIT;
 static _Atomic size_t cap = PPROF_LABELS_DEFAULT_CAP;
@@ -29,6 +33,7 @@ int pprof_labels_set_cap(size_t n)
     return 0;
 }
 
+/* malloc-safe */
 static uint64_t hash_set(const pprof_labels *s)
 {
     size_t n;
@@ -45,6 +50,7 @@ static uint64_t hash_set(const pprof_labels *s)
     return h;
 }
 
+/* malloc-safe */
 static int same(const pprof_labels *a, const pprof_labels *b)
 {
     size_t na, nb;
@@ -57,11 +63,12 @@ static int same(const pprof_labels *a, const pprof_labels *b)
     return 1;
 }
 
+/* malloc-safe */
 static int grow(void)
 {
     size_t size = table_size ? table_size * 2 : 256;
-    pprof_labels **t = calloc(size, sizeof *t);
-    if (!t)
+    pprof_labels **t = mmap(NULL, size * sizeof *t, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (t == MAP_FAILED)
         return -1;
     for (size_t i = 0; i < table_size; i++) {
         if (!table[i])
@@ -71,22 +78,28 @@ static int grow(void)
             j = (j + 1) & (size - 1);
         t[j] = table[i];
     }
-    free(table);
+    if (table)
+        munmap(table, table_size * sizeof *table);
     table = t;
     table_size = size;
     return 0;
 }
 
+void pp_labels_cap_init(void)
+{
+    pprof_label d[] = {{"pprof.labels", "dropped"}};
+    if (!dropped_set)
+        pprof_labels_new(d, 1, &dropped_set);
+}
+
+/* malloc-safe */
 static const pprof_labels *drop(void)
 {
-    if (!dropped_set) {
-        pprof_label d[] = {{"pprof.labels", "dropped"}};
-        pprof_labels_new(d, 1, &dropped_set);
-    }
     atomic_fetch_add(&n_dropped, 1);
     return dropped_set;
 }
 
+/* malloc-safe */
 const pprof_labels *pp_labels_cumulative(const pprof_labels *set)
 {
     if (!set)
@@ -113,6 +126,21 @@ const pprof_labels *pp_labels_cumulative(const pprof_labels *set)
 done:
     pp_mutex_unlock(&cap_lock);
     return out;
+}
+
+void pp_labels_cap_fork_prepare(void)
+{
+    pp_mutex_lock(&cap_lock);
+}
+
+void pp_labels_cap_fork_parent(void)
+{
+    pp_mutex_unlock(&cap_lock);
+}
+
+void pp_labels_cap_fork_child(void)
+{
+    cap_lock = (pp_mutex)PP_MUTEX_INIT;
 }
 
 void pp_labels_cap_stats(uint64_t *kept_out, uint64_t *dropped_out)

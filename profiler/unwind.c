@@ -264,12 +264,10 @@ static int step_fp(uint64_t *regs, bounds *b)
     return 1;
 }
 
-/* async-signal-safe */
-static int walk(const ucontext_t *uc, uint64_t *pcs, int max, int *truncated)
+/* Walks from regs; the first pc is not a return address. async-signal-safe */
+static int walk(uint64_t *regs, uint64_t *pcs, int max, int *truncated)
 {
     const objset *s = &sets[atomic_load(&cur_set)];
-    uint64_t regs[PP_CFI_REGS];
-    load_context(uc, regs);
     bounds b = {stack_lo, stack_hi, 0};
     if (!b.hi || regs[PP_REG_RSP] < b.lo || regs[PP_REG_RSP] >= b.hi) {
         /* Unknown or foreign stack (a thread that did not start through
@@ -333,11 +331,72 @@ int pp_unwind_signal(void *ucontext, uint64_t *pcs, int max, int *truncated)
     /* r_state is not RT_CONSISTENT while the loader maps or unmaps an
      * object, including unloads that bypass the dlclose wrapper. */
     const struct r_debug *rd = loader_debug;
-    if (!atomic_load(&loader_busy) && (!rd || rd->r_state == RT_CONSISTENT) && max >= 1)
-        n = walk(uc, pcs, max, truncated);
+    if (!atomic_load(&loader_busy) && (!rd || rd->r_state == RT_CONSISTENT) && max >= 1) {
+        uint64_t regs[PP_CFI_REGS];
+        load_context(uc, regs);
+        n = walk(regs, pcs, max, truncated);
+    }
     atomic_fetch_sub(&in_flight, 1);
     if (n == 0 && max >= 1) {
         pcs[0] = (uint64_t)uc->uc_mcontext.gregs[REG_RIP];
+        n = 1;
+    }
+    return n;
+}
+
+/* The registers of this point in this function: the pc of a label, the
+ * stack and frame pointers, and the callee-saved registers a caller's
+ * rules may restore. Others are 0 (no rule of a call site needs them).
+ * async-signal-safe */
+#define CAPTURE_HERE(regs)                                                                     \
+    __asm__ volatile("lea 0(%%rip), %%rax\n\tmov %%rax, %c[rip](%0)\n\t"                   \
+                     "mov %%rsp, %c[rsp](%0)\n\tmov %%rbp, %c[rbp](%0)\n\t"                \
+                     "mov %%rbx, %c[rbx](%0)\n\tmov %%r12, %c[r12](%0)\n\t"                \
+                     "mov %%r13, %c[r13](%0)\n\tmov %%r14, %c[r14](%0)\n\t"                \
+                     "mov %%r15, %c[r15](%0)"                                                \
+                     :                                                                       \
+                     : "r"(regs), [rip] "i"(PP_REG_RA * 8), [rsp] "i"(PP_REG_RSP * 8),       \
+                       [rbp] "i"(PP_REG_RBP * 8), [rbx] "i"(3 * 8), [r12] "i"(12 * 8),       \
+                       [r13] "i"(13 * 8), [r14] "i"(14 * 8), [r15] "i"(15 * 8)               \
+                     : "rax", "memory")
+
+/* async-signal-safe, malloc-safe */
+__attribute__((noinline)) int pp_unwind_here(uint64_t caller, uint64_t *pcs, int max, int *truncated)
+{
+    *truncated = 0;
+    uint64_t tmp[PP_MAX_WALK];
+    int n = 0;
+    atomic_fetch_add(&in_flight, 1);
+    const struct r_debug *rd = loader_debug;
+    if (!atomic_load(&loader_busy) && (!rd || rd->r_state == RT_CONSISTENT) && max >= 1) {
+        uint64_t regs[PP_CFI_REGS] = {0};
+        CAPTURE_HERE(regs);
+        int extra = max + 8 < PP_MAX_WALK ? max + 8 : PP_MAX_WALK; /* room for the profiler's frames */
+        int t = 0;
+        n = walk(regs, tmp, extra, &t);
+        /* Drop the profiler's own frames: everything before the call site
+         * in the hooked function's caller. */
+        int first = -1;
+        for (int i = 0; i < n; i++)
+            if (tmp[i] == caller - 1) {
+                first = i;
+                break;
+            }
+        if (first < 0) {
+            n = 0;
+        } else {
+            n -= first;
+            if (n > max) {
+                n = max;
+                t = 1;
+            }
+            memcpy(pcs, tmp + first, (size_t)n * sizeof *pcs);
+            *truncated = t;
+        }
+    }
+    atomic_fetch_sub(&in_flight, 1);
+    if (n == 0 && max >= 1) {
+        pcs[0] = caller - 1;
         n = 1;
     }
     return n;

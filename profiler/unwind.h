@@ -25,4 +25,13 @@ void pp_unwind_loader_exit(void);
  * Returns the count (>= 1). async-signal-safe: no locks, no allocation,
  * never enters the dynamic loader. */
 int pp_unwind_signal(void *ucontext, uint64_t *pcs, int max, int *truncated);
+
+/* The deepest walk pp_unwind_here makes, the profiler's frames included. */
+#define PP_MAX_WALK 272
+/* The calling thread's stack from the call site of `caller` (the return
+ * address of the hooked function, __builtin_return_address(0)) outward,
+ * every frame a call site (return address - 1). Same contract as
+ * pp_unwind_signal; safe inside malloc (no lock, no allocation).
+ * async-signal-safe */
+int pp_unwind_here(uint64_t caller, uint64_t *pcs, int max, int *truncated);
 #endif
