@@ -116,6 +116,13 @@ typedef struct pprof_label {
     const char *value;
 } pprof_label;
 
+/* A numeric label, such as heap profiles' "bytes" (the object size). */
+typedef struct pprof_num_label {
+    const char *key;
+    int64_t value;
+    const char *unit;                       /* "" when none */
+} pprof_num_label;
+
 typedef struct pprof_sample {
     size_t nvalues;                         /* = number of sample types */
     const int64_t *values;
@@ -123,6 +130,8 @@ typedef struct pprof_sample {
     const pprof_location *const *locations;
     size_t nlabels;
     const pprof_label *labels;
+    size_t nnum_labels;
+    const pprof_num_label *num_labels;
 } pprof_sample;
 
 /* The profile's sample types; *n receives their number. */
@@ -141,6 +150,7 @@ typedef enum pprof_format {
     PPROF_FORMAT_PROTO_GZIP = 0, /* pprof protobuf, gzipped: what /debug/pprof serves */
     PPROF_FORMAT_PROTO = 1,      /* pprof protobuf, uncompressed */
     PPROF_FORMAT_FOLDED = 2,     /* "root;caller;leaf <first value>" per line */
+    PPROF_FORMAT_TEXT = 3,       /* Go's debug=1 text (heap profiles) */
 } pprof_format;
 
 /* Serializes `p` to `w`. Thread-safe (the profile is read only). */
@@ -242,10 +252,80 @@ PPROF_API int pprof_recorder_stop(pprof_recorder *r, pprof_profile **out);
 /* Returns the profile of the window so far and begins the next window with
  * no gap: every sample lands in exactly one window. */
 PPROF_API int pprof_recorder_snapshot(pprof_recorder *r, pprof_profile **out);
-/* The rate the recorder samples at (Hz for CPU), once started. */
+/* The rate the recorder samples at: Hz for CPU (once started), bytes for
+ * heap kinds. */
 PPROF_API int pprof_recorder_rate(const pprof_recorder *r);
 /* Stops the recorder if running and frees it. NULL is allowed. */
 PPROF_API void pprof_recorder_free(pprof_recorder *r);
+
+/* ------------------------------------------------------- heap recorders
+ *
+ * Heap profiling samples allocations from the moment the library is
+ * loaded: malloc, calloc, realloc, the aligned variants and every C++
+ * operator new are interposed (forwarding to the allocator that comes next,
+ * glibc's or jemalloc's or tcmalloc's) and sampled as a Poisson process
+ * with a mean of `rate` bytes between samples, as Go's MemProfileRate. A
+ * sampled object records its caller's stack, the thread's labels and its
+ * size. Profiles have Go's four sample types, alloc_objects/count,
+ * alloc_space/bytes, inuse_objects/count, inuse_space/bytes, unsampled as
+ * Go does, with the numeric label "bytes" = object size. */
+
+#define PPROF_HEAP_DEFAULT_RATE 524288
+#define PPROF_HEAP_OFF (-1)
+
+/* Sets the heap sampling rate: mean bytes between samples (1 samples
+ * every allocation), 0 for the default, PPROF_HEAP_OFF to stop sampling.
+ * The rate is LIBPPROF_HEAP_RATE (or 512 KiB) from start-up and can change
+ * only until the first sample is taken (samples taken at different rates
+ * cannot be unsampled together): later, a different rate fails with
+ * PPROF_ERATE, naming the rate in force. A new rate reaches each thread at
+ * its next sample. Thread-safe. */
+PPROF_API int pprof_heap_set_rate(long rate);
+/* The heap sampling rate in force; 0 when off. Thread-safe. */
+PPROF_API long pprof_heap_rate(void);
+
+typedef struct pprof_heap_config {
+    /* Must be 0 (the rate in force) or equal to it, else PPROF_ERATE. */
+    long rate;
+    /* Allocation recorders: also report the live heap's change over the
+     * window, as inuse_change_objects/count and inuse_change_space/bytes
+     * (negative where it shrank), for hunting leaks. */
+    int inuse_change;
+    /* Report the sampled counts as they are, not unsampled (Go's debug=1). */
+    int raw;
+    /* Allocation recorders: the first window begins at process start, so
+     * the first profile holds every allocation so far. */
+    int from_start;
+    /* "alloc_space" or "inuse_space": the type pprof shows by default;
+     * NULL: alloc_space for allocation recorders, inuse_space for heap. */
+    const char *default_type;
+} pprof_heap_config;
+
+/* A windowed allocation recorder: a window's profile has the allocations
+ * made during the window (alloc_*) and the live heap at its end (inuse_*:
+ * absolute, not a difference). start/snapshot/stop as for CPU. `cfg` may
+ * be NULL. Thread-safe. */
+PPROF_API int pprof_alloc_recorder_new(const pprof_heap_config *cfg, pprof_recorder **out);
+/* An instant heap recorder: pprof_recorder_write_to gives the live heap
+ * now, with every allocation since start-up as alloc_*. Thread-safe. */
+PPROF_API int pprof_heap_recorder_new(const pprof_heap_config *cfg, pprof_recorder **out);
+/* Instant kinds (heap): the profile of the state now, in *out. Windowed
+ * kinds fail with PPROF_ENOTSUP. Thread-safe; one thread at a time per
+ * recorder. */
+PPROF_API int pprof_recorder_write_to(pprof_recorder *r, pprof_profile **out);
+
+typedef struct pprof_heap_stats {
+    long rate;                 /* in force, 0 when off */
+    uint64_t sampled;          /* allocations sampled since start-up */
+    uint64_t unrecorded;       /* sampled but not recorded (tables full) */
+    uint64_t records;          /* distinct (stack, labels, size) records */
+    uint64_t live_sampled;     /* sampled objects not yet freed */
+    uint64_t table_bytes;      /* memory of the records */
+    uint64_t live_table_bytes; /* memory of the live-object table */
+} pprof_heap_stats;
+
+/* Counters of the heap sampler. Thread-safe. */
+PPROF_API void pprof_heap_stats_get(pprof_heap_stats *out);
 
 /* Chooses the signal the CPU timers deliver: SIGPROF by default, or
  * LIBPPROF_SIGNAL (a number) at start-up; for hosts that use SIGPROF

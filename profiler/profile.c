@@ -100,26 +100,33 @@ fail:
     return NULL;
 }
 
-static uint64_t sample_hash(const uint64_t *pcs, size_t npcs, const pprof_label *labels, size_t nlabels)
+static uint64_t sample_hash(const uint64_t *pcs, size_t npcs, const pprof_label *labels, size_t nlabels,
+                            const pprof_num_label *num, size_t nnum)
 {
     uint64_t h = npcs;
     for (size_t i = 0; i < npcs; i++)
         h = mix(h, pcs[i]);
     for (size_t i = 0; i < nlabels; i++)
         h = mix(mix(h, hash_str(labels[i].key)), hash_str(labels[i].value));
+    for (size_t i = 0; i < nnum; i++)
+        h = mix(mix(h, hash_str(num[i].key)), (uint64_t)num[i].value);
     return h;
 }
 
 static bool sample_equal(const pprof_profile *p, size_t i, const uint64_t *pcs, size_t npcs,
-                         const pprof_label *labels, size_t nlabels)
+                         const pprof_label *labels, size_t nlabels, const pprof_num_label *num, size_t nnum)
 {
     const pprof_sample *s = &p->samples[i];
-    if (p->b->npcs[i] != npcs || s->nlabels != nlabels)
+    if (p->b->npcs[i] != npcs || s->nlabels != nlabels || s->nnum_labels != nnum)
         return false;
     if (memcmp(p->b->pcs[i], pcs, npcs * sizeof *pcs) != 0)
         return false;
     for (size_t k = 0; k < nlabels; k++)
         if (strcmp(s->labels[k].key, labels[k].key) || strcmp(s->labels[k].value, labels[k].value))
+            return false;
+    for (size_t k = 0; k < nnum; k++)
+        if (s->num_labels[k].value != num[k].value || strcmp(s->num_labels[k].key, num[k].key) ||
+            strcmp(s->num_labels[k].unit, num[k].unit ? num[k].unit : ""))
             return false;
     return true;
 }
@@ -133,7 +140,8 @@ static int grow_index(pprof_profile *p)
         return PPROF_ENOMEM;
     for (size_t i = 0; i < p->nsamples; i++) {
         const pprof_sample *s = &p->samples[i];
-        size_t j = sample_hash(b->pcs[i], b->npcs[i], s->labels, s->nlabels) & (cap - 1);
+        size_t j = sample_hash(b->pcs[i], b->npcs[i], s->labels, s->nlabels, s->num_labels, s->nnum_labels) &
+                   (cap - 1);
         while (t[j])
             j = (j + 1) & (cap - 1);
         t[j] = (uint32_t)i + 1;
@@ -167,15 +175,21 @@ static int grow_samples(pprof_profile *p)
 int pp_profile_add(pprof_profile *p, const uint64_t *pcs, size_t npcs, const int64_t *values,
                    const pprof_label *labels, size_t nlabels)
 {
-    if (!p || !p->b || (npcs && !pcs) || !values || (nlabels && !labels))
+    return pp_profile_add_num(p, pcs, npcs, values, labels, nlabels, NULL, 0);
+}
+
+int pp_profile_add_num(pprof_profile *p, const uint64_t *pcs, size_t npcs, const int64_t *values,
+                       const pprof_label *labels, size_t nlabels, const pprof_num_label *num, size_t nnum)
+{
+    if (!p || !p->b || (npcs && !pcs) || !values || (nlabels && !labels) || (nnum && !num))
         return PPROF_EINVAL;
     struct pp_builder *b = p->b;
     if (p->nsamples * 2 >= b->index_cap && grow_index(p))
         return PPROF_ENOMEM;
-    size_t j = sample_hash(pcs, npcs, labels, nlabels) & (b->index_cap - 1);
+    size_t j = sample_hash(pcs, npcs, labels, nlabels, num, nnum) & (b->index_cap - 1);
     for (; b->index[j]; j = (j + 1) & (b->index_cap - 1)) {
         size_t i = b->index[j] - 1;
-        if (sample_equal(p, i, pcs, npcs, labels, nlabels)) {
+        if (sample_equal(p, i, pcs, npcs, labels, nlabels, num, nnum)) {
             int64_t *v = (int64_t *)p->samples[i].values;
             for (size_t k = 0; k < p->ntypes; k++)
                 v[k] += values[k];
@@ -188,8 +202,16 @@ int pp_profile_add(pprof_profile *p, const uint64_t *pcs, size_t npcs, const int
     int64_t *v = pp_arena_alloc(p->arena, p->ntypes * sizeof *v + 1);
     uint64_t *c = pp_arena_alloc(p->arena, npcs * sizeof *c + 1);
     pprof_label *l = pp_arena_alloc(p->arena, nlabels * sizeof *l + 1);
-    if (!v || !c || !l)
+    pprof_num_label *nl = pp_arena_alloc(p->arena, nnum * sizeof *nl + 1);
+    if (!v || !c || !l || !nl)
         return PPROF_ENOMEM;
+    for (size_t k = 0; k < nnum; k++) {
+        nl[k].key = intern(p, num[k].key);
+        nl[k].unit = intern(p, num[k].unit);
+        nl[k].value = num[k].value;
+        if (!nl[k].key || !nl[k].unit)
+            return PPROF_ENOMEM;
+    }
     memcpy(v, values, p->ntypes * sizeof *v);
     if (npcs)
         memcpy(c, pcs, npcs * sizeof *c);
@@ -199,7 +221,8 @@ int pp_profile_add(pprof_profile *p, const uint64_t *pcs, size_t npcs, const int
         if (!l[k].key || !l[k].value)
             return PPROF_ENOMEM;
     }
-    p->samples[i] = (pprof_sample){.nvalues = p->ntypes, .values = v, .nlabels = nlabels, .labels = l};
+    p->samples[i] = (pprof_sample){.nvalues = p->ntypes, .values = v, .nlabels = nlabels, .labels = l,
+                                   .nnum_labels = nnum, .num_labels = nl};
     b->pcs[i] = c;
     b->npcs[i] = npcs;
     b->index[j] = (uint32_t)i + 1;

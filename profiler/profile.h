@@ -59,6 +59,11 @@ pprof_profile *pp_profile_new(const pprof_value_type *types, size_t ntypes,
 int pp_profile_add(pprof_profile *p, const uint64_t *pcs, size_t npcs, const int64_t *values,
                    const pprof_label *labels, size_t nlabels);
 
+/* As pp_profile_add, with numeric labels (copied; part of the merge key). */
+int pp_profile_add_num(pprof_profile *p, const uint64_t *pcs, size_t npcs, const int64_t *values,
+                       const pprof_label *labels, size_t nlabels, const pprof_num_label *num,
+                       size_t nnum);
+
 /* Adds a free-form comment (copied). */
 int pp_profile_add_comment(pprof_profile *p, const char *comment);
 

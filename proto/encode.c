@@ -398,8 +398,8 @@ static int validate(const pprof_profile *p, bool need_values, maxima *mx)
                 return pp_error_detail(PPROF_EINVAL, "sample %zu has a NULL location", i);
         if (s->nlocations > mx->locations)
             mx->locations = s->nlocations;
-        if (s->nlabels > mx->labels)
-            mx->labels = s->nlabels;
+        if (s->nlabels + s->nnum_labels > mx->labels)
+            mx->labels = s->nlabels + s->nnum_labels;
     }
     for (size_t i = 0; i < p->nlocations; i++) {
         const pprof_location *l = &p->locations[i];
@@ -475,7 +475,16 @@ static void emit_samples(enc *e)
             l->str = str_index(e, s->labels[j].value);
             e->label_ptrs[j] = l;
         }
-        m.n_label = s->nlabels;
+        for (size_t j = 0; j < s->nnum_labels; j++) {
+            Perftools__Profiles__Label *l = &e->labels[s->nlabels + j];
+            perftools__profiles__label__init(l);
+            l->key = str_index(e, s->num_labels[j].key);
+            l->num = s->num_labels[j].value;
+            if (s->num_labels[j].unit && s->num_labels[j].unit[0])
+                l->num_unit = str_index(e, s->num_labels[j].unit);
+            e->label_ptrs[s->nlabels + j] = l;
+        }
+        m.n_label = s->nlabels + s->nnum_labels;
         m.label = e->label_ptrs;
         if (!e->err)
             put_message(e->s, F_SAMPLE, &m.base);
@@ -750,6 +759,8 @@ int pprof_profile_write(const pprof_profile *p, pprof_format fmt, pprof_writer w
         return pp_encode_proto(p, 0, w);
     case PPROF_FORMAT_FOLDED:
         return pp_encode_folded(p, w);
+    case PPROF_FORMAT_TEXT:
+        return pp_encode_text(p, w);
     }
     return pp_error_detail(PPROF_EINVAL, "unknown profile format %d", (int)fmt);
 }

@@ -86,10 +86,10 @@ static const pprof_label labels0[] = { { "handler", "/api" }, { "req", "42" } };
 static const pprof_label labels2[] = { { "handler", "/other" } };
 
 static pprof_sample samples[] = {
-    { 2, values0, 2, stack0, 2, labels0 },
-    { 2, values1, 2, stack1, 0, NULL },
-    { 2, values2, 2, stack0, 1, labels2 },
-    { 2, values3, 4, stack3, 0, NULL },
+    { 2, values0, 2, stack0, 2, labels0, 0, NULL },
+    { 2, values1, 2, stack1, 0, NULL, 0, NULL },
+    { 2, values2, 2, stack0, 1, labels2, 0, NULL },
+    { 2, values3, 4, stack3, 0, NULL, 0, NULL },
 };
 
 static const char *const folded_expected =
@@ -402,7 +402,7 @@ static void test_folded(void)
                                       { "", "", "", 0 } };
     static pprof_location oddloc[] = { { .id = 1, .address = 0xabc, .nlines = 3, .lines = odd } };
     static const pprof_location *oddstack[] = { &oddloc[0] };
-    static pprof_sample oddsample[] = { { 0, NULL, 1, oddstack, 0, NULL } };
+    static pprof_sample oddsample[] = { { 0, NULL, 1, oddstack, 0, NULL, 0, NULL } };
     pprof_profile q;
     memset(&q, 0, sizeof q);
     q.default_type = -1;
@@ -469,7 +469,7 @@ static void test_errors(void)
 
     /* A sample whose values do not match the sample types cannot be
      * protobuf; folded only needs the first value. */
-    static pprof_sample short_sample[] = { { 1, values0, 2, stack0, 0, NULL } };
+    static pprof_sample short_sample[] = { { 1, values0, 2, stack0, 0, NULL, 0, NULL } };
     p.samples = short_sample;
     p.nsamples = 1;
     CHECK(pprof_profile_write(&p, PPROF_FORMAT_PROTO, pprof_writer_buffer(&b)) == PPROF_EINVAL);
@@ -525,7 +525,7 @@ static big *make_big(void)
         snprintf(g->reqs[i], sizeof g->reqs[i], "r%d", i);
         g->labels[i][0] = (pprof_label){ "req", g->reqs[i] };
         g->labels[i][1] = (pprof_label){ "kind", i % 2 ? "odd" : "even" };
-        g->samples[i] = (pprof_sample){ 2, g->values[i], BIG_DEPTH, g->stacks[i], 2, g->labels[i] };
+        g->samples[i] = (pprof_sample){ 2, g->values[i], BIG_DEPTH, g->stacks[i], 2, g->labels[i], 0, NULL };
     }
     g->p = make_profile();
     g->p.samples = g->samples;

@@ -1,0 +1,116 @@
+/* text.c: Go's debug=1 text formats.
+ *
+ * Heap (period type space/bytes), as runtime/pprof writes it:
+ *   heap profile: <inuse objs>: <inuse bytes> [<alloc objs>: <alloc bytes>] @ heap/<2*rate>
+ *   <io>: <ib> [<ao>: <ab>] @ 0x<return address> ...
+ *   #	0x<pc>	<function>	<file>:<line>
+ * records sorted by in-use bytes, largest first, each ending in a blank
+ * line. The values are the profile's (a recorder configured with `raw`
+ * gives Go's unscaled counts). The "@" line has return addresses (call site
+ * + 1) as Go's does; "#" lines show each frame's call site, inlined frames
+ * innermost first, and a "# labels:" line when the record has labels.
+ * Function offsets ("+0x..") are not shown.
+ */
+#define _GNU_SOURCE /* qsort_r */
+#include "encode.h"
+#include "error.h"
+#include "profile.h"
+
+#include <inttypes.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+typedef struct out {
+    pprof_writer w;
+    int err;
+} out;
+
+static void put(out *o, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void put(out *o, const char *fmt, ...)
+{
+    if (o->err)
+        return;
+    char buf[8192];
+    va_list ap;
+    va_start(ap, fmt);
+    int n = vsnprintf(buf, sizeof buf, fmt, ap);
+    va_end(ap);
+    if (n < 0)
+        return;
+    if ((size_t)n >= sizeof buf)
+        n = sizeof buf - 1;
+    if (o->w.write(o->w.ctx, buf, (size_t)n) != 0)
+        o->err = pp_error_detail(PPROF_EIO, "the writer failed");
+}
+
+static int by_inuse(const void *a, const void *b, void *arg)
+{
+    const pprof_profile *p = arg;
+    const pprof_sample *x = &p->samples[*(const size_t *)a];
+    const pprof_sample *y = &p->samples[*(const size_t *)b];
+    return x->values[3] < y->values[3] ? 1 : x->values[3] > y->values[3] ? -1 : 0;
+}
+
+static void put_frames(out *o, const pprof_sample *s)
+{
+    put(o, " @");
+    for (size_t j = 0; j < s->nlocations; j++)
+        put(o, " 0x%" PRIx64, s->locations[j]->address + 1);
+    put(o, "\n");
+    if (s->nlabels) {
+        put(o, "# labels: {");
+        for (size_t k = 0; k < s->nlabels; k++)
+            put(o, "%s\"%s\":\"%s\"", k ? ", " : "", s->labels[k].key, s->labels[k].value);
+        put(o, "}\n");
+    }
+    for (size_t j = 0; j < s->nlocations; j++) {
+        const pprof_location *l = s->locations[j];
+        if (l->nlines == 0)
+            put(o, "#\t0x%" PRIx64 "\n", l->address);
+        for (size_t k = 0; k < l->nlines; k++) {
+            const pprof_line *ln = &l->lines[k];
+            const char *fn = ln->function[0] ? ln->function : ln->system_name;
+            if (ln->filename[0])
+                put(o, "#\t0x%" PRIx64 "\t%s\t%s:%" PRId64 "\n", l->address, fn, ln->filename, ln->line);
+            else
+                put(o, "#\t0x%" PRIx64 "\t%s\n", l->address, fn);
+        }
+    }
+    put(o, "\n");
+}
+
+static int heap_text(const pprof_profile *p, out *o)
+{
+    size_t *order = malloc((p->nsamples + 1) * sizeof *order);
+    if (!order)
+        return PPROF_ENOMEM;
+    int64_t t[4] = {0, 0, 0, 0};
+    for (size_t i = 0; i < p->nsamples; i++) {
+        order[i] = i;
+        for (int k = 0; k < 4; k++)
+            t[k] += p->samples[i].values[k];
+    }
+    qsort_r(order, p->nsamples, sizeof *order, by_inuse, (void *)p);
+    put(o, "heap profile: %" PRId64 ": %" PRId64 " [%" PRId64 ": %" PRId64 "] @ heap/%" PRId64 "\n", t[2], t[3],
+        t[0], t[1], 2 * p->period);
+    for (size_t i = 0; i < p->nsamples && !o->err; i++) {
+        const pprof_sample *s = &p->samples[order[i]];
+        put(o, "%" PRId64 ": %" PRId64 " [%" PRId64 ": %" PRId64 "]", s->values[2], s->values[3], s->values[0],
+            s->values[1]);
+        put_frames(o, s);
+    }
+    free(order);
+    return o->err;
+}
+
+int pp_encode_text(const pprof_profile *p, pprof_writer w)
+{
+    if (!p || !w.write || p->b)
+        return pp_error_detail(PPROF_EINVAL, "NULL or unfinished profile, or NULL writer");
+    out o = {w, 0};
+    if (p->ntypes >= 4 && !strcmp(p->period_type.type, "space") && !strcmp(p->types[3].type, "inuse_space"))
+        return heap_text(p, &o);
+    return pp_error_detail(PPROF_ENOTSUP, "no text format for profiles of %s", p->period_type.type);
+}
