@@ -14,6 +14,8 @@
 #include "collector.h"
 #include "cpu.h"
 #include "env.h"
+#include "heap.h"
+#include "labels.h"
 #include "threads.h"
 #include "unwind.h"
 
@@ -45,16 +47,20 @@ static void shutdown_all(void)
     pprof_server_stop();
 }
 
-/* Lock order: collector, object list, thread registry. */
+/* Lock order: collector, object list, thread registry, label cap, heap. */
 static void fork_prepare(void)
 {
     pp_collector_fork_prepare();
     pp_unwind_fork_prepare();
     pp_cpu_fork_prepare();
+    pp_labels_cap_fork_prepare();
+    pp_heap_fork_prepare();
 }
 
 static void fork_parent(void)
 {
+    pp_heap_fork_parent();
+    pp_labels_cap_fork_parent();
     pp_cpu_fork_parent();
     pp_unwind_fork_parent();
     pp_collector_fork_parent();
@@ -62,6 +68,8 @@ static void fork_parent(void)
 
 static void fork_child(void)
 {
+    pp_heap_fork_child();
+    pp_labels_cap_fork_child();
     pp_cpu_fork_child();
     pp_unwind_fork_child();
     pp_collector_fork_child();
@@ -76,6 +84,8 @@ __attribute__((constructor(101))) static void pp_init(void)
                 pprof_strerror(PPROF_EINVAL));
     pp_threads_init();
     pp_unwind_init();
+    pp_labels_cap_init();
+    pp_heap_init();
     pthread_atfork(fork_prepare, fork_parent, fork_child);
 }
 

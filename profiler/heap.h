@@ -1,0 +1,147 @@
+/* heap.h: the heap profiler's parts (heap_next.c, heap_hooks.c,
+ * heap_sample.c, heap_table.c, heap_profile.c) as they see each other. */
+#ifndef PP_HEAP_H
+#define PP_HEAP_H
+#include "pprof.h"
+#include <stdatomic.h>
+#include <stddef.h>
+#include <stdint.h>
+
+/* --- the next allocator in the chain (heap_next.c) --- */
+typedef struct pp_next_alloc {
+    void *(*malloc)(size_t);
+    void (*free)(void *);
+    void *(*calloc)(size_t, size_t);
+    void *(*realloc)(void *, size_t);
+    void *(*memalign)(size_t, size_t);
+    int (*posix_memalign)(void **, size_t, size_t);
+    void *(*aligned_alloc)(size_t, size_t);
+    void *(*valloc)(size_t);
+    void *(*pvalloc)(size_t);
+    size_t (*usable_size)(void *);
+} pp_next_alloc;
+
+/* Filled by pp_next_resolve; all non-NULL afterwards. */
+extern pp_next_alloc pp_next;
+/* 1 once pp_next is usable. malloc-safe */
+int pp_next_ready(void);
+/* Finds the next allocator (once; other threads meanwhile get 0 and use the
+ * bootstrap buffer). Returns pp_next_ready(). malloc-safe */
+int pp_next_resolve(void);
+/* The bootstrap buffer for allocations made while the next allocator is
+ * being looked up. malloc-safe */
+void *pp_boot_alloc(size_t size, size_t align);
+#define PP_BOOT_SIZE (512 * 1024)
+extern char pp_boot[PP_BOOT_SIZE];
+/* malloc-safe */
+static inline int pp_boot_owns(const void *p)
+{
+    return (uintptr_t)p - (uintptr_t)pp_boot < PP_BOOT_SIZE;
+}
+size_t pp_boot_size(const void *p);
+
+/* --- sampling (heap_sample.c) --- */
+/* The page alignment every sampled object gets: free(p) consults the live
+ * table only when p is a multiple of it. */
+#define PP_HEAP_ALIGN 4096
+/* Bytes until the calling thread's next sample; the hooks' fast path is
+ * `if ((pp_heap_left -= size) > 0)`. Initial-exec TLS. */
+extern __thread int64_t pp_heap_left;
+/* Slow path: called when pp_heap_left went to 0 or below. Returns 1 when
+ * this allocation of `size` bytes is to be sampled. malloc-safe */
+int pp_heap_should_sample(size_t size);
+/* Records a sampled object (stack of the hooked function's caller, whose
+ * return address is `caller`). malloc-safe */
+void pp_heap_sampled(void *p, size_t size, uint64_t caller);
+/* Called for every page-aligned pointer about to be released: removes it
+ * from the live table if it was sampled, counting the free. Returns 1 if it
+ * was sampled. Preserves errno. malloc-safe */
+int pp_heap_freed(void *p);
+/* Re-entry guard: allocations made while it is raised are never sampled
+ * (a forwarded operator new calling malloc, the profiler's own work). */
+void pp_heap_guard_enter(int64_t *saved);
+void pp_heap_guard_leave(const int64_t *saved);
+
+/* --- the tables (heap_table.c) --- */
+/* One raw record: the sampled allocations and frees of one (stack, labels,
+ * size). Stack, labels and size never change once made. */
+typedef struct pp_heap_rec {
+    uint32_t next;          /* bucket chain, a record id; 0 ends */
+    uint32_t nframes;
+    uint64_t hash;
+    uint64_t size;
+    const pprof_labels *labels; /* kept set (pp_labels_cumulative) or NULL */
+    uint64_t allocs, frees; /* sampled counts, under the table lock */
+    uint64_t pcs[];
+} pp_heap_rec;
+
+/* Counts one sampled allocation of `size` at (pcs, labels) and enters p in
+ * the live table; an entry already there for p (freed where the hooks could
+ * not see it) is counted as freed first. Returns 0, or -1 when the tables
+ * are full. malloc-safe */
+int pp_heap_table_alloc(void *p, size_t size, const uint64_t *pcs, size_t npcs, const pprof_labels *labels);
+/* Takes p out of the live table without counting a free; returns its
+ * record id (0 when p is not there). malloc-safe */
+uint32_t pp_heap_table_take(void *p);
+/* Counts the free of an object taken with pp_heap_table_take. malloc-safe */
+void pp_heap_table_count_free(uint32_t rec);
+/* Puts an object taken with pp_heap_table_take back (the release failed).
+ * malloc-safe */
+void pp_heap_table_put_back(void *p, uint32_t rec);
+/* 1 if p may be in the live table (a lock-free look at its bucket).
+ * malloc-safe */
+#define PP_LIVE_BUCKET_BITS 16
+extern _Atomic uint32_t pp_live_buckets[1u << PP_LIVE_BUCKET_BITS];
+static inline uint32_t pp_live_bucket(const void *p) /* malloc-safe */
+{
+    return (uint32_t)((((uintptr_t)p >> 12) * 0x9e3779b97f4a7c15ull) >> (64 - PP_LIVE_BUCKET_BITS));
+}
+static inline int pp_heap_table_maybe_live(const void *p) /* malloc-safe */
+{
+    return __atomic_load_n(&pp_live_buckets[pp_live_bucket(p)], __ATOMIC_RELAXED) != 0;
+}
+
+/* A copy of every record's counts, in record order. */
+typedef struct pp_heap_count {
+    uint32_t rec;
+    uint64_t allocs, frees;
+} pp_heap_count;
+typedef struct pp_heap_snap {
+    pp_heap_count *c;
+    size_t n;
+} pp_heap_snap;
+/* Copies the counts (allocates outside the table lock). Returns 0 or
+ * PPROF_ENOMEM. */
+int pp_heap_snap_take(pp_heap_snap *s);
+void pp_heap_snap_free(pp_heap_snap *s);
+/* The record with id `rec` (immutable fields only outside the lock). */
+const pp_heap_rec *pp_heap_rec_get(uint32_t rec);
+
+typedef struct pp_heap_table_stats {
+    uint64_t records, live, table_bytes, live_bytes;
+} pp_heap_table_stats;
+void pp_heap_table_stats_get(pp_heap_table_stats *s);
+/* Commits the tables' fixed memory (start-up). */
+void pp_heap_table_init(void);
+
+/* 1 while the calling thread forks (it holds the table lock). malloc-safe */
+int pp_heap_table_busy(void);
+/* fork handlers (lifecycle.c) */
+void pp_heap_fork_prepare(void);
+void pp_heap_fork_parent(void);
+void pp_heap_fork_child(void);
+
+/* --- profiles (heap_profile.c) --- */
+#define PP_HEAP_RAW 1          /* values not unsampled (debug=1) */
+#define PP_HEAP_INUSE_CHANGE 2 /* add the live-heap change over the window */
+#define PP_HEAP_ALLOCS 4       /* default sample type alloc_space */
+/* The profile of the window from `base` (NULL: process start) to `now`:
+ * alloc values are now - base, in-use values are now's. `rate` is the
+ * sampling rate the records were taken at. */
+pprof_profile *pp_heap_build(const pp_heap_snap *base, const pp_heap_snap *now, int64_t rate, int flags);
+
+/* --- start-up (heap_sample.c) --- */
+/* Reads LIBPPROF_HEAP_RATE and starts sampling. */
+void pp_heap_init(void);
+int64_t pp_heap_rate_now(void);
+#endif

@@ -1,0 +1,256 @@
+/* heap_hooks.c: the malloc family, interposed.
+ *
+ * Every function forwards to the next allocator (heap_next.c). The fast
+ * path of an allocation is one thread-local countdown (heap_sample.c);
+ * when it runs out, the slow path decides whether to sample, and a sampled
+ * object is allocated page-aligned with the next allocator's memalign and
+ * recorded. A free looks in the live table only when the pointer is
+ * page-aligned, and takes the object out of it before releasing it, so an
+ * address reused at once by another thread is never confused with it.
+ * Pointers from the bootstrap buffer are never released.
+ *
+ * Each hook passes its own return address down, so the recorded stack
+ * starts at the call to malloc in the program and the profiler's frames
+ * are not in it. Every function here is malloc-safe by construction.
+ */
+#ifndef PPROF_NO_HEAP_HOOKS /* sanitizer builds: their runtime owns malloc */
+#define _GNU_SOURCE
+#include "heap.h"
+
+#include <errno.h>
+#include <stdint.h>
+#include <string.h>
+
+#define API __attribute__((visibility("default")))
+#define LIKELY(x) __builtin_expect(!!(x), 1)
+#define UNLIKELY(x) __builtin_expect(!!(x), 0)
+#define CALLER ((uint64_t)(uintptr_t)__builtin_return_address(0))
+
+/* Counts `n` down; 1 if the allocation is to be sampled. malloc-safe */
+static inline int take_sample(size_t n)
+{
+    if (LIKELY((pp_heap_left -= (int64_t)n) > 0))
+        return 0;
+    return pp_heap_should_sample(n);
+}
+
+/* A page-aligned block for a sampled object, recorded. malloc-safe */
+__attribute__((noinline)) static void *sampled_alloc(size_t align, size_t n, int zero, uint64_t caller)
+{
+    void *p = pp_next.memalign(align > PP_HEAP_ALIGN ? align : PP_HEAP_ALIGN, n);
+    if (!p)
+        return NULL;
+    if (zero)
+        memset(p, 0, n);
+    pp_heap_sampled(p, n, caller);
+    return p;
+}
+
+/* malloc-safe */
+static int ready(void)
+{
+    return LIKELY(pp_next_ready()) || pp_next_resolve();
+}
+
+/* malloc-safe */
+__attribute__((noinline)) static void *malloc_slow(size_t n, uint64_t caller)
+{
+    if (!ready())
+        return pp_boot_alloc(n, 16);
+    if (pp_heap_should_sample(n))
+        return sampled_alloc(0, n, 0, caller);
+    return pp_next.malloc(n);
+}
+
+/* malloc-safe */
+API void *malloc(size_t n)
+{
+    void *(*f)(size_t) = pp_next.malloc;
+    if (LIKELY(f != NULL) && LIKELY((pp_heap_left -= (int64_t)n) > 0))
+        return f(n);
+    return malloc_slow(n, CALLER);
+}
+
+/* malloc-safe */
+__attribute__((noinline)) static void free_slow(void *p)
+{
+    if (pp_boot_owns(p))
+        return;
+    if (!((uintptr_t)p & (PP_HEAP_ALIGN - 1)))
+        pp_heap_freed(p);
+    if (ready())
+        pp_next.free(p);
+}
+
+/* Page-aligned pointers that were never sampled (an unsampled chunk reused
+ * after a sampled one) cost one look at their live-table bucket. malloc-safe */
+API void free(void *p)
+{
+    void (*f)(void *) = pp_next.free;
+    if (LIKELY(f != NULL) && !pp_boot_owns(p) &&
+        (LIKELY((uintptr_t)p & (PP_HEAP_ALIGN - 1)) || !pp_heap_table_maybe_live(p))) {
+        f(p);
+        return;
+    }
+    if (p)
+        free_slow(p);
+}
+
+/* malloc-safe */
+API void *calloc(size_t n, size_t size)
+{
+    size_t total;
+    if (__builtin_mul_overflow(n, size, &total)) {
+        errno = ENOMEM;
+        return NULL;
+    }
+    if (!ready())
+        return pp_boot_alloc(total, 16); /* the buffer is zero and never reused */
+    if (take_sample(total))
+        return sampled_alloc(0, total, 1, CALLER);
+    return pp_next.calloc(n, size);
+}
+
+/* malloc-safe */
+static void *realloc_impl(void *p, size_t n, uint64_t caller)
+{
+    if (!p) {
+        if (!ready())
+            return pp_boot_alloc(n, 16);
+        return take_sample(n) ? sampled_alloc(0, n, 0, caller) : pp_next.malloc(n);
+    }
+    if (!ready() || pp_boot_owns(p)) {
+        size_t old = pp_boot_owns(p) ? pp_boot_size(p) : 0;
+        void *q = ready() ? malloc_slow(n, caller) : pp_boot_alloc(n, 16);
+        if (q && p)
+            memcpy(q, p, old < n ? old : n);
+        return q;
+    }
+    uint32_t rec = 0;
+    if (!((uintptr_t)p & (PP_HEAP_ALIGN - 1)) && pp_heap_table_maybe_live(p))
+        rec = pp_heap_table_take(p);
+    size_t old = rec ? pp_heap_rec_get(rec)->size : pp_next.usable_size(p);
+    if (n && old && take_sample(n)) {
+        void *q = sampled_alloc(0, n, 0, caller);
+        if (!q) {
+            if (rec)
+                pp_heap_table_put_back(p, rec);
+            return NULL;
+        }
+        memcpy(q, p, old < n ? old : n);
+        if (rec)
+            pp_heap_table_count_free(rec);
+        pp_next.free(p);
+        return q;
+    }
+    void *q = pp_next.realloc(p, n);
+    if (!q && n) {
+        if (rec)
+            pp_heap_table_put_back(p, rec);
+        return NULL;
+    }
+    if (rec)
+        pp_heap_table_count_free(rec);
+    return q;
+}
+
+/* malloc-safe */
+API void *realloc(void *p, size_t n)
+{
+    return realloc_impl(p, n, CALLER);
+}
+
+/* malloc-safe */
+API void *reallocarray(void *p, size_t n, size_t size)
+{
+    size_t total;
+    if (__builtin_mul_overflow(n, size, &total)) {
+        errno = ENOMEM;
+        return NULL;
+    }
+    return realloc_impl(p, total, CALLER);
+}
+
+/* malloc-safe */
+static int pow2(size_t a)
+{
+    return a && !(a & (a - 1));
+}
+
+/* malloc-safe */
+API void *memalign(size_t align, size_t n)
+{
+    if (!ready())
+        return pp_boot_alloc(n, align);
+    if (pow2(align) && take_sample(n))
+        return sampled_alloc(align, n, 0, CALLER);
+    return pp_next.memalign(align, n);
+}
+
+/* malloc-safe */
+API void *aligned_alloc(size_t align, size_t n)
+{
+    if (!ready())
+        return pp_boot_alloc(n, align);
+    if (pow2(align) && take_sample(n))
+        return sampled_alloc(align, n, 0, CALLER);
+    return pp_next.aligned_alloc(align, n);
+}
+
+/* malloc-safe */
+API int posix_memalign(void **out, size_t align, size_t n)
+{
+    if (align % sizeof(void *) || !pow2(align))
+        return EINVAL;
+    if (!ready()) {
+        void *p = pp_boot_alloc(n, align);
+        if (!p)
+            return ENOMEM;
+        *out = p;
+        return 0;
+    }
+    if (take_sample(n)) {
+        void *p = sampled_alloc(align, n, 0, CALLER);
+        if (!p)
+            return ENOMEM;
+        *out = p;
+        return 0;
+    }
+    return pp_next.posix_memalign(out, align, n);
+}
+
+/* malloc-safe */
+API void *valloc(size_t n)
+{
+    if (!ready())
+        return pp_boot_alloc(n, PP_HEAP_ALIGN);
+    if (take_sample(n))
+        return sampled_alloc(0, n, 0, CALLER);
+    return pp_next.valloc(n);
+}
+
+/* malloc-safe */
+API void *pvalloc(size_t n)
+{
+    size_t r = (n + PP_HEAP_ALIGN - 1) & ~(size_t)(PP_HEAP_ALIGN - 1);
+    if (r < n) {
+        errno = ENOMEM;
+        return NULL;
+    }
+    if (!ready())
+        return pp_boot_alloc(r ? r : PP_HEAP_ALIGN, PP_HEAP_ALIGN);
+    if (take_sample(r))
+        return sampled_alloc(0, r ? r : PP_HEAP_ALIGN, 0, CALLER);
+    return pp_next.pvalloc(n);
+}
+
+/* malloc-safe */
+API size_t malloc_usable_size(void *p)
+{
+    if (!p)
+        return 0;
+    if (pp_boot_owns(p))
+        return pp_boot_size(p);
+    return ready() ? pp_next.usable_size(p) : 0;
+}
+#endif

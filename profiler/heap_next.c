@@ -1,0 +1,157 @@
+/* heap_next.c: finding the allocator the hooks forward to.
+ *
+ * The hooks forward to whatever allocator comes next in the symbol search
+ * order (glibc, or jemalloc/tcmalloc/mimalloc when the program uses one),
+ * found once with dlsym(RTLD_NEXT). Forwarding to glibc's __libc_* names
+ * instead would send a jemalloc program's allocations to glibc. dlsym
+ * itself may allocate, and the loader calls free before any constructor:
+ * while the lookup runs (and on other threads that arrive meanwhile),
+ * allocations come from a static bootstrap buffer; its blocks are never
+ * released, and frees of them are ignored. Functions an allocator lacks
+ * (Debian's jemalloc has no pvalloc) are built on its memalign, so memory
+ * is never freed by an allocator that did not hand it out.
+ */
+#define _GNU_SOURCE
+#include "heap.h"
+
+#include <dlfcn.h>
+#include <errno.h>
+#include <stdatomic.h>
+#include <string.h>
+
+pp_next_alloc pp_next;
+static _Atomic int state; /* 0 unresolved, 1 resolving, 2 ready */
+
+#define BOOT_SIZE PP_BOOT_SIZE
+#define boot pp_boot
+char pp_boot[BOOT_SIZE] __attribute__((aligned(4096)));
+static _Atomic size_t boot_used;
+
+/* malloc-safe */
+void *pp_boot_alloc(size_t size, size_t align)
+{
+    if (align < 16)
+        align = 16;
+    if (size > BOOT_SIZE || (align & (align - 1)))
+        return NULL;
+    for (;;) {
+        size_t used = atomic_load(&boot_used);
+        size_t start = (used + 16 + align - 1) & ~(align - 1); /* 16 bytes for the size */
+        if (start + size > BOOT_SIZE) {
+            errno = ENOMEM;
+            return NULL;
+        }
+        if (atomic_compare_exchange_weak(&boot_used, &used, start + size)) {
+            memcpy(boot + start - 16, &size, sizeof size);
+            return boot + start;
+        }
+    }
+}
+
+/* malloc-safe */
+size_t pp_boot_size(const void *p)
+{
+    size_t n;
+    memcpy(&n, (const char *)p - 16, sizeof n);
+    return n;
+}
+
+/* --- fallbacks built on the next allocator's memalign --- */
+
+static size_t page_size(void) { return 4096; }
+
+static void *valloc_fallback(size_t n) /* malloc-safe */
+{
+    return pp_next.memalign(page_size(), n);
+}
+
+static void *pvalloc_fallback(size_t n) /* malloc-safe */
+{
+    size_t ps = page_size(), r = (n + ps - 1) & ~(ps - 1);
+    if (r < n) {
+        errno = ENOMEM;
+        return NULL;
+    }
+    return pp_next.memalign(ps, r ? r : ps);
+}
+
+static void *aligned_alloc_fallback(size_t align, size_t n) /* malloc-safe */
+{
+    return pp_next.memalign(align, n);
+}
+
+static int posix_memalign_fallback(void **out, size_t align, size_t n) /* malloc-safe */
+{
+    if (align < sizeof(void *) || (align & (align - 1)))
+        return EINVAL;
+    void *p = pp_next.memalign(align, n);
+    if (!p)
+        return ENOMEM;
+    *out = p;
+    return 0;
+}
+
+static size_t usable_fallback(void *p) /* malloc-safe */
+{
+    (void)p;
+    return 0;
+}
+
+static const void *malloc_base;
+
+/* The next definition of `name`, if it is in the same object as the next
+ * malloc (else the object lacks it and a later one, glibc, would answer). */
+static void *next(const char *name)
+{
+    void *f = dlsym(RTLD_NEXT, name);
+    Dl_info info;
+    if (!f || !malloc_base)
+        return f;
+    return dladdr(f, &info) && info.dli_fbase == malloc_base ? f : NULL;
+}
+
+/* malloc-safe: the caller's allocations are served from the bootstrap
+ * buffer while this runs. */
+int pp_next_resolve(void)
+{
+    int s = 0;
+    if (!atomic_compare_exchange_strong(&state, &s, 1))
+        return s == 2;
+    pp_next_alloc n;
+    n.malloc = (void *(*)(size_t))next("malloc");
+    Dl_info info;
+    if (n.malloc && dladdr((void *)n.malloc, &info))
+        malloc_base = info.dli_fbase;
+    n.free = (void (*)(void *))next("free");
+    n.calloc = (void *(*)(size_t, size_t))next("calloc");
+    n.realloc = (void *(*)(void *, size_t))next("realloc");
+    n.memalign = (void *(*)(size_t, size_t))next("memalign");
+    n.posix_memalign = (int (*)(void **, size_t, size_t))next("posix_memalign");
+    n.aligned_alloc = (void *(*)(size_t, size_t))next("aligned_alloc");
+    n.valloc = (void *(*)(size_t))next("valloc");
+    n.pvalloc = (void *(*)(size_t))next("pvalloc");
+    n.usable_size = (size_t(*)(void *))next("malloc_usable_size");
+    if (!n.malloc || !n.free || !n.calloc || !n.realloc || !n.memalign) {
+        atomic_store(&state, 0); /* cannot happen with any libc; keep bootstrapping */
+        return 0;
+    }
+    if (!n.posix_memalign)
+        n.posix_memalign = posix_memalign_fallback;
+    if (!n.aligned_alloc)
+        n.aligned_alloc = aligned_alloc_fallback;
+    if (!n.valloc)
+        n.valloc = valloc_fallback;
+    if (!n.pvalloc)
+        n.pvalloc = pvalloc_fallback;
+    if (!n.usable_size)
+        n.usable_size = usable_fallback;
+    pp_next = n;
+    atomic_store(&state, 2);
+    return 1;
+}
+
+/* malloc-safe */
+int pp_next_ready(void)
+{
+    return atomic_load_explicit(&state, memory_order_acquire) == 2;
+}

@@ -1,0 +1,198 @@
+/* heap_sample.c: which allocations are sampled, and what a sample records.
+ *
+ * Sampling is a Poisson process over allocated bytes, as in Go: each thread
+ * counts down the bytes until its next sample (pp_heap_left, initial-exec
+ * TLS), drawn from an exponential distribution with the configured mean;
+ * the allocation that crosses zero is sampled with probability
+ * 1 - e^(-size/rate), which is what the profiles' unsampling assumes. A
+ * fixed countdown would not do: a periodic pattern of sizes would make it
+ * sample the same call site every time.
+ *
+ * The rate is fixed once chosen: LIBPPROF_HEAP_RATE at start-up, or a call
+ * to pprof_heap_set_rate before the first sample (samples taken at
+ * different rates cannot be unsampled together). Allocations made before
+ * the constructor runs are not sampled.
+ *
+ * A sampled allocation is page-aligned (heap_hooks.c), so a free looks in
+ * the live table only for page-aligned pointers. The sample records the
+ * caller's stack (every frame a call site) and the thread's label set as
+ * the cumulative table keeps it. None of this calls malloc.
+ */
+#define _GNU_SOURCE
+#include "heap.h"
+#include "env.h"
+#include "error.h"
+#include "labels.h"
+#include "profile.h"
+#include "unwind.h"
+
+#include <errno.h>
+#include <limits.h>
+#include <math.h>
+#include <stdatomic.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+
+#define NOT_STARTED (INT64_MAX / 2) /* countdown under the re-entry guard */
+#define RECHECK (1 << 20)            /* countdown while off: look for a new rate */
+
+__thread int64_t pp_heap_left;
+static __thread uint64_t rng;      /* 0 until the thread's first slow path */
+static __thread int guarded;
+
+static _Atomic int64_t rate;       /* 0: not started or off */
+static _Atomic int64_t epoch = 1;  /* bumped when the rate changes */
+static __thread int64_t seen_epoch;
+static _Atomic int sampled_once;   /* a sample was taken: the rate is final */
+static _Atomic uint64_t n_sampled, n_unrecorded;
+
+/* xorshift64*; malloc-safe */
+static uint64_t next_random(void)
+{
+    if (!rng) {
+        struct timespec ts;
+        clock_gettime(CLOCK_MONOTONIC, &ts);
+        rng = ((uint64_t)syscall(SYS_gettid) << 32) ^ (uint64_t)ts.tv_nsec ^ 0x9e3779b97f4a7c15ull;
+    }
+    rng ^= rng >> 12;
+    rng ^= rng << 25;
+    rng ^= rng >> 27;
+    return rng * 0x2545f4914f6cdd1dull;
+}
+
+/* Bytes until the next sample: exponential with mean r. malloc-safe */
+static int64_t draw(int64_t r)
+{
+    if (r <= 1)
+        return 0;
+    double u = ((next_random() >> 11) + 1) * (1.0 / 9007199254740993.0); /* (0, 1] */
+    double d = -log(u) * (double)r;
+    return d >= (double)NOT_STARTED ? NOT_STARTED : (int64_t)d + 1;
+}
+
+/* malloc-safe */
+int pp_heap_should_sample(size_t size)
+{
+    if (guarded)
+        return 0;
+    int64_t r = atomic_load_explicit(&rate, memory_order_relaxed);
+    int64_t e = atomic_load_explicit(&epoch, memory_order_relaxed);
+    if (seen_epoch != e) { /* a new thread, or a new rate */
+        seen_epoch = e;
+        pp_heap_left = r ? draw(r) - (int64_t)size : RECHECK;
+        if (r != 1 && pp_heap_left > 0)
+            return 0;
+    }
+    if (!r) {
+        pp_heap_left = RECHECK;
+        return 0;
+    }
+    pp_heap_left = draw(r);
+    return 1;
+}
+
+/* malloc-safe */
+void pp_heap_guard_enter(int64_t *saved)
+{
+    saved[0] = pp_heap_left;
+    saved[1] = guarded;
+    guarded = 1;
+    pp_heap_left = NOT_STARTED;
+}
+
+/* malloc-safe */
+void pp_heap_guard_leave(const int64_t *saved)
+{
+    pp_heap_left = saved[0];
+    guarded = (int)saved[1];
+}
+
+/* malloc-safe */
+void pp_heap_sampled(void *p, size_t size, uint64_t caller)
+{
+    int64_t saved[2];
+    pp_heap_guard_enter(saved);
+    atomic_store_explicit(&sampled_once, 1, memory_order_relaxed);
+    uint64_t pcs[PPROF_DEFAULT_MAX_FRAMES + 1];
+    int truncated;
+    int n = pp_unwind_here(caller, pcs, PPROF_DEFAULT_MAX_FRAMES, &truncated);
+    if (truncated)
+        pcs[n++] = PP_PC_TRUNCATED;
+    const pprof_labels *labels = pp_labels_cumulative(pp_labels_current_peek());
+    if (pp_heap_table_alloc(p, size, pcs, (size_t)n, labels) == 0)
+        atomic_fetch_add_explicit(&n_sampled, 1, memory_order_relaxed);
+    else
+        atomic_fetch_add_explicit(&n_unrecorded, 1, memory_order_relaxed);
+    pp_heap_guard_leave(saved);
+}
+
+/* malloc-safe */
+int pp_heap_freed(void *p)
+{
+    if (!pp_heap_table_maybe_live(p) || pp_heap_table_busy())
+        return 0;
+    int e = errno;
+    uint32_t rec = pp_heap_table_take(p);
+    if (rec)
+        pp_heap_table_count_free(rec);
+    errno = e;
+    return rec != 0;
+}
+
+int64_t pp_heap_rate_now(void)
+{
+    return atomic_load(&rate);
+}
+
+static void set_rate(int64_t r)
+{
+    atomic_store(&rate, r);
+    atomic_fetch_add(&epoch, 1);
+}
+
+void pp_heap_init(void)
+{
+    pp_heap_table_init();
+    int r = pp_env_int("LIBPPROF_HEAP_RATE", PPROF_HEAP_DEFAULT_RATE, 0, INT_MAX);
+    if (!atomic_load(&rate))
+        set_rate(r);
+}
+
+int pprof_heap_set_rate(long r)
+{
+    if (r == 0)
+        r = PPROF_HEAP_DEFAULT_RATE;
+    if (r < 0 && r != PPROF_HEAP_OFF)
+        return pp_error_detail(PPROF_EINVAL, "the heap rate must be positive, 0 (the default) or PPROF_HEAP_OFF, not %ld", r);
+    int64_t want = r == PPROF_HEAP_OFF ? 0 : r, cur = atomic_load(&rate);
+    if (want == cur)
+        return 0;
+    if (atomic_load(&sampled_once)) {
+        if (cur)
+            return pp_error_detail(PPROF_ERATE, "heap samples were already taken at a rate of %lld bytes", (long long)cur);
+        return pp_error_detail(PPROF_ERATE, "heap samples were already taken; sampling is now off");
+    }
+    set_rate(want);
+    return 0;
+}
+
+long pprof_heap_rate(void)
+{
+    return (long)atomic_load(&rate);
+}
+
+void pprof_heap_stats_get(pprof_heap_stats *out)
+{
+    if (!out)
+        return;
+    pp_heap_table_stats ts;
+    pp_heap_table_stats_get(&ts);
+    out->rate = (long)atomic_load(&rate);
+    out->sampled = atomic_load(&n_sampled);
+    out->unrecorded = atomic_load(&n_unrecorded);
+    out->records = ts.records;
+    out->live_sampled = ts.live;
+    out->table_bytes = ts.table_bytes;
+    out->live_table_bytes = ts.live_bytes;
+}
