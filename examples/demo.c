@@ -10,6 +10,11 @@
  * profiler labels (endpoint and tenant), as a request handler would, so
  * `go tool pprof -tags` splits the profile by them.
  *
+ * Memory, for the heap profiles: every checkout builds a cart in a
+ * short-lived 16-48 KiB buffer (build_cart: much allocated, nothing kept),
+ * and every search keeps its results in a cache of 512 entries of 8-24 KiB
+ * (cache_search_results: a steady live heap of about 8 MiB).
+ *
  *   LIBPPROF_ADDR   HOST:PORT to serve on (default 127.0.0.1:6060)
  */
 #define _GNU_SOURCE
@@ -54,11 +59,53 @@ __attribute__((noinline)) static void rank_search_results(double ms)
     sink += x;
 }
 
+/* A cart lives for one request. */
+__attribute__((noinline)) static void build_cart(unsigned seed)
+{
+    size_t n = 16384 + (seed % 32) * 1024;
+    char *cart = malloc(n);
+    if (!cart)
+        return;
+    memset(cart, (int)seed, n);
+    sink += cart[n / 2];
+    free(cart);
+}
+
+#define CACHE_SLOTS 512
+static char *cache[CACHE_SLOTS];
+static pthread_mutex_t cache_lock = PTHREAD_MUTEX_INITIALIZER;
+
+/* Search results stay in the cache until a later search replaces them. */
+__attribute__((noinline)) static void cache_search_results(unsigned seed)
+{
+    size_t n = 8192 + (seed % 16) * 1024;
+    char *r = malloc(n);
+    if (!r)
+        return;
+    memset(r, (int)seed, n);
+    pthread_mutex_lock(&cache_lock);
+    char *old = cache[seed % CACHE_SLOTS];
+    cache[seed % CACHE_SLOTS] = r;
+    pthread_mutex_unlock(&cache_lock);
+    free(old);
+}
+
 /* A request's size varies (5-15 ms of search, three times that of
  * checkout), as real ones do; fixed sizes would also fall into step with
  * the kernel's 4 ms tick and skew the samples. */
-static void checkout(void *arg) { compute_checkout_totals(3 * *(double *)arg); }
-static void search(void *arg) { rank_search_results(*(double *)arg); }
+static void checkout(void *arg)
+{
+    double ms = *(double *)arg;
+    compute_checkout_totals(3 * ms);
+    build_cart((unsigned)(ms * 1000));
+}
+
+static void search(void *arg)
+{
+    double ms = *(double *)arg;
+    rank_search_results(ms);
+    cache_search_results((unsigned)(ms * 7919));
+}
 
 /* Label sets are built once and shared: one per (endpoint, tenant). */
 static pprof_labels *request_labels[2][2];

@@ -100,6 +100,8 @@ int pprof_recorder_start(pprof_recorder *r)
         return PPROF_EBUSY;
     if (pp_shutting_down())
         return pp_error_detail(PPROF_ESTATE, "the process is exiting");
+    if (r->kind != PP_KIND_CPU)
+        return pp_heap_recorder_start(r);
     pp_collector_lock();
     int rc = join_sampler_locked(r);
     if (rc == 0) {
@@ -120,7 +122,7 @@ int pprof_recorder_start(pprof_recorder *r)
     return rc;
 }
 
-static int finish(pprof_profile *p, pprof_profile **out)
+int pp_recorder_finish(pprof_profile *p, pprof_profile **out)
 {
     if (!out) {
         pprof_profile_free(p);
@@ -144,13 +146,15 @@ int pprof_recorder_stop(pprof_recorder *r, pprof_profile **out)
         return PPROF_EINVAL;
     if (!r->running)
         return pp_error_detail(PPROF_ESTATE, "the recorder is not running");
+    if (r->kind != PP_KIND_CPU)
+        return pp_heap_recorder_end(r, 0, out);
     pp_collector_lock();
     if (pp_collector_detach_locked(r) == 0)
         pp_cpu_disable();
     pprof_profile *p = swap_window_locked(r, NULL);
     r->running = 0;
     pp_collector_unlock();
-    return finish(p, out);
+    return pp_recorder_finish(p, out);
 }
 
 int pprof_recorder_snapshot(pprof_recorder *r, pprof_profile **out)
@@ -161,6 +165,8 @@ int pprof_recorder_snapshot(pprof_recorder *r, pprof_profile **out)
         return PPROF_EINVAL;
     if (!r->running)
         return pp_error_detail(PPROF_ESTATE, "the recorder is not running");
+    if (r->kind != PP_KIND_CPU)
+        return pp_heap_recorder_end(r, 1, out);
     pprof_profile *next = new_cpu_window(r);
     if (!next)
         return PPROF_ENOMEM;
@@ -168,11 +174,13 @@ int pprof_recorder_snapshot(pprof_recorder *r, pprof_profile **out)
     pp_collector_drain_locked();
     pprof_profile *p = swap_window_locked(r, next);
     pp_collector_unlock();
-    return finish(p, out);
+    return pp_recorder_finish(p, out);
 }
 
 int pprof_recorder_rate(const pprof_recorder *r)
 {
+    if (r && r->kind != PP_KIND_CPU)
+        return (int)pprof_heap_rate();
     return r && r->running ? r->hz : 0;
 }
 
@@ -182,5 +190,6 @@ void pprof_recorder_free(pprof_recorder *r)
         return;
     if (r->running)
         pprof_recorder_stop(r, NULL);
+    pp_heap_recorder_release(r);
     free(r);
 }

@@ -4,7 +4,13 @@
 #include "pprof.h"
 #include <stdint.h>
 
-typedef enum pp_kind { PP_KIND_CPU = 1 } pp_kind;
+typedef enum pp_kind {
+    PP_KIND_CPU = 1,
+    PP_KIND_ALLOC,  /* windowed heap: allocations over a window, live heap at its end */
+    PP_KIND_HEAP,   /* instant heap: write_to */
+} pp_kind;
+
+struct pp_heap_snap;
 
 struct pprof_recorder {
     pp_kind kind;
@@ -14,5 +20,17 @@ struct pprof_recorder {
     int running;
     pprof_profile *window;      /* the open window (collector lock) */
     int64_t window_mono_ns;
+    int64_t window_real_ns;
+    /* heap kinds */
+    int heap_flags;
+    int from_start;
+    struct pp_heap_snap *base;  /* counts at the window's start */
 };
+
+/* Heap kinds (recorder_heap.c), dispatched to from recorder.c. */
+int pp_heap_recorder_start(pprof_recorder *r);
+int pp_heap_recorder_end(pprof_recorder *r, int reopen, pprof_profile **out);
+void pp_heap_recorder_release(pprof_recorder *r);
+/* Symbolizes p into *out (or frees it when out is NULL). */
+int pp_recorder_finish(pprof_profile *p, pprof_profile **out);
 #endif

@@ -27,7 +27,7 @@ static int h_index(pp_req *q);
 
 /* ------------------------------------------------------------- profile */
 
-/* Ends a CPU window: stop, then the gzipped protobuf. `arg` is the
+/* Ends a window: stop, then the gzipped protobuf. `arg` is the
  * Content-Disposition value. Runs on the scheduler thread. */
 static void finish_window(pprof_recorder *rec, const void *arg, pp_reply *out)
 {
@@ -47,37 +47,44 @@ static void finish_window(pprof_recorder *rec, const void *arg, pp_reply *out)
     pp_reply_header(out, "Content-Disposition", (const char *)arg);
 }
 
+int pp_serve_window(pp_req *q, pprof_recorder *rec, int seconds, const char *what, const char *disposition)
+{
+    if (seconds > q->cfg.max_seconds)
+        seconds = q->cfg.max_seconds;
+    if (pp_call_reserve(q) != 0) {
+        pprof_recorder_free(rec);
+        return pp_reply_error(q, 503, "too many profile requests at once (limit %d); try again later",
+                              q->cfg.max_concurrent);
+    }
+    int rc = pprof_recorder_start(rec);
+    if (rc != 0) {
+        char why[256];
+        snprintf(why, sizeof why, "%s", pprof_strerror(rc)); /* before free can touch it */
+        pprof_recorder_free(rec);
+        pp_call_unreserve();
+        return pp_reply_error(q, 500, "Could not enable %s profiling: %s", what, why);
+    }
+    rc = pp_call_defer(q, rec, seconds, finish_window, disposition);
+    if (rc != 0) {
+        pprof_recorder_free(rec);
+        return pp_reply_error(q, 500, "Could not schedule the profile: %s", pprof_strerror(rc));
+    }
+    return 0;
+}
+
 /* profile?seconds=N: a CPU profile of the next N seconds (default 30),
  * joining the sampling rate in force. Answered from the scheduler. */
 static int h_profile(pp_req *q)
 {
     if (q->q.has_debug && q->q.debug != 0)
         return pp_reply_error(q, 400, "seconds and debug params are incompatible");
-    int seconds = q->q.has_seconds ? q->q.seconds : PP_DEFAULT_SECONDS;
-    if (seconds > q->cfg.max_seconds)
-        seconds = q->cfg.max_seconds;
-    if (pp_call_reserve(q) != 0)
-        return pp_reply_error(q, 503, "too many profile requests at once (limit %d); try again later",
-                              q->cfg.max_concurrent);
-
     pprof_recorder *rec = NULL;
     pprof_cpu_config cc = {0}; /* hz 0: join the rate in force */
     int rc = pprof_cpu_recorder_new(&cc, &rec);
-    if (rc == 0)
-        rc = pprof_recorder_start(rec);
-    if (rc != 0) {
-        char why[256];
-        snprintf(why, sizeof why, "%s", pprof_strerror(rc)); /* before free can touch it */
-        pprof_recorder_free(rec);
-        pp_call_unreserve();
-        return pp_reply_error(q, 500, "Could not enable CPU profiling: %s", why);
-    }
-    rc = pp_call_defer(q, rec, seconds, finish_window, "attachment; filename=\"profile\"");
-    if (rc != 0) {
-        pprof_recorder_free(rec);
-        return pp_reply_error(q, 500, "Could not schedule the profile: %s", pprof_strerror(rc));
-    }
-    return 0;
+    if (rc != 0)
+        return pp_reply_error(q, 500, "Could not enable CPU profiling: %s", pprof_strerror(rc));
+    return pp_serve_window(q, rec, q->q.has_seconds ? q->q.seconds : PP_DEFAULT_SECONDS, "CPU",
+                           "attachment; filename=\"profile\"");
 }
 
 /* ------------------------------------------------------------- cmdline */
@@ -182,6 +189,13 @@ static const pp_endpoint endpoints[] = {
      "CPU profile. You can specify the duration in the seconds GET parameter. After you get the "
      "profile file, use the go tool pprof command to investigate the profile.",
      PP_EP_QUERY, h_profile},
+    {"allocs", "allocs",
+     "A sampling of all past memory allocations (C malloc family and C++ new), with labels",
+     PP_EP_QUERY, pp_h_allocs},
+    {"heap", "heap",
+     "A sampling of memory allocations of live objects (C malloc family and C++ new), with labels",
+     PP_EP_QUERY, pp_h_heap},
+    {"delta_heap", NULL, NULL, PP_EP_QUERY, pp_h_delta_heap},
     {"symbol", "symbol",
      "Maps program counters to function names: POST or GET addresses joined by +", PP_EP_POST,
      h_symbol},

@@ -117,6 +117,15 @@ void pp_block_host_signals(sigset_t *old);
 
 /* ------------------------------------------------------------- endpoints */
 
+/* Starts `rec` (a windowed recorder, taken over) and answers with its
+ * profile `seconds` from now (capped at max_seconds), or an error naming
+ * `what` ("CPU", "heap"). Returns 0. (handlers.c) */
+int pp_serve_window(pp_req *q, pprof_recorder *rec, int seconds, const char *what, const char *disposition);
+/* handlers_heap.c */
+int pp_h_heap(pp_req *q);
+int pp_h_allocs(pp_req *q);
+int pp_h_delta_heap(pp_req *q);
+
 typedef int (*pp_handler_fn)(pp_req *q);
 
 enum {
