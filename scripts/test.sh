@@ -6,7 +6,7 @@
 #   TSan build       the tests labelled concurrency
 set -euo pipefail
 cd "$(dirname "$0")/.."
-scripts/deps.sh
+scripts/deps.sh libjemalloc2 libtcmalloc-minimal4 # the heap tests run over both allocators
 jobs=$(nproc)
 run() { # dir label-args cmake-args...
   local dir=$1 sel=$2; shift 2

@@ -1,0 +1,50 @@
+#!/usr/bin/env bash
+# test_heap_demo.sh: pprof-demo's heap profiles through its own mounted
+# endpoints, read with go tool pprof straight from the URL: the search
+# cache (cache_search_results) is the live heap, the per-request carts
+# (build_cart) are allocated and freed; heap samples carry the request
+# labels (endpoint, tenant), so -tags and -tagfocus split them; Go's sample
+# and period types; the index lists heap and allocs.
+# Usage: test_heap_demo.sh BUILD_DIR
+. "$(dirname "$0")/lib.sh"
+pp_init "$1"
+
+if ! pp_serve demo env LIBPPROF_ADDR=127.0.0.1:@PORT@ LIBPPROF_HEAP_RATE=65536 "$BUILD/pprof-demo"; then
+    pp_bad "pprof-demo did not serve" "$(cat "$TMP/demo.err" 2>/dev/null)"
+    pp_finish
+fi
+base=http://127.0.0.1:$PORT/debug/pprof
+sleep 4 # a few hundred requests
+
+# flat FUNCTION TOP_FILE: the flat column of FUNCTION (with its unit).
+flat() { awk -v f="$1" '$NF == f { print $1; exit }' "$2"; }
+
+pp_pprof -top -sample_index=inuse_space "$base/heap" >"$TMP/heap.top" 2>"$TMP/heap.err"
+v=$(flat cache_search_results "$TMP/heap.top")
+pp_check "heap: cache_search_results holds live memory ($v)" test -n "$v" -a "$v" != 0
+pp_check "heap: build_cart holds none" test -z "$(flat build_cart "$TMP/heap.top")"
+pp_pprof -top -sample_index=alloc_space "$base/allocs" >"$TMP/allocs.top" 2>&1
+v=$(flat build_cart "$TMP/allocs.top")
+pp_check "allocs: build_cart allocated ($v)" test -n "$v" -a "$v" != 0
+pp_check "allocs: pprof shows alloc_space first" grep -q '^Type: alloc_space' "$TMP/allocs.top"
+pp_check "heap: pprof shows inuse_space first" grep -q '^Type: inuse_space' "$TMP/heap.top"
+
+pp_pprof -tags -sample_index=inuse_space "$base/heap" >"$TMP/tags.txt" 2>&1
+pp_check "heap: samples carry the endpoint label" grep -q '/search' "$TMP/tags.txt"
+pp_check "heap: samples carry the tenant label" grep -q 'globex' "$TMP/tags.txt"
+pp_check "heap: numeric bytes label" grep -qE '^ *bytes:' "$TMP/tags.txt"
+pp_pprof -top -sample_index=inuse_space -tagfocus=endpoint=/checkout "$base/heap" >"$TMP/focus.top" 2>&1
+pp_check "heap: -tagfocus=endpoint=/checkout leaves no search cache" \
+    test -z "$(flat cache_search_results "$TMP/focus.top")"
+pp_pprof -top -sample_index=inuse_space -tagfocus=endpoint=/search "$base/heap" >"$TMP/focus2.top" 2>&1
+pp_check "heap: -tagfocus=endpoint=/search keeps it" test -n "$(flat cache_search_results "$TMP/focus2.top")"
+
+curl -sS --max-time 30 -o "$TMP/heap.pb.gz" "$base/heap"
+pp_pprof -raw "$TMP/heap.pb.gz" >"$TMP/raw.txt" 2>&1
+pp_check "Go's sample types" grep -q 'alloc_objects/count alloc_space/bytes inuse_objects/count inuse_space/bytes' "$TMP/raw.txt"
+pp_check "period type space/bytes" grep -q '^PeriodType: space bytes' "$TMP/raw.txt"
+pp_check "period = the rate" grep -q '^Period: 65536' "$TMP/raw.txt"
+curl -sS --max-time 10 "$base/" >"$TMP/index.html"
+pp_check "index lists heap" grep -q 'href="heap"' "$TMP/index.html"
+pp_check "index lists allocs" grep -q 'href="allocs"' "$TMP/index.html"
+pp_finish
