@@ -11,7 +11,9 @@
  * object allocated before the window and still live keeps its in-use
  * values. Each pair is then unsampled as Go does, per record: records are
  * keyed by object size, so scale = 1 / (1 - e^(-size/rate)) exactly, and
- * the numeric label `bytes` is the size.
+ * the numeric label `bytes` is the size. Records are distinct (stack,
+ * labels, size), so samples are appended without merging, their stacks
+ * read in place (records never move).
  */
 #include "heap.h"
 #include "labels.h"
@@ -75,7 +77,7 @@ pprof_profile *pp_heap_build(const pp_heap_snap *base, const pp_heap_snap *now, 
         const pprof_label *pairs = NULL;
         size_t npairs = r->labels ? pp_labels_pairs(r->labels, &pairs) : 0;
         pprof_num_label bytes = {"bytes", (int64_t)r->size, ""};
-        if (pp_profile_add_num(p, r->pcs, r->nframes, v, pairs, npairs, &bytes, 1) != 0) {
+        if (pp_profile_append(p, r->pcs, r->nframes, v, pairs, npairs, &bytes, 1) != 0) {
             pprof_profile_free(p);
             return NULL;
         }

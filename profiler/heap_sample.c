@@ -145,10 +145,14 @@ int64_t pp_heap_rate_now(void)
     return atomic_load(&rate);
 }
 
+/* Other threads see a new rate at their next slow path; the calling
+ * thread at its next allocation. */
 static void set_rate(int64_t r)
 {
     atomic_store(&rate, r);
     atomic_fetch_add(&epoch, 1);
+    if (!guarded)
+        pp_heap_left = 0;
 }
 
 void pp_heap_init(void)

@@ -27,7 +27,7 @@
 #include <sys/mman.h>
 
 #define STORE_MAX (1ull << 30)     /* records: address space reserved */
-#define REC_BUCKETS (1u << 16)
+#define REC_BUCKETS (1u << 17)
 #define LIVE_MAX (1u << 24)         /* live sampled objects */
 #define LIVE_BUCKETS (1u << PP_LIVE_BUCKET_BITS)
 
@@ -235,13 +235,13 @@ void pp_heap_snap_free(pp_heap_snap *s)
     s->n = 0;
 }
 
-/* Writes the bucket arrays once, at start-up: a first write after a read
- * of a zero page costs a fault and a TLB flush on every CPU the process
- * runs on, which frees would otherwise pay one page at a time. */
+/* Writes the live buckets once, at start-up: frees read them, and a first
+ * write after a read of a zero page costs a fault and a TLB flush on every
+ * CPU the process runs on, which frees would otherwise pay a page at a
+ * time. (Record buckets are only touched when sampling.) */
 void pp_heap_table_init(void)
 {
     memset((void *)pp_live_buckets, 0, sizeof pp_live_buckets);
-    memset(rec_buckets, 0, sizeof rec_buckets);
 }
 
 void pp_heap_table_stats_get(pp_heap_table_stats *s)

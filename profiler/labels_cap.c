@@ -19,6 +19,14 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#ifdef __SANITIZE_ADDRESS__
+#include <sanitizer/lsan_interface.h> /* kept sets are referenced from mmap'd memory */
+#define ROOT_ADD(p, n) __lsan_register_root_region(p, n)
+#define ROOT_DEL(p, n) __lsan_unregister_root_region(p, n)
+#else
+#define ROOT_ADD(p, n) ((void)0)
+#define ROOT_DEL(p, n) ((void)0)
+#endif
 
 static pp_mutex cap_lock = PP_MUTEX_INIT;
 static _Atomic size_t cap = PPROF_LABELS_DEFAULT_CAP;
@@ -78,8 +86,11 @@ static int grow(void)
             j = (j + 1) & (size - 1);
         t[j] = table[i];
     }
-    if (table)
+    if (table) {
+        ROOT_DEL(table, table_size * sizeof *table);
         munmap(table, table_size * sizeof *table);
+    }
+    ROOT_ADD(t, size * sizeof *t);
     table = t;
     table_size = size;
     return 0;

@@ -16,6 +16,7 @@
 #include <string.h>
 
 struct pp_builder {
+    int unindexed;        /* filled by pp_profile_append: no merging */
     uint64_t **pcs;       /* per sample, leaf first */
     size_t *npcs;
     uint32_t *index;      /* sample index + 1, 0 = empty */
@@ -178,12 +179,56 @@ int pp_profile_add(pprof_profile *p, const uint64_t *pcs, size_t npcs, const int
     return pp_profile_add_num(p, pcs, npcs, values, labels, nlabels, NULL, 0);
 }
 
+/* Stores a new sample at index nsamples; `pcs` is copied unless
+ * `borrow`. Index slot j (when not NULL) then points at it. */
+static int insert(pprof_profile *p, uint32_t *slot, const uint64_t *pcs, size_t npcs, int borrow,
+                  const int64_t *values, const pprof_label *labels, size_t nlabels, const pprof_num_label *num,
+                  size_t nnum)
+{
+    struct pp_builder *b = p->b;
+    if (p->nsamples == p->samples_cap && grow_samples(p))
+        return PPROF_ENOMEM;
+    size_t i = p->nsamples;
+    int64_t *v = pp_arena_alloc(p->arena, p->ntypes * sizeof *v + 1);
+    uint64_t *c = borrow ? (uint64_t *)pcs : pp_arena_alloc(p->arena, npcs * sizeof *c + 1);
+    pprof_label *l = nlabels ? pp_arena_alloc(p->arena, nlabels * sizeof *l) : NULL;
+    pprof_num_label *nl = nnum ? pp_arena_alloc(p->arena, nnum * sizeof *nl) : NULL;
+    if (!v || !c || (nlabels && !l) || (nnum && !nl))
+        return PPROF_ENOMEM;
+    for (size_t k = 0; k < nnum; k++) {
+        nl[k].key = intern(p, num[k].key);
+        nl[k].unit = intern(p, num[k].unit);
+        nl[k].value = num[k].value;
+        if (!nl[k].key || !nl[k].unit)
+            return PPROF_ENOMEM;
+    }
+    memcpy(v, values, p->ntypes * sizeof *v);
+    if (npcs && !borrow)
+        memcpy(c, pcs, npcs * sizeof *c);
+    for (size_t k = 0; k < nlabels; k++) {
+        l[k].key = intern(p, labels[k].key);
+        l[k].value = intern(p, labels[k].value);
+        if (!l[k].key || !l[k].value)
+            return PPROF_ENOMEM;
+    }
+    p->samples[i] = (pprof_sample){.nvalues = p->ntypes, .values = v, .nlabels = nlabels, .labels = l,
+                                   .nnum_labels = nnum, .num_labels = nl};
+    b->pcs[i] = c;
+    b->npcs[i] = npcs;
+    if (slot)
+        *slot = (uint32_t)i + 1;
+    p->nsamples++;
+    return 0;
+}
+
 int pp_profile_add_num(pprof_profile *p, const uint64_t *pcs, size_t npcs, const int64_t *values,
                        const pprof_label *labels, size_t nlabels, const pprof_num_label *num, size_t nnum)
 {
     if (!p || !p->b || (npcs && !pcs) || !values || (nlabels && !labels) || (nnum && !num))
         return PPROF_EINVAL;
     struct pp_builder *b = p->b;
+    if (b->unindexed)
+        return PPROF_EINVAL;
     if (p->nsamples * 2 >= b->index_cap && grow_index(p))
         return PPROF_ENOMEM;
     size_t j = sample_hash(pcs, npcs, labels, nlabels, num, nnum) & (b->index_cap - 1);
@@ -196,38 +241,19 @@ int pp_profile_add_num(pprof_profile *p, const uint64_t *pcs, size_t npcs, const
             return 0;
         }
     }
-    if (p->nsamples == p->samples_cap && grow_samples(p))
-        return PPROF_ENOMEM;
-    size_t i = p->nsamples;
-    int64_t *v = pp_arena_alloc(p->arena, p->ntypes * sizeof *v + 1);
-    uint64_t *c = pp_arena_alloc(p->arena, npcs * sizeof *c + 1);
-    pprof_label *l = pp_arena_alloc(p->arena, nlabels * sizeof *l + 1);
-    pprof_num_label *nl = pp_arena_alloc(p->arena, nnum * sizeof *nl + 1);
-    if (!v || !c || !l || !nl)
-        return PPROF_ENOMEM;
-    for (size_t k = 0; k < nnum; k++) {
-        nl[k].key = intern(p, num[k].key);
-        nl[k].unit = intern(p, num[k].unit);
-        nl[k].value = num[k].value;
-        if (!nl[k].key || !nl[k].unit)
-            return PPROF_ENOMEM;
-    }
-    memcpy(v, values, p->ntypes * sizeof *v);
-    if (npcs)
-        memcpy(c, pcs, npcs * sizeof *c);
-    for (size_t k = 0; k < nlabels; k++) {
-        l[k].key = intern(p, labels[k].key);
-        l[k].value = intern(p, labels[k].value);
-        if (!l[k].key || !l[k].value)
-            return PPROF_ENOMEM;
-    }
-    p->samples[i] = (pprof_sample){.nvalues = p->ntypes, .values = v, .nlabels = nlabels, .labels = l,
-                                   .nnum_labels = nnum, .num_labels = nl};
-    b->pcs[i] = c;
-    b->npcs[i] = npcs;
-    b->index[j] = (uint32_t)i + 1;
-    p->nsamples++;
-    return 0;
+    return insert(p, &b->index[j], pcs, npcs, 0, values, labels, nlabels, num, nnum);
+}
+
+int pp_profile_append(pprof_profile *p, const uint64_t *pcs, size_t npcs, const int64_t *values,
+                      const pprof_label *labels, size_t nlabels, const pprof_num_label *num, size_t nnum)
+{
+    if (!p || !p->b || (npcs && !pcs) || !values || (nlabels && !labels) || (nnum && !num))
+        return PPROF_EINVAL;
+    if (p->nsamples)
+        if (!p->b->unindexed)
+            return PPROF_EINVAL;
+    p->b->unindexed = 1;
+    return insert(p, NULL, pcs, npcs, 1, values, labels, nlabels, num, nnum);
 }
 
 int pp_profile_add_comment(pprof_profile *p, const char *comment)
@@ -381,13 +407,20 @@ int pp_profile_finish(pprof_profile *p)
         return PPROF_EINVAL;
     struct pp_builder *b = p->b;
     addr_map am = {0};
+    uint32_t *frame_loc = NULL;
     int rc = PPROF_ENOMEM;
-    /* Pass 1: number the distinct addresses in first-seen order. */
-    uint32_t nloc = 0;
+    /* Pass 1: number the distinct addresses in first-seen order, and
+     * remember each frame's number for pass 3. */
+    size_t total = 0;
     for (size_t i = 0; i < p->nsamples; i++)
-        for (size_t k = 0; k < b->npcs[i]; k++) {
-            uint32_t idx;
-            int r = addr_map_find_or_add(&am, b->pcs[i][k], nloc, &idx);
+        total += b->npcs[i];
+    frame_loc = malloc((total + 1) * sizeof *frame_loc);
+    if (!frame_loc)
+        goto out;
+    uint32_t nloc = 0;
+    for (size_t i = 0, f = 0; i < p->nsamples; i++)
+        for (size_t k = 0; k < b->npcs[i]; k++, f++) {
+            int r = addr_map_find_or_add(&am, b->pcs[i][k], nloc, &frame_loc[f]);
             if (r < 0)
                 goto out;
             nloc += (uint32_t)r;
@@ -417,20 +450,18 @@ int pp_profile_finish(pprof_profile *p)
     pp_sym_end(ss);
     p->nlocations = nloc;
     /* Pass 3: samples point at their locations. */
-    for (size_t i = 0; i < p->nsamples; i++) {
+    for (size_t i = 0, f = 0; i < p->nsamples; i++) {
         const pprof_location **l = pp_arena_alloc(p->arena, b->npcs[i] * sizeof *l + 1);
         if (!l)
             goto out;
-        for (size_t k = 0; k < b->npcs[i]; k++) {
-            uint32_t idx;
-            addr_map_find_or_add(&am, b->pcs[i][k], 0, &idx);
-            l[k] = &p->locations[idx];
-        }
+        for (size_t k = 0; k < b->npcs[i]; k++)
+            l[k] = &p->locations[frame_loc[f++]];
         p->samples[i].locations = l;
         p->samples[i].nlocations = b->npcs[i];
     }
     rc = 0;
 out:
+    free(frame_loc);
     free(am.keys);
     free(am.vals);
     if (rc == 0) {

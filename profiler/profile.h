@@ -64,6 +64,13 @@ int pp_profile_add_num(pprof_profile *p, const uint64_t *pcs, size_t npcs, const
                        const pprof_label *labels, size_t nlabels, const pprof_num_label *num,
                        size_t nnum);
 
+/* Appends a sample known to be distinct from every other (no merging):
+ * `pcs` is not copied and must stay valid until pp_profile_finish; labels
+ * are copied. A profile is filled either with this or with the adding
+ * functions above, not both. */
+int pp_profile_append(pprof_profile *p, const uint64_t *pcs, size_t npcs, const int64_t *values,
+                      const pprof_label *labels, size_t nlabels, const pprof_num_label *num, size_t nnum);
+
 /* Adds a free-form comment (copied). */
 int pp_profile_add_comment(pprof_profile *p, const char *comment);
 

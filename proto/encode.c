@@ -4,7 +4,8 @@
  * Streaming. The protobuf is never built whole. A message on the wire is a
  * sequence of fields, and a repeated field may be written one element at a
  * time, so the encoder writes, in field-number order:
- *   1. each ValueType of sample_type (field 1), Sample (2), Mapping (3),
+ *   1. each ValueType of sample_type (field 1), Sample (2; written
+ *      directly in the wire format, see emit_samples), Mapping (3),
  *      Location (4) and Function (5) as one tagged, length-delimited
  *      element, packed by protobuf-c from a single reused struct;
  *   2. each string of the string table (6);
@@ -370,7 +371,7 @@ static void fntab_free(fntab *t)
 
 /* Largest per-element counts, for sizing the reused scratch arrays. */
 typedef struct maxima {
-    size_t locations, labels, lines;
+    size_t lines;
 } maxima;
 
 /* Checks that `p` is finished and self-consistent, so that encoding can
@@ -396,10 +397,6 @@ static int validate(const pprof_profile *p, bool need_values, maxima *mx)
         for (size_t j = 0; j < s->nlocations; j++)
             if (!s->locations[j])
                 return pp_error_detail(PPROF_EINVAL, "sample %zu has a NULL location", i);
-        if (s->nlocations > mx->locations)
-            mx->locations = s->nlocations;
-        if (s->nlabels + s->nnum_labels > mx->labels)
-            mx->labels = s->nlabels + s->nnum_labels;
     }
     for (size_t i = 0; i < p->nlocations; i++) {
         const pprof_location *l = &p->locations[i];
@@ -420,9 +417,8 @@ typedef struct enc {
     strtab st;
     fntab ft;
     /* scratch reused for every sample and location */
-    uint64_t *ids;
-    Perftools__Profiles__Label *labels;
-    Perftools__Profiles__Label **label_ptrs;
+    unsigned char *sample_buf; /* one encoded sample */
+    size_t sample_cap;
     Perftools__Profiles__Line *lines;
     Perftools__Profiles__Line **line_ptrs;
 } enc;
@@ -456,38 +452,114 @@ static void emit_sample_types(enc *e)
     }
 }
 
+/* Samples are most of a profile's bytes, so they are written directly in
+ * the wire format (packed location ids and values, labels as nested
+ * messages) rather than through protobuf-c's generic packer, which walks
+ * the message descriptor for every field of every sample. */
+static size_t varint_size(uint64_t v)
+{
+    size_t n = 1;
+    while (v >= 0x80) {
+        v >>= 7;
+        n++;
+    }
+    return n;
+}
+
+/* Appends a varint to b; returns the new end. */
+static unsigned char *varint_to(unsigned char *b, uint64_t v)
+{
+    while (v >= 0x80) {
+        *b++ = (unsigned char)(v | 0x80);
+        v >>= 7;
+    }
+    *b++ = (unsigned char)v;
+    return b;
+}
+
+/* The Label message's size: key = 1, str = 2, num = 3, num_unit = 4. */
+static size_t label_size(int64_t key, int64_t str, int64_t num, int64_t unit)
+{
+    size_t n = 0;
+    if (key)
+        n += 1 + varint_size((uint64_t)key);
+    if (str)
+        n += 1 + varint_size((uint64_t)str);
+    if (num)
+        n += 1 + varint_size((uint64_t)num);
+    if (unit)
+        n += 1 + varint_size((uint64_t)unit);
+    return n;
+}
+
+static unsigned char *label_to(unsigned char *b, int64_t key, int64_t str, int64_t num, int64_t unit)
+{
+    *b++ = 3 << 3 | WIRE_LEN;
+    b = varint_to(b, label_size(key, str, num, unit));
+    if (key)
+        *b++ = 1 << 3, b = varint_to(b, (uint64_t)key);
+    if (str)
+        *b++ = 2 << 3, b = varint_to(b, (uint64_t)str);
+    if (num)
+        *b++ = 3 << 3, b = varint_to(b, (uint64_t)num);
+    if (unit)
+        *b++ = 4 << 3, b = varint_to(b, (uint64_t)unit);
+    return b;
+}
+
 static void emit_samples(enc *e)
 {
     const pprof_profile *p = e->p;
     for (size_t i = 0; i < p->nsamples && !failed(e); i++) {
         const pprof_sample *s = &p->samples[i];
-        Perftools__Profiles__Sample m = PERFTOOLS__PROFILES__SAMPLE__INIT;
+        size_t locs = 0, vals = 0, labels = 0;
         for (size_t j = 0; j < s->nlocations; j++)
-            e->ids[j] = s->locations[j]->id;
-        m.n_location_id = s->nlocations;
-        m.location_id = e->ids;
-        m.n_value = s->nvalues;
-        m.value = (int64_t *)s->values; /* protobuf-c only reads it */
+            locs += varint_size(s->locations[j]->id);
+        for (size_t j = 0; j < s->nvalues; j++)
+            vals += varint_size((uint64_t)s->values[j]);
         for (size_t j = 0; j < s->nlabels; j++) {
-            Perftools__Profiles__Label *l = &e->labels[j];
-            perftools__profiles__label__init(l);
-            l->key = str_index(e, s->labels[j].key);
-            l->str = str_index(e, s->labels[j].value);
-            e->label_ptrs[j] = l;
+            size_t n = label_size(str_index(e, s->labels[j].key), str_index(e, s->labels[j].value), 0, 0);
+            labels += 1 + varint_size(n) + n;
         }
         for (size_t j = 0; j < s->nnum_labels; j++) {
-            Perftools__Profiles__Label *l = &e->labels[s->nlabels + j];
-            perftools__profiles__label__init(l);
-            l->key = str_index(e, s->num_labels[j].key);
-            l->num = s->num_labels[j].value;
-            if (s->num_labels[j].unit && s->num_labels[j].unit[0])
-                l->num_unit = str_index(e, s->num_labels[j].unit);
-            e->label_ptrs[s->nlabels + j] = l;
+            const pprof_num_label *l = &s->num_labels[j];
+            size_t n = label_size(str_index(e, l->key), 0, l->value, l->unit && l->unit[0] ? str_index(e, l->unit) : 0);
+            labels += 1 + varint_size(n) + n;
         }
-        m.n_label = s->nlabels + s->nnum_labels;
-        m.label = e->label_ptrs;
-        if (!e->err)
-            put_message(e->s, F_SAMPLE, &m.base);
+        size_t body = (locs ? 1 + varint_size(locs) + locs : 0) + (vals ? 1 + varint_size(vals) + vals : 0) + labels;
+        unsigned char *buf = e->sample_buf, *b;
+        if (body + 32 > e->sample_cap) {
+            free(e->sample_buf);
+            e->sample_cap = (body + 32) * 2;
+            if (!(e->sample_buf = malloc(e->sample_cap))) {
+                e->sample_cap = 0;
+                e->err = PPROF_ENOMEM;
+                return;
+            }
+            buf = e->sample_buf;
+        }
+        b = buf;
+        *b++ = F_SAMPLE << 3 | WIRE_LEN;
+        b = varint_to(b, body);
+        if (locs) {
+            *b++ = 1 << 3 | WIRE_LEN;
+            b = varint_to(b, locs);
+            for (size_t j = 0; j < s->nlocations; j++)
+                b = varint_to(b, s->locations[j]->id);
+        }
+        if (vals) {
+            *b++ = 2 << 3 | WIRE_LEN;
+            b = varint_to(b, vals);
+            for (size_t j = 0; j < s->nvalues; j++)
+                b = varint_to(b, (uint64_t)s->values[j]);
+        }
+        for (size_t j = 0; j < s->nlabels; j++)
+            b = label_to(b, str_index(e, s->labels[j].key), str_index(e, s->labels[j].value), 0, 0);
+        for (size_t j = 0; j < s->nnum_labels; j++) {
+            const pprof_num_label *l = &s->num_labels[j];
+            b = label_to(b, str_index(e, l->key), 0, l->value, l->unit && l->unit[0] ? str_index(e, l->unit) : 0);
+        }
+        sink_put(e->s, buf, (size_t)(b - buf));
     }
 }
 
@@ -625,21 +697,16 @@ static void emit_tail(enc *e)
 /* Allocates the scratch arrays; counts of 0 still give valid pointers. */
 static int enc_scratch(enc *e, const maxima *mx)
 {
-    e->ids = malloc((mx->locations + 1) * sizeof *e->ids);
-    e->labels = malloc((mx->labels + 1) * sizeof *e->labels);
-    e->label_ptrs = malloc((mx->labels + 1) * sizeof *e->label_ptrs);
     e->lines = malloc((mx->lines + 1) * sizeof *e->lines);
     e->line_ptrs = malloc((mx->lines + 1) * sizeof *e->line_ptrs);
-    if (!e->ids || !e->labels || !e->label_ptrs || !e->lines || !e->line_ptrs)
+    if (!e->lines || !e->line_ptrs)
         return PPROF_ENOMEM;
     return 0;
 }
 
 static void enc_free(enc *e)
 {
-    free(e->ids);
-    free(e->labels);
-    free(e->label_ptrs);
+    free(e->sample_buf);
     free(e->lines);
     free(e->line_ptrs);
     strtab_free(&e->st);

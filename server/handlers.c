@@ -235,8 +235,10 @@ static void write_stats(pp_reply *r)
 {
     pprof_cpu_stats c;
     pprof_labels_stats l;
+    pprof_heap_stats h;
     pprof_cpu_stats_get(&c);
     pprof_labels_stats_get(&l);
+    pprof_heap_stats_get(&h);
     pp_reply_printf(r,
                     "<tr><td>CPU sampling</td><td>%d Hz now, %d threads timed; %llu signals, %llu samples, "
                     "%llu lost, %llu truncated; handler %.3f ms, collector %.3f ms of CPU</td></tr>\n",
@@ -248,6 +250,12 @@ static void write_stats(pp_reply *r)
                     "cumulative profiles, %llu records with labels dropped</td></tr>\n",
                     (unsigned long long)l.live, (unsigned long long)l.created, (unsigned long long)l.freed,
                     (unsigned long long)l.kept, (unsigned long long)l.dropped);
+    pp_reply_printf(r,
+                    "<tr><td>Heap sampling</td><td>%ld bytes between samples (0: off); %llu sampled, "
+                    "%llu unrecorded; %llu records (%.1f MiB), %llu sampled objects live (%.1f MiB)</td></tr>\n",
+                    h.rate, (unsigned long long)h.sampled, (unsigned long long)h.unrecorded,
+                    (unsigned long long)h.records, h.table_bytes / 1048576.0, (unsigned long long)h.live_sampled,
+                    h.live_table_bytes / 1048576.0);
 }
 
 /* The index page: the template with {{PREFIX}}, {{ROWS}} and {{STATS}}
