@@ -24,7 +24,11 @@ typedef struct pp_next_alloc {
 /* Filled by pp_next_resolve; all non-NULL afterwards. */
 extern pp_next_alloc pp_next;
 /* 1 once pp_next is usable. malloc-safe */
-int pp_next_ready(void);
+extern _Atomic int pp_next_state;
+static inline int pp_next_ready(void)
+{
+    return atomic_load_explicit(&pp_next_state, memory_order_acquire) == 2;
+}
 /* Finds the next allocator (once; other threads meanwhile get 0 and use the
  * bootstrap buffer). Returns pp_next_ready(). malloc-safe */
 int pp_next_resolve(void);

@@ -47,7 +47,7 @@ __attribute__((noinline)) static void *sampled_alloc(size_t align, size_t n, int
 }
 
 /* malloc-safe */
-static int ready(void)
+static inline int ready(void)
 {
     return LIKELY(pp_next_ready()) || pp_next_resolve();
 }
@@ -129,8 +129,8 @@ static void *realloc_impl(void *p, size_t n, uint64_t caller)
     uint32_t rec = 0;
     if (!((uintptr_t)p & (PP_HEAP_ALIGN - 1)) && pp_heap_table_maybe_live(p))
         rec = pp_heap_table_take(p);
-    size_t old = rec ? pp_heap_rec_get(rec)->size : pp_next.usable_size(p);
-    if (n && old && take_sample(n)) {
+    size_t old;
+    if (n && take_sample(n) && (old = rec ? pp_heap_rec_get(rec)->size : pp_next.usable_size(p))) {
         void *q = sampled_alloc(0, n, 0, caller);
         if (!q) {
             if (rec)

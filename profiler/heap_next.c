@@ -20,7 +20,8 @@
 #include <string.h>
 
 pp_next_alloc pp_next;
-static _Atomic int state; /* 0 unresolved, 1 resolving, 2 ready */
+_Atomic int pp_next_state; /* 0 unresolved, 1 resolving, 2 ready */
+#define state pp_next_state
 
 #define BOOT_SIZE PP_BOOT_SIZE
 #define boot pp_boot
@@ -148,10 +149,4 @@ int pp_next_resolve(void)
     pp_next = n;
     atomic_store(&state, 2);
     return 1;
-}
-
-/* malloc-safe */
-int pp_next_ready(void)
-{
-    return atomic_load_explicit(&state, memory_order_acquire) == 2;
 }
