@@ -25,7 +25,7 @@
 #include <unistd.h>
 
 #define LEVELS 17
-#define PAD 15
+#define PAD 11
 
 static void **kept;
 
@@ -37,35 +37,36 @@ __attribute__((noinline)) static void leaf(unsigned long id)
     kept[id] = p;
 }
 
-static void step(unsigned long id, int level);
+static void step1(unsigned long id, int level);
 
+/* One frame per level: the call site (step0 or step1 calling) differs by
+ * the level's bit, so every id gets its own stack. */
 __attribute__((noinline)) static void step0(unsigned long id, int level)
 {
-    step(id, level + 1);
+    if (level == LEVELS)
+        leaf(id);
+    else if ((id >> level) & 1)
+        step1(id, level + 1);
+    else
+        step0(id, level + 1);
     __asm__ volatile("" ::: "memory"); /* no tail call: keep the frame */
 }
 
 __attribute__((noinline)) static void step1(unsigned long id, int level)
 {
-    step(id, level + 1);
-    __asm__ volatile("" ::: "memory");
-}
-
-__attribute__((noinline)) static void step(unsigned long id, int level)
-{
     if (level == LEVELS)
         leaf(id);
     else if ((id >> level) & 1)
-        step1(id, level);
+        step1(id, level + 1);
     else
-        step0(id, level);
+        step0(id, level + 1);
     __asm__ volatile("" ::: "memory");
 }
 
 __attribute__((noinline)) static void pad(unsigned long id, int depth)
 {
     if (depth == 0)
-        step(id, 0);
+        step0(id, 0);
     else
         pad(id, depth - 1);
     __asm__ volatile("" ::: "memory");
@@ -154,7 +155,7 @@ int main(int argc, char **argv)
     int runs = argc > 1 ? atoi(argv[1]) : 5;
     if (runs < 1)
         runs = 1;
-    printf("delta_heap: stacks of %d frames, every allocation sampled\n\n", LEVELS + PAD + 4);
+    printf("delta_heap: stacks of about %d frames, every allocation sampled\n\n", LEVELS + PAD + 6);
     run(10000, runs);
     run(100000, runs);
     return 0;

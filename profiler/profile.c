@@ -417,14 +417,25 @@ int pp_profile_finish(pprof_profile *p)
     frame_loc = malloc((total + 1) * sizeof *frame_loc);
     if (!frame_loc)
         goto out;
+    /* Stacks of neighbouring samples mostly share their outer frames:
+     * compare with the previous sample's frame at the same distance from
+     * the root before hashing. */
     uint32_t nloc = 0;
-    for (size_t i = 0, f = 0; i < p->nsamples; i++)
-        for (size_t k = 0; k < b->npcs[i]; k++, f++) {
+    for (size_t i = 0, f = 0, prev_f = 0; i < p->nsamples; i++) {
+        size_t n = b->npcs[i], pn = i ? b->npcs[i - 1] : 0;
+        for (size_t k = 0; k < n; k++, f++) {
+            size_t d = n - 1 - k; /* distance from the root */
+            if (d < pn && b->pcs[i][k] == b->pcs[i - 1][pn - 1 - d]) {
+                frame_loc[f] = frame_loc[prev_f + pn - 1 - d];
+                continue;
+            }
             int r = addr_map_find_or_add(&am, b->pcs[i][k], nloc, &frame_loc[f]);
             if (r < 0)
                 goto out;
             nloc += (uint32_t)r;
         }
+        prev_f = f - n;
+    }
     pp_sym_session *ss = pp_sym_begin();
     if (!ss)
         goto out;
