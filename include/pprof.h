@@ -150,7 +150,8 @@ typedef enum pprof_format {
     PPROF_FORMAT_PROTO_GZIP = 0, /* pprof protobuf, gzipped: what /debug/pprof serves */
     PPROF_FORMAT_PROTO = 1,      /* pprof protobuf, uncompressed */
     PPROF_FORMAT_FOLDED = 2,     /* "root;caller;leaf <first value>" per line */
-    PPROF_FORMAT_TEXT = 3,       /* Go's debug=1 text (heap profiles) */
+    PPROF_FORMAT_TEXT = 3,       /* Go's debug=1 text (heap, goroutine, threadcreate) */
+    PPROF_FORMAT_TEXT_DUMP = 4,  /* Go's debug=2 text: a per_thread thread profile */
 } pprof_format;
 
 /* Serializes `p` to `w`. Thread-safe (the profile is read only). */
@@ -309,8 +310,9 @@ PPROF_API int pprof_alloc_recorder_new(const pprof_heap_config *cfg, pprof_recor
 /* An instant heap recorder: pprof_recorder_write_to gives the live heap
  * now, with every allocation since start-up as alloc_*. Thread-safe. */
 PPROF_API int pprof_heap_recorder_new(const pprof_heap_config *cfg, pprof_recorder **out);
-/* Instant kinds (heap): the profile of the state now, in *out. Windowed
- * kinds fail with PPROF_ENOTSUP. Thread-safe; one thread at a time per
+/* Instant kinds (heap, threads, threadcreate, custom): the profile of the state
+ * now, in *out. Windowed-only kinds (CPU, allocations) fail with
+ * PPROF_ENOTSUP. Thread-safe; one thread at a time per
  * recorder. */
 PPROF_API int pprof_recorder_write_to(pprof_recorder *r, pprof_profile **out);
 
@@ -326,6 +328,60 @@ typedef struct pprof_heap_stats {
 
 /* Counters of the heap sampler. Thread-safe. */
 PPROF_API void pprof_heap_stats_get(pprof_heap_stats *out);
+
+/* ---------------------------------------------------- thread recorders
+ *
+ * Go's goroutine profile, for threads: the stacks of all live threads,
+ * goroutine/count per distinct (stack, labels). Taking it does not break
+ * the threads' system calls: a thread waiting in the kernel (poll,
+ * epoll_wait, nanosleep, futex, ...) is walked from the stack pointer and pc
+ * that /proc shows for it, with no signal; only threads that are running
+ * get the profiling signal (and answer within ~100 ms; one that blocks it
+ * is shown with a frame saying so; ~1 s in all). write_to gives the state
+ * now; a window (start/snapshot/stop) the difference of the counts. */
+typedef struct pprof_threads_config {
+    /* Keep every thread apart, labelled thread.id, thread.name and
+     * thread.state (a letter as in /proc, and the call it waits in): the
+     * debug=2 dump. Such a recorder has no window. */
+    int per_thread;
+} pprof_threads_config;
+
+/* A thread recorder; cfg may be NULL. Thread-safe. */
+PPROF_API int pprof_threads_recorder_new(const pprof_threads_config *cfg, pprof_recorder **out);
+/* A threadcreate recorder: for each live thread the stack of the
+ * pthread_create call that made it (threadcreate/count); threads made
+ * otherwise show "[not created through pthread_create]". Thread-safe. */
+PPROF_API int pprof_threadcreate_recorder_new(pprof_recorder **out);
+
+/* ----------------------------------------------------- custom profiles
+ *
+ * Like Go's pprof.NewProfile: a program counts things of its own by the
+ * stack that made them (open connections, file handles, cache entries).
+ * Each entry is keyed by a pointer; adding it records the caller's stack
+ * and the thread's labels. Served at <prefix><name> and listed on the
+ * index with its count; a recorder gives <name>/count per (stack, labels),
+ * now (write_to) or as the difference over a window. */
+typedef struct pprof_custom pprof_custom;
+
+/* Registers a profile. The name is 1-63 of [A-Za-z0-9._-] and must not be
+ * a built-in profile's (PPROF_EINVAL) nor registered already
+ * (PPROF_EBUSY). Profiles live as long as the process. Thread-safe. */
+PPROF_API int pprof_custom_new(const char *name, pprof_custom **out);
+/* The registered profile named `name`, or NULL. Thread-safe. */
+PPROF_API pprof_custom *pprof_custom_find(const char *name);
+/* Copies up to max registered profiles to out; returns how many. */
+PPROF_API size_t pprof_custom_list(pprof_custom **out, size_t max);
+PPROF_API const char *pprof_custom_name(const pprof_custom *c);
+/* Adds an entry for `key` with the caller's stack; PPROF_EBUSY if the key
+ * is in the profile already. Thread-safe. */
+PPROF_API int pprof_custom_add(pprof_custom *c, const void *key);
+/* Removes the entry for `key`; PPROF_EINVAL if it is not there. */
+PPROF_API int pprof_custom_remove(pprof_custom *c, const void *key);
+/* Entries in the profile now. Thread-safe. */
+PPROF_API size_t pprof_custom_count(pprof_custom *c);
+/* A recorder of the profile (write_to, or start/snapshot/stop for the
+ * difference of the counts). Thread-safe. */
+PPROF_API int pprof_custom_recorder_new(pprof_custom *c, pprof_recorder **out);
 
 /* Chooses the signal the CPU timers deliver: SIGPROF by default, or
  * LIBPPROF_SIGNAL (a number) at start-up; for hosts that use SIGPROF

@@ -26,6 +26,7 @@
 #include "labels.h"
 #include "lock.h"
 #include "profile.h"
+#include "thread_dump.h"
 #include "unwind.h"
 
 #include <dirent.h>
@@ -93,6 +94,13 @@ static void chain(int sig, siginfo_t *si, void *uc) /* async-signal-safe */
 /* The profiling signal handler. async-signal-safe */
 static void on_signal(int sig, siginfo_t *si, void *uc)
 {
+    if (si->si_code == SI_QUEUE) {
+        int saved = errno;
+        int dump = pp_thread_dump_on_signal(si, uc, gettid_cached());
+        errno = saved;
+        if (dump)
+            return;
+    }
     int ours = (si->si_code == SI_TIMER && si->si_value.sival_int == TIMER_MAGIC) ||
                (fallback && si->si_code == SI_KERNEL);
     if (!ours) {
@@ -148,6 +156,14 @@ static int install_handler(void)
         return PPROF_ESYS;
     installed = 1;
     return 0;
+}
+
+int pp_cpu_install_handler(void)
+{
+    pp_mutex_lock(&reg_lock);
+    int rc = install_handler();
+    pp_mutex_unlock(&reg_lock);
+    return rc;
 }
 
 int pprof_cpu_set_signal(int signo)

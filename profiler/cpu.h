@@ -18,6 +18,9 @@ int pp_cpu_max_frames(void);
 /* Threads with a live timer. */
 int pp_cpu_threads(void);
 
+/* Installs the profiling signal's handler (idempotent): thread dumps
+ * use it even when CPU profiling is off. Returns 0 or a PPROF_E* code. */
+int pp_cpu_install_handler(void);
 /* The signal the timers deliver (SIGPROF unless configured). */
 int pp_cpu_signal(void);
 /* Weighted samples lost to a full ring so far. */

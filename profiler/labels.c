@@ -198,6 +198,11 @@ const void *pp_labels_current_ref(void)
     return c;
 }
 
+void *const *pp_labels_slot(void)
+{
+    return (void *const *)&current;
+}
+
 /* async-signal-safe */
 const pprof_labels *pp_labels_current_peek(void)
 {

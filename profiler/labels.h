@@ -16,6 +16,11 @@ size_t pp_labels_pairs(const void *set, const pprof_label **out);
 /* Makes `set` (a reference the caller gives away, or NULL) the calling
  * thread's current set: a new thread adopting its creator's set. */
 void pp_labels_adopt(pprof_labels *set);
+/* The address of the calling thread's current-set pointer (thread dumps
+ * read it for threads they do not interrupt; see thread_dump.c). */
+void *const *pp_labels_slot(void);
+/* The layout thread dumps copy a set by: a 32-bit reference count, a
+ * 32-bit pair count, then the pairs (pprof_label). */
 /* The calling thread's current set without a reference (valid until the
  * thread changes it), or NULL. async-signal-safe */
 const pprof_labels *pp_labels_current_peek(void);

@@ -47,19 +47,22 @@ static void shutdown_all(void)
     pprof_server_stop();
 }
 
-/* Lock order: collector, object list, thread registry, label cap, heap. */
+/* Lock order: collector, object list, CPU thread registry, label cap,
+ * thread registry, heap. */
 static void fork_prepare(void)
 {
     pp_collector_fork_prepare();
     pp_unwind_fork_prepare();
     pp_cpu_fork_prepare();
     pp_labels_cap_fork_prepare();
+    pp_threads_fork_prepare();
     pp_heap_fork_prepare();
 }
 
 static void fork_parent(void)
 {
     pp_heap_fork_parent();
+    pp_threads_fork_parent();
     pp_labels_cap_fork_parent();
     pp_cpu_fork_parent();
     pp_unwind_fork_parent();
@@ -69,6 +72,7 @@ static void fork_parent(void)
 static void fork_child(void)
 {
     pp_heap_fork_child();
+    pp_threads_fork_child();
     pp_labels_cap_fork_child();
     pp_cpu_fork_child();
     pp_unwind_fork_child();
@@ -83,6 +87,7 @@ __attribute__((constructor(101))) static void pp_init(void)
         fprintf(stderr, "libpprof: ignoring LIBPPROF_SIGNAL=%d: %s; using SIGPROF\n", signo,
                 pprof_strerror(PPROF_EINVAL));
     pp_threads_init();
+    pp_threads_register_main();
     pp_unwind_init();
     pp_labels_cap_init();
     pp_heap_init();

@@ -244,6 +244,43 @@ int pp_profile_add_num(pprof_profile *p, const uint64_t *pcs, size_t npcs, const
     return insert(p, &b->index[j], pcs, npcs, 0, values, labels, nlabels, num, nnum);
 }
 
+int pp_profile_add_profile(pprof_profile *dst, const pprof_profile *src, int64_t sign)
+{
+    if (!dst || !src || !src->b || dst->ntypes != src->ntypes)
+        return PPROF_EINVAL;
+    int64_t v[16];
+    if (src->ntypes > 16)
+        return PPROF_EINVAL;
+    for (size_t i = 0; i < src->nsamples; i++) {
+        const pprof_sample *s = &src->samples[i];
+        for (size_t k = 0; k < src->ntypes; k++)
+            v[k] = sign * s->values[k];
+        int rc = pp_profile_add_num(dst, src->b->pcs[i], src->b->npcs[i], v, s->labels, s->nlabels, s->num_labels,
+                                    s->nnum_labels);
+        if (rc)
+            return rc;
+    }
+    return 0;
+}
+
+void pp_profile_drop_zero(pprof_profile *p)
+{
+    size_t k = 0;
+    for (size_t i = 0; i < p->nsamples; i++) {
+        int any = 0;
+        for (size_t t = 0; t < p->ntypes; t++)
+            any |= p->samples[i].values[t] != 0;
+        if (!any)
+            continue;
+        p->samples[k] = p->samples[i];
+        p->b->pcs[k] = p->b->pcs[i];
+        p->b->npcs[k] = p->b->npcs[i];
+        k++;
+    }
+    p->nsamples = k;
+    p->b->unindexed = 1; /* the index points at old positions */
+}
+
 int pp_profile_append(pprof_profile *p, const uint64_t *pcs, size_t npcs, const int64_t *values,
                       const pprof_label *labels, size_t nlabels, const pprof_num_label *num, size_t nnum)
 {
@@ -323,6 +360,9 @@ static const char *pseudo_name(uint64_t pc)
     switch (pc) {
     case PP_PC_TRUNCATED: return "[truncated]";
     case PP_PC_LOST: return "[lost samples]";
+    case PP_PC_NO_ANSWER: return "[no answer: the thread blocks the profiling signal or is stopped]";
+    case PP_PC_TIME_LIMIT: return "[not taken: the dump's time limit was reached]";
+    case PP_PC_NO_CREATOR: return "[not created through pthread_create]";
     default: return "[unknown]";
     }
 }

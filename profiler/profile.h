@@ -20,6 +20,9 @@
 #define PP_PC_TRUNCATED 1   /* "[truncated]": the stack went deeper than max_frames */
 #define PP_PC_LOST 2        /* "[lost samples]": the ring was full */
 #define PP_PC_UNKNOWN 3     /* "[unknown]": no stack could be taken */
+#define PP_PC_NO_ANSWER 4   /* a thread did not answer a dump's signal */
+#define PP_PC_TIME_LIMIT 5  /* a thread dump ran out of time before this thread */
+#define PP_PC_NO_CREATOR 6  /* a thread not created through pthread_create */
 #define PP_PC_PSEUDO_MAX 15
 
 #include "arena.h"
@@ -70,6 +73,12 @@ int pp_profile_add_num(pprof_profile *p, const uint64_t *pcs, size_t npcs, const
  * functions above, not both. */
 int pp_profile_append(pprof_profile *p, const uint64_t *pcs, size_t npcs, const int64_t *values,
                       const pprof_label *labels, size_t nlabels, const pprof_num_label *num, size_t nnum);
+
+/* Adds every sample of the unfinished profile src (same sample types) to
+ * dst with its values multiplied by sign: a difference of two snapshots. */
+int pp_profile_add_profile(pprof_profile *dst, const pprof_profile *src, int64_t sign);
+/* Removes samples whose values are all zero; nothing may be added after. */
+void pp_profile_drop_zero(pprof_profile *p);
 
 /* Adds a free-form comment (copied). */
 int pp_profile_add_comment(pprof_profile *p, const char *comment);

@@ -8,6 +8,9 @@ typedef enum pp_kind {
     PP_KIND_CPU = 1,
     PP_KIND_ALLOC,  /* windowed heap: allocations over a window, live heap at its end */
     PP_KIND_HEAP,   /* instant heap: write_to */
+    PP_KIND_THREADS,      /* live threads' stacks: write_to, or a window of differences */
+    PP_KIND_THREADCREATE, /* the stacks that created live threads: likewise */
+    PP_KIND_CUSTOM,       /* a custom profile's entries: likewise */
 } pp_kind;
 
 struct pp_heap_snap;
@@ -25,12 +28,20 @@ struct pprof_recorder {
     int heap_flags;
     int from_start;
     struct pp_heap_snap *base;  /* counts at the window's start */
+    /* count kinds (threads, threadcreate) */
+    int per_thread;
+    pprof_custom *custom;
+    pprof_profile *count_base;  /* unfinished: the counts at the window's start */
 };
 
 /* Heap kinds (recorder_heap.c), dispatched to from recorder.c. */
 int pp_heap_recorder_start(pprof_recorder *r);
 int pp_heap_recorder_end(pprof_recorder *r, int reopen, pprof_profile **out);
 void pp_heap_recorder_release(pprof_recorder *r);
+/* Count kinds (recorder_counts.c). */
+int pp_counts_write_to(pprof_recorder *r, pprof_profile **out);
+int pp_counts_start(pprof_recorder *r);
+int pp_counts_end(pprof_recorder *r, int reopen, pprof_profile **out);
 /* Symbolizes p into *out (or frees it when out is NULL). */
 int pp_recorder_finish(pprof_profile *p, pprof_profile **out);
 #endif

@@ -148,6 +148,8 @@ int pprof_recorder_write_to(pprof_recorder *r, pprof_profile **out)
     if (!r || !out)
         return PPROF_EINVAL;
     *out = NULL;
+    if (r->kind == PP_KIND_THREADS || r->kind == PP_KIND_THREADCREATE || r->kind == PP_KIND_CUSTOM)
+        return pp_counts_write_to(r, out);
     if (r->kind != PP_KIND_HEAP)
         return pp_error_detail(PPROF_ENOTSUP, "a windowed recorder: use start, snapshot and stop");
     int rc = heap_available();

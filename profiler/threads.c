@@ -1,4 +1,4 @@
-/* threads.c: thread creation and exit tracking.
+/* threads.c: thread creation and exit tracking, and the thread registry.
  *
  * pthread_create is interposed so every new thread runs a short prologue
  * before its start routine: it arms its own CPU timer if profiling is on
@@ -7,6 +7,12 @@
  * pthread_exit and cancellation, and deletes the thread's timer. Threads
  * created some other way (raw clone) are found by the collector's rescan of
  * /proc/self/task.
+ *
+ * The registry keeps, per live thread that started through the hook (and
+ * the main thread), the stack that created it (threadcreate) and the
+ * address of its current-labels slot (thread dumps read it for threads
+ * they do not interrupt). Slots are keyed by tid; a starting thread takes
+ * over a stale slot of its tid.
  */
 #define _GNU_SOURCE
 #include "threads.h"
@@ -14,9 +20,14 @@
 #include "labels.h"
 #include "unwind.h"
 
+#include "lock.h"
+
 #include <dlfcn.h>
 #include <pthread.h>
 #include <stdlib.h>
+#include <string.h>
+#include <sys/syscall.h>
+#include <unistd.h>
 
 typedef int (*create_fn)(pthread_t *, const pthread_attr_t *, void *(*)(void *), void *);
 
@@ -24,14 +35,78 @@ struct start {
     void *(*fn)(void *);
     void *arg;
     pprof_labels *labels; /* the creator's set, inherited */
+    int ncreate;
+    uint64_t create[PP_CREATE_FRAMES];
 };
 
 static pthread_key_t exit_key;
 static pthread_once_t key_once = PTHREAD_ONCE_INIT;
 
+static pp_mutex reg_lock = PP_MUTEX_INIT;
+static pp_thread_entry registry[PP_MAX_REGISTERED];
+static int reg_high; /* slots in use are below this */
+
+/* Registers the calling thread (tid, labels slot, creation stack). */
+static void register_self(const uint64_t *create, int ncreate)
+{
+    int tid = (int)syscall(SYS_gettid), free_slot = -1;
+    pp_mutex_lock(&reg_lock);
+    for (int i = 0; i < reg_high; i++) {
+        if (registry[i].tid == tid || (registry[i].tid == 0 && free_slot < 0))
+            free_slot = i;
+        if (registry[i].tid == tid)
+            break;
+    }
+    if (free_slot < 0 && reg_high < PP_MAX_REGISTERED)
+        free_slot = reg_high++;
+    if (free_slot >= 0) {
+        pp_thread_entry *e = &registry[free_slot];
+        e->tid = tid;
+        e->labels_slot = pp_labels_slot();
+        e->ncreate = ncreate;
+        if (ncreate)
+            memcpy(e->create, create, (size_t)ncreate * sizeof *create);
+    }
+    pp_mutex_unlock(&reg_lock);
+}
+
+static void unregister_self(void)
+{
+    int tid = (int)syscall(SYS_gettid);
+    pp_mutex_lock(&reg_lock);
+    for (int i = 0; i < reg_high; i++)
+        if (registry[i].tid == tid)
+            registry[i].tid = 0;
+    pp_mutex_unlock(&reg_lock);
+}
+
+size_t pp_threads_registered(pp_thread_entry *out, size_t max)
+{
+    size_t n = 0;
+    pp_mutex_lock(&reg_lock);
+    for (int i = 0; i < reg_high && n < max; i++)
+        if (registry[i].tid)
+            out[n++] = registry[i];
+    pp_mutex_unlock(&reg_lock);
+    return n;
+}
+
+void pp_threads_fork_child(void)
+{
+    reg_lock = (pp_mutex)PP_MUTEX_INIT;
+    int tid = (int)syscall(SYS_gettid);
+    for (int i = 0; i < reg_high; i++)
+        if (registry[i].tid != tid)
+            registry[i].tid = 0;
+}
+
+void pp_threads_fork_prepare(void) { pp_mutex_lock(&reg_lock); }
+void pp_threads_fork_parent(void) { pp_mutex_unlock(&reg_lock); }
+
 static void on_exit_key(void *v)
 {
     (void)v;
+    unregister_self();
     pp_cpu_thread_exit();
     pp_labels_thread_exit();
 }
@@ -46,11 +121,17 @@ void pp_threads_init(void)
     pthread_once(&key_once, make_key);
 }
 
+void pp_threads_register_main(void)
+{
+    register_self(NULL, 0);
+}
+
 static void *trampoline(void *p)
 {
     struct start s = *(struct start *)p;
-    free(p);
     pthread_setspecific(exit_key, (void *)1);
+    register_self(s.create, s.ncreate);
+    free(p);
     pp_labels_adopt(s.labels);
     pp_unwind_thread_prepare();
     pp_cpu_thread_start();
@@ -70,6 +151,9 @@ __attribute__((visibility("default"))) int pthread_create(pthread_t *t, const pt
     s->fn = fn;
     s->arg = arg;
     s->labels = pprof_labels_current();
+    int truncated;
+    s->ncreate = pp_unwind_here((uint64_t)(uintptr_t)__builtin_return_address(0), s->create, PP_CREATE_FRAMES,
+                                &truncated);
     int rc = real(t, attr, trampoline, s);
     if (rc) {
         pprof_labels_unref(s->labels);

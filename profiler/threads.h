@@ -1,6 +1,28 @@
 /* threads.h: thread creation/exit tracking (see threads.c). */
 #ifndef PP_THREADS_H
 #define PP_THREADS_H
+#include <stddef.h>
+#include <stdint.h>
+
+#define PP_CREATE_FRAMES 32
+#define PP_MAX_REGISTERED 8192
+
+/* A live thread as the registry knows it. */
+typedef struct pp_thread_entry {
+    int tid;                          /* 0: free slot */
+    int ncreate;                      /* 0: not created through pthread_create */
+    void *const *labels_slot;         /* the thread's current-labels TLS slot */
+    uint64_t create[PP_CREATE_FRAMES]; /* the creating call's stack, call sites */
+} pp_thread_entry;
+
 /* Creates the thread-exit key. Idempotent; not for signal handlers. */
 void pp_threads_init(void);
+/* Registers the calling (main) thread, which has no creation stack. */
+void pp_threads_register_main(void);
+/* Copies up to max registered threads; returns how many. */
+size_t pp_threads_registered(pp_thread_entry *out, size_t max);
+/* fork handlers (lifecycle.c) */
+void pp_threads_fork_prepare(void);
+void pp_threads_fork_parent(void);
+void pp_threads_fork_child(void);
 #endif

@@ -402,6 +402,49 @@ __attribute__((noinline)) int pp_unwind_here(uint64_t caller, uint64_t *pcs, int
     return n;
 }
 
+/* A thread stopped in the kernel: pc and sp from /proc, rbp guessed. */
+int pp_unwind_remote(uint64_t pc, uint64_t sp, uint64_t rbp, uint64_t *pcs, int max, int *truncated)
+{
+    *truncated = 0;
+    int n = 0;
+    atomic_fetch_add(&in_flight, 1);
+    const struct r_debug *rd = loader_debug;
+    if (!atomic_load(&loader_busy) && (!rd || rd->r_state == RT_CONSISTENT) && max >= 1) {
+        uint64_t regs[PP_CFI_REGS] = {0};
+        regs[PP_REG_RA] = pc;
+        regs[PP_REG_RSP] = sp;
+        regs[PP_REG_RBP] = rbp;
+        n = walk(regs, pcs, max, truncated);
+    }
+    atomic_fetch_sub(&in_flight, 1);
+    if (n == 0 && max >= 1) {
+        pcs[0] = pc;
+        n = 1;
+    }
+    return n;
+}
+
+/* 1 if the bytes before `ra` in loaded code end in a call instruction. */
+int pp_unwind_after_call(uint64_t ra)
+{
+    const objset *s = &sets[atomic_load(&cur_set)];
+    const obj *o = find_object(s, ra - 1);
+    if (!o || ra < o->start + 7)
+        return 0;
+    const uint8_t *c = (const uint8_t *)(uintptr_t)ra;
+    if (c[-5] == 0xe8)                                   /* call rel32 */
+        return 1;
+    if (c[-2] == 0xff && (c[-1] & 0x38) == 0x10)         /* call *%reg, *(%reg) */
+        return 1;
+    if (c[-3] == 0xff && (c[-2] & 0x38) == 0x10)         /* call *disp8(%reg) */
+        return 1;
+    if (c[-6] == 0xff && (c[-5] & 0x38) == 0x10)         /* call *disp32(%rip or %reg) */
+        return 1;
+    if (c[-7] == 0xff && (c[-6] & 0x38) == 0x10)         /* with a SIB byte */
+        return 1;
+    return 0;
+}
+
 /* --- the object list, outside handlers --- */
 
 static void clear_cache(void)

@@ -34,4 +34,12 @@ int pp_unwind_signal(void *ucontext, uint64_t *pcs, int max, int *truncated);
  * pp_unwind_signal; safe inside malloc (no lock, no allocation).
  * async-signal-safe */
 int pp_unwind_here(uint64_t caller, uint64_t *pcs, int max, int *truncated);
+/* Another thread's stack, from the pc and stack pointer the kernel shows
+ * for it while it waits in a system call, and a guess at its frame
+ * pointer (0: none). Reads go through process_vm_readv: the thread may
+ * wake and change its stack meanwhile, which gives a wrong stack, never a
+ * fault. Not for signal handlers. */
+int pp_unwind_remote(uint64_t pc, uint64_t sp, uint64_t rbp, uint64_t *pcs, int max, int *truncated);
+/* 1 if `ra` is in loaded code right after a call instruction. */
+int pp_unwind_after_call(uint64_t ra);
 #endif

@@ -827,7 +827,9 @@ int pprof_profile_write(const pprof_profile *p, pprof_format fmt, pprof_writer w
     case PPROF_FORMAT_FOLDED:
         return pp_encode_folded(p, w);
     case PPROF_FORMAT_TEXT:
-        return pp_encode_text(p, w);
+        return pp_encode_text(p, w, 0);
+    case PPROF_FORMAT_TEXT_DUMP:
+        return pp_encode_text(p, w, 1);
     }
     return pp_error_detail(PPROF_EINVAL, "unknown profile format %d", (int)fmt);
 }

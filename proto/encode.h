@@ -31,8 +31,9 @@ int pp_encode_proto(const pprof_profile *p, int gzip, pprof_writer w);
  * equal stacks. Returns 0, PPROF_EINVAL, PPROF_ENOMEM or PPROF_EIO. */
 int pp_encode_folded(const pprof_profile *p, pprof_writer w);
 
-/* Writes `p` in Go's debug=1 text format (text.c); heap profiles only, others
- * give PPROF_ENOTSUP. */
-int pp_encode_text(const pprof_profile *p, pprof_writer w);
+/* Writes `p` in Go's debug=1 text format (text.c): heap and count
+ * profiles; with `dump`, Go's debug=2 per-thread format. Others give
+ * PPROF_ENOTSUP. */
+int pp_encode_text(const pprof_profile *p, pprof_writer w, int dump);
 
 #endif

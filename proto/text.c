@@ -9,7 +9,9 @@
  * gives Go's unscaled counts). The "@" line has return addresses (call site
  * + 1) as Go's does; "#" lines show each frame's call site, inlined frames
  * innermost first, and a "# labels:" line when the record has labels.
- * Function offsets ("+0x..") are not shown.
+ * Function offsets ("+0x..") are not shown. Count profiles (goroutine,
+ * threadcreate, custom) and the per-thread dump: see count_text and
+ * dump_text.
  */
 #define _GNU_SOURCE /* qsort_r */
 #include "encode.h"
@@ -105,12 +107,98 @@ static int heap_text(const pprof_profile *p, out *o)
     return o->err;
 }
 
-int pp_encode_text(const pprof_profile *p, pprof_writer w)
+static int by_count(const void *a, const void *b, void *arg)
+{
+    const pprof_profile *p = arg;
+    int64_t x = p->samples[*(const size_t *)a].values[0], y = p->samples[*(const size_t *)b].values[0];
+    return x < y ? 1 : x > y ? -1 : 0;
+}
+
+/* Counts by stack (goroutine, threadcreate, custom profiles):
+ *   <type> profile: total N
+ *   <count> @ 0x... 0x...
+ *   # labels: {"k":"v"}
+ *   #	0x<pc>	<function>	<file>:<line>
+ * largest counts first. */
+static int count_text(const pprof_profile *p, out *o)
+{
+    size_t *order = malloc((p->nsamples + 1) * sizeof *order);
+    if (!order)
+        return PPROF_ENOMEM;
+    int64_t total = 0;
+    for (size_t i = 0; i < p->nsamples; i++) {
+        order[i] = i;
+        total += p->samples[i].values[0];
+    }
+    qsort_r(order, p->nsamples, sizeof *order, by_count, (void *)p);
+    put(o, "%s profile: total %" PRId64 "\n", p->types[0].type, total);
+    for (size_t i = 0; i < p->nsamples && !o->err; i++) {
+        const pprof_sample *s = &p->samples[order[i]];
+        put(o, "%" PRId64, s->values[0]);
+        put_frames(o, s);
+    }
+    free(order);
+    return o->err;
+}
+
+static const char *label_of(const pprof_sample *s, const char *key)
+{
+    for (size_t k = 0; k < s->nlabels; k++)
+        if (!strcmp(s->labels[k].key, key))
+            return s->labels[k].value;
+    return "";
+}
+
+/* One stanza per thread (a per_thread thread profile), like Go's debug=2:
+ *   thread <tid> "<name>" [<state>]:
+ *   labels: {"k":"v"}
+ *   <function>
+ *   	<file>:<line>
+ */
+static int dump_text(const pprof_profile *p, out *o)
+{
+    for (size_t i = 0; i < p->nsamples && !o->err; i++) {
+        const pprof_sample *s = &p->samples[i];
+        put(o, "thread %s \"%s\" [%s]:\n", label_of(s, "thread.id"), label_of(s, "thread.name"),
+            label_of(s, "thread.state"));
+        int first = 1;
+        for (size_t k = 0; k < s->nlabels; k++) {
+            if (!strncmp(s->labels[k].key, "thread.", 7))
+                continue;
+            put(o, "%s\"%s\":\"%s\"", first ? "labels: {" : ", ", s->labels[k].key, s->labels[k].value);
+            first = 0;
+        }
+        if (!first)
+            put(o, "}\n");
+        for (size_t j = 0; j < s->nlocations; j++) {
+            const pprof_location *l = s->locations[j];
+            if (l->nlines == 0)
+                put(o, "0x%" PRIx64 "\n", l->address);
+            for (size_t k = 0; k < l->nlines; k++) {
+                const pprof_line *ln = &l->lines[k];
+                put(o, "%s\n", ln->function[0] ? ln->function : ln->system_name);
+                if (ln->filename[0])
+                    put(o, "\t%s:%" PRId64 "\n", ln->filename, ln->line);
+            }
+        }
+        put(o, "\n");
+    }
+    return o->err;
+}
+
+int pp_encode_text(const pprof_profile *p, pprof_writer w, int dump)
 {
     if (!p || !w.write || p->b)
         return pp_error_detail(PPROF_EINVAL, "NULL or unfinished profile, or NULL writer");
     out o = {w, 0};
+    if (dump) {
+        if (!strcmp(p->period_type.type, "goroutine"))
+            return dump_text(p, &o);
+        return pp_error_detail(PPROF_ENOTSUP, "the dump format is for thread profiles");
+    }
     if (p->ntypes >= 4 && !strcmp(p->period_type.type, "space") && !strcmp(p->types[3].type, "inuse_space"))
         return heap_text(p, &o);
+    if (p->ntypes == 1 && !strcmp(p->types[0].unit, "count"))
+        return count_text(p, &o);
     return pp_error_detail(PPROF_ENOTSUP, "no text format for profiles of %s", p->period_type.type);
 }

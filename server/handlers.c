@@ -196,9 +196,17 @@ static const pp_endpoint endpoints[] = {
      "A sampling of memory allocations of live objects (C malloc family and C++ new), with labels",
      PP_EP_QUERY, pp_h_heap},
     {"delta_heap", NULL, NULL, PP_EP_QUERY, pp_h_delta_heap},
+    {"goroutine", "goroutine?debug=1",
+     "Stack traces of all current threads (goroutine for Go tools). Use debug=2 as a query parameter "
+     "to dump each thread with its id, name and state. Threads waiting in the kernel are read without "
+     "a signal, so their system calls are not interrupted.",
+     PP_EP_QUERY, pp_h_goroutine},
+    {"threads", NULL, NULL, PP_EP_QUERY, pp_h_goroutine},
     {"symbol", "symbol",
      "Maps program counters to function names: POST or GET addresses joined by +", PP_EP_POST,
      h_symbol},
+    {"threadcreate", "threadcreate?debug=1", "Stack traces that led to the creation of the live threads",
+     PP_EP_QUERY, pp_h_threadcreate},
     {"trace", "trace", "Execution trace: not supported by libpprof (answers 501)", 0, h_trace},
 };
 static const size_t nendpoints = sizeof endpoints / sizeof endpoints[0];
@@ -227,6 +235,13 @@ static void write_rows(pp_reply *r)
             continue;
         pp_reply_printf(r, "<tr><td><a href=\"%s\">%s</a></td><td>%s</td></tr>\n", e->href, e->name,
                         e->desc);
+    }
+    pprof_custom *c[64];
+    size_t n = pprof_custom_list(c, 64);
+    for (size_t i = 0; i < n; i++) {
+        const char *name = pprof_custom_name(c[i]); /* [A-Za-z0-9._-]: nothing to escape */
+        pp_reply_printf(r, "<tr><td><a href=\"%s?debug=1\">%s</a></td><td>%zu entries now: a profile defined by "
+                        "the program</td></tr>\n", name, name, pprof_custom_count(c[i]));
     }
 }
 
@@ -293,8 +308,9 @@ static int h_index(pp_req *q)
 
 const pp_endpoint *pp_endpoint_find(const char *name)
 {
+    static const pp_endpoint custom = {"", NULL, NULL, PP_EP_QUERY, pp_h_custom};
     for (size_t i = 0; i < nendpoints; i++)
         if (strcmp(endpoints[i].name, name) == 0)
             return &endpoints[i];
-    return NULL;
+    return pprof_custom_find(name) ? &custom : NULL;
 }

@@ -345,12 +345,14 @@ int pprof_http_handle(const pprof_server_config *cfg, const pprof_http_request *
 
     const pp_endpoint *ep = NULL;
     if (strncmp(req->path, q.cfg.prefix, plen) == 0) {
-        ep = pp_endpoint_find(req->path + plen);
+        q.name = req->path + plen;
+        ep = pp_endpoint_find(q.name);
         if (!ep)
             return pp_reply_error(&q, 404, "Unknown profile");
     } else if (strcmp(req->path, "/symbolz") == 0 && !strstr(q.cfg.prefix, "/debug/pprof/")) {
         /* go tool pprof asks here when the profile URL lacks /debug/pprof/. */
         ep = pp_endpoint_find("symbol");
+        q.name = "symbol";
     }
     if (!ep)
         return pp_reply_error(&q, 404, "404 page not found");

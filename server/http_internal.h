@@ -42,6 +42,7 @@ typedef struct pp_query {
 typedef struct pp_req {
     pprof_server_config cfg; /* with the defaults filled in */
     const pprof_http_request *req;
+    const char *name;        /* the path under the prefix */
     pp_query q;              /* parsed for endpoints with PP_EP_QUERY */
     pprof_http_done done;
     void *ctx;
@@ -125,6 +126,10 @@ int pp_serve_window(pp_req *q, pprof_recorder *rec, int seconds, const char *wha
 int pp_h_heap(pp_req *q);
 int pp_h_allocs(pp_req *q);
 int pp_h_delta_heap(pp_req *q);
+/* handlers_threads.c */
+int pp_h_goroutine(pp_req *q);
+int pp_h_threadcreate(pp_req *q);
+int pp_h_custom(pp_req *q);
 
 typedef int (*pp_handler_fn)(pp_req *q);
 

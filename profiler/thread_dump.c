@@ -1,0 +1,355 @@
+/* thread_dump.c: the stacks of all live threads, without breaking their
+ * system calls.
+ *
+ * A signal makes poll, epoll_wait, nanosleep, sem_wait and others return
+ * EINTR even under SA_RESTART, so a dump must not signal a thread that is
+ * waiting in the kernel. For each thread of /proc/self/task:
+ *   - waiting in a system call (/proc/self/task/<tid>/syscall gives its
+ *     number, user stack pointer and pc): walked from that pc and stack
+ *     pointer, reading its stack through process_vm_readv; the frame
+ *     pointer, which /proc does not show, is found by scanning the stack
+ *     for the first saved-frame-pointer/return-address pair. No signal.
+ *     Its labels are copied the same way from its label slot, and kept
+ *     only if the thread was still in the same call afterwards.
+ *   - running or runnable: sent the profiling signal with a dump request
+ *     (rt_tgsigqueueinfo, SI_QUEUE and a magic value); its handler walks
+ *     the stack into the one answer slot. The dump waits up to 100 ms per
+ *     thread and about 1 s in all; a thread that does not answer (it
+ *     blocks the signal, or is stopped) gets a frame that says so, and the
+ *     late signal is ignored when it arrives.
+ * One dump runs at a time.
+ */
+#define _GNU_SOURCE
+#include "thread_dump.h"
+#include "cpu.h"
+#include "labels.h"
+#include "lock.h"
+#include "profile.h"
+#include "threads.h"
+#include "unwind.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <sched.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/syscall.h>
+#include <sys/uio.h>
+#include <time.h>
+#include <unistd.h>
+
+#define DUMP_MAGIC 0x70706474
+#define PER_THREAD_NS 100000000ll
+#define TOTAL_NS 1000000000ll
+#define SCAN_WINDOW 4096
+
+enum { IDLE, WAITING, BUSY, DONE };
+
+static pp_mutex dump_lock = PP_MUTEX_INIT;
+static struct {
+    _Atomic int state;
+    _Atomic int tid;
+    int n, truncated;
+    const void *labels;
+    uint64_t pcs[PP_DUMP_FRAMES];
+} answer;
+
+/* async-signal-safe */
+int pp_thread_dump_on_signal(const siginfo_t *si, void *uc, int tid)
+{
+    if (si->si_code != SI_QUEUE || si->si_value.sival_int != DUMP_MAGIC)
+        return 0;
+    int expected = WAITING;
+    if (atomic_load(&answer.tid) != tid || !atomic_compare_exchange_strong(&answer.state, &expected, BUSY))
+        return 1; /* a late or stray request */
+    answer.n = pp_unwind_signal(uc, answer.pcs, PP_DUMP_FRAMES, &answer.truncated);
+    answer.labels = pp_labels_current_ref();
+    atomic_store(&answer.state, DONE);
+    return 1;
+}
+
+static int64_t mono_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000000000ll + ts.tv_nsec;
+}
+
+static int read_file(const char *path, char *buf, size_t len)
+{
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return -1;
+    ssize_t n = read(fd, buf, len - 1);
+    close(fd);
+    if (n < 0)
+        return -1;
+    buf[n] = '\0';
+    return (int)n;
+}
+
+/* Reads 8 bytes of this process's memory, or fails where a load would fault. */
+static int peek(uint64_t addr, uint64_t *v)
+{
+    struct iovec local = {v, 8}, remote = {(void *)(uintptr_t)addr, 8};
+    return process_vm_readv(getpid(), &local, 1, &remote, 1, 0) == 8;
+}
+
+/* The frame pointer of a thread stopped at sp: the first slot above sp
+ * that holds a plausible saved frame pointer followed by a return
+ * address just after a call. 0 when none is found. */
+static uint64_t guess_fp(uint64_t sp)
+{
+    for (uint64_t x = sp & ~7ull; x < sp + SCAN_WINDOW; x += 8) {
+        uint64_t saved, ra;
+        if (!peek(x, &saved) || !peek(x + 8, &ra))
+            return 0;
+        if ((saved == 0 || (saved > x && saved < x + (1 << 20) && !(saved & 7))) && pp_unwind_after_call(ra))
+            return x;
+    }
+    return 0;
+}
+
+/* Copies the pairs of the set a thread's labels slot points to. */
+static void copy_labels(void *const *slot, pp_thread_stack *t)
+{
+    uint64_t set, head;
+    if (!slot || !peek((uint64_t)(uintptr_t)slot, &set) || !set || !peek(set, &head))
+        return;
+    uint32_t n = (uint32_t)(head >> 32);
+    if (n == 0 || n > 64)
+        return;
+    pprof_label *l = calloc(n, sizeof *l);
+    if (!l)
+        return;
+    for (uint32_t i = 0; i < n; i++) {
+        uint64_t kv[2];
+        if (!peek(set + 8 + 16 * i, &kv[0]) || !peek(set + 16 + 16 * i, &kv[1]))
+            goto fail;
+        for (int k = 0; k < 2; k++) {
+            char buf[256];
+            struct iovec local = {buf, sizeof buf - 1}, remote = {(void *)(uintptr_t)kv[k], sizeof buf - 1};
+            ssize_t got = process_vm_readv(getpid(), &local, 1, &remote, 1, 0);
+            if (got <= 0)
+                goto fail;
+            buf[got] = '\0';
+            char *copy = strdup(buf);
+            if (!copy)
+                goto fail;
+            if (k == 0)
+                l[i].key = copy;
+            else
+                l[i].value = copy;
+        }
+    }
+    t->labels = l;
+    t->nlabels = n;
+    return;
+fail:
+    for (uint32_t i = 0; i < n; i++) {
+        free((char *)l[i].key);
+        free((char *)l[i].value);
+    }
+    free(l);
+}
+
+static void copy_set(const void *set, pp_thread_stack *t)
+{
+    const pprof_label *pairs;
+    size_t n = set ? pp_labels_pairs(set, &pairs) : 0;
+    if (!n || !(t->labels = calloc(n, sizeof *t->labels)))
+        return;
+    for (size_t i = 0; i < n; i++) {
+        t->labels[i].key = strdup(pairs[i].key);
+        t->labels[i].value = strdup(pairs[i].value);
+    }
+    t->nlabels = n;
+}
+
+static void *const *slot_of(const pp_thread_entry *reg, size_t nreg, int tid)
+{
+    for (size_t i = 0; i < nreg; i++)
+        if (reg[i].tid == tid)
+            return reg[i].labels_slot;
+    return NULL;
+}
+
+/* A thread waiting in the kernel: walked from /proc, no signal. Returns 0
+ * if the thread is not waiting (it must be asked with a signal). */
+static int walk_waiting(int tid, pp_thread_stack *t, void *const *slot)
+{
+    char path[64], line[512];
+    snprintf(path, sizeof path, "/proc/self/task/%d/syscall", tid);
+    if (read_file(path, line, sizeof line) <= 0 || !strncmp(line, "running", 7))
+        return 0;
+    char orig[512];
+    memcpy(orig, line, sizeof orig);
+    char *fields[9];
+    int nf = 0;
+    for (char *save, *f = strtok_r(line, " \n", &save); f && nf < 9; f = strtok_r(NULL, " \n", &save))
+        fields[nf++] = f;
+    if (nf < 3)
+        return 0;
+    int nr = atoi(fields[0]);
+    uint64_t sp = strtoull(fields[nf - 2], NULL, 0), pc = strtoull(fields[nf - 1], NULL, 0);
+    if (!sp || !pc)
+        return 0;
+    int truncated;
+    t->npcs = pp_unwind_remote(pc, sp, guess_fp(sp), t->pcs, PP_DUMP_FRAMES, &truncated);
+    if (truncated)
+        t->pcs[t->npcs++] = PP_PC_TRUNCATED;
+    t->how = PP_DUMP_SYSCALL;
+    t->syscall = nr;
+    copy_labels(slot, t);
+    /* Labels read while the thread ran on may belong to a set being freed:
+     * keep them only if it is still in the same call. */
+    if (t->nlabels && (read_file(path, line, sizeof line) <= 0 || strcmp(line, orig))) {
+        for (size_t i = 0; i < t->nlabels; i++) {
+            free((char *)t->labels[i].key);
+            free((char *)t->labels[i].value);
+        }
+        free(t->labels);
+        t->labels = NULL;
+        t->nlabels = 0;
+    }
+    return 1;
+}
+
+/* A running thread: asked with a signal; waits up to `budget_ns`. */
+static void ask(int tid, pp_thread_stack *t, int64_t budget_ns)
+{
+    atomic_store(&answer.tid, tid);
+    atomic_store(&answer.state, WAITING);
+    siginfo_t si;
+    memset(&si, 0, sizeof si);
+    si.si_signo = pp_cpu_signal();
+    si.si_code = SI_QUEUE;
+    si.si_pid = getpid();
+    si.si_uid = getuid();
+    si.si_value.sival_int = DUMP_MAGIC;
+    int64_t end = mono_ns() + (budget_ns < PER_THREAD_NS ? budget_ns : PER_THREAD_NS);
+    if (syscall(SYS_rt_tgsigqueueinfo, getpid(), tid, si.si_signo, &si) == 0) {
+        while (atomic_load(&answer.state) != DONE && mono_ns() < end) {
+            struct timespec ts = {0, 200000};
+            nanosleep(&ts, NULL);
+        }
+    }
+    int expected = WAITING;
+    if (atomic_compare_exchange_strong(&answer.state, &expected, IDLE)) {
+        t->how = PP_DUMP_NO_ANSWER;
+        t->pcs[0] = PP_PC_NO_ANSWER;
+        t->npcs = 1;
+        return;
+    }
+    while (atomic_load(&answer.state) != DONE) /* the handler is finishing */
+        sched_yield();
+    memcpy(t->pcs, answer.pcs, (size_t)answer.n * sizeof *t->pcs);
+    t->npcs = answer.n;
+    if (answer.truncated)
+        t->pcs[t->npcs++] = PP_PC_TRUNCATED;
+    t->how = PP_DUMP_SIGNAL;
+    copy_set(answer.labels, t);
+    if (answer.labels)
+        pp_labels_unref(answer.labels);
+    atomic_store(&answer.state, IDLE);
+}
+
+static void read_meta(int tid, pp_thread_stack *t)
+{
+    char path[64], buf[512];
+    snprintf(path, sizeof path, "/proc/self/task/%d/comm", tid);
+    if (read_file(path, buf, sizeof buf) > 0) {
+        buf[strcspn(buf, "\n")] = '\0';
+        buf[sizeof t->name - 1] = '\0';
+        memcpy(t->name, buf, sizeof t->name);
+    }
+    snprintf(path, sizeof path, "/proc/self/task/%d/stat", tid);
+    if (read_file(path, buf, sizeof buf) > 0) {
+        char *p = strrchr(buf, ')');
+        if (p && p[1] == ' ')
+            t->state = p[2];
+    }
+}
+
+__attribute__((noinline)) int pp_thread_dump(pp_thread_stack **out, size_t *n)
+{
+    *out = NULL;
+    *n = 0;
+    pp_cpu_install_handler();
+    pp_thread_entry *reg = malloc(PP_MAX_REGISTERED * sizeof *reg);
+    size_t nreg = reg ? pp_threads_registered(reg, PP_MAX_REGISTERED) : 0;
+    DIR *d = opendir("/proc/self/task");
+    if (!d) {
+        free(reg);
+        return PPROF_ESYS;
+    }
+    size_t cap = 64, count = 0;
+    pp_thread_stack *t = calloc(cap, sizeof *t);
+    if (!t) {
+        closedir(d);
+        free(reg);
+        return PPROF_ENOMEM;
+    }
+    pp_mutex_lock(&dump_lock);
+    int64_t end = mono_ns() + TOTAL_NS;
+    int self = (int)syscall(SYS_gettid);
+    uint64_t caller = (uint64_t)(uintptr_t)__builtin_return_address(0);
+    struct dirent *e;
+    while ((e = readdir(d))) {
+        int tid = atoi(e->d_name);
+        if (tid <= 0)
+            continue;
+        if (count == cap) {
+            pp_thread_stack *bigger = realloc(t, 2 * cap * sizeof *t);
+            if (!bigger)
+                break;
+            memset(bigger + cap, 0, cap * sizeof *t);
+            t = bigger;
+            cap *= 2;
+        }
+        pp_thread_stack *s = &t[count++];
+        s->tid = tid;
+        s->syscall = -1;
+        read_meta(tid, s);
+        int64_t left = end - mono_ns();
+        if (tid == self) { /* this thread: its own stack, from the caller on */
+            int truncated;
+            s->npcs = pp_unwind_here(caller, s->pcs, PP_DUMP_FRAMES, &truncated);
+            if (truncated)
+                s->pcs[s->npcs++] = PP_PC_TRUNCATED;
+            s->how = PP_DUMP_SIGNAL;
+            copy_set(pp_labels_current_peek(), s);
+            continue;
+        }
+        if (walk_waiting(tid, s, slot_of(reg, nreg, tid)))
+            continue;
+        if (left <= 0) {
+            s->how = PP_DUMP_TIME_LIMIT;
+            s->pcs[0] = PP_PC_TIME_LIMIT;
+            s->npcs = 1;
+            continue;
+        }
+        ask(tid, s, left);
+    }
+    pp_mutex_unlock(&dump_lock);
+    closedir(d);
+    free(reg);
+    *out = t;
+    *n = count;
+    return 0;
+}
+
+void pp_thread_dump_free(pp_thread_stack *t, size_t n)
+{
+    for (size_t i = 0; t && i < n; i++) {
+        for (size_t k = 0; k < t[i].nlabels; k++) {
+            free((char *)t[i].labels[k].key);
+            free((char *)t[i].labels[k].value);
+        }
+        free(t[i].labels);
+    }
+    free(t);
+}

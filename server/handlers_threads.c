@@ -1,0 +1,99 @@
+/* handlers_threads.c: goroutine (also served as threads), threadcreate and
+ * the program's custom profiles: everything counted by stack.
+ *
+ *   goroutine           the stacks of all live threads now (protobuf)
+ *   goroutine?debug=1   counts by stack, Go's text format
+ *   goroutine?debug=2   one stanza per thread: id, name, state, the call it
+ *                       waits in, labels, frames
+ *   ...?seconds=N       the difference of the counts over N seconds
+ *   threadcreate        the stacks that created the live threads
+ */
+#include "http_internal.h"
+
+#include <pthread.h>
+#include <stdio.h>
+
+static int send_profile(pp_req *q, pprof_profile *p, pprof_format fmt, const char *disposition)
+{
+    pp_reply r;
+    pp_reply_init(&r, 200);
+    int rc = pprof_profile_write(p, fmt, pp_reply_writer(&r));
+    pprof_profile_free(p);
+    if (rc != 0) {
+        pprof_buffer_free(&r.resp.body);
+        return pp_reply_error(q, 500, "Could not write the profile: %s", pprof_strerror(rc));
+    }
+    if (fmt == PPROF_FORMAT_PROTO_GZIP) {
+        pp_reply_header(&r, "Content-Type", "application/octet-stream");
+        pp_reply_header(&r, "Content-Disposition", disposition);
+    } else {
+        pp_reply_header(&r, "Content-Type", "text/plain; charset=utf-8");
+    }
+    return pp_reply_send(q, &r);
+}
+
+enum { THREADS, THREADCREATE, CUSTOM };
+
+static int serve(pp_req *q, int what, const char *disposition, const char *delta_disposition)
+{
+    int debug = q->q.has_debug ? q->q.debug : 0;
+    if (debug && q->q.has_seconds)
+        return pp_reply_error(q, 400, "seconds and debug params are incompatible");
+    pprof_threads_config cfg = {.per_thread = debug >= 2 && what == THREADS};
+    pprof_recorder *rec = NULL;
+    int rc = what == THREADCREATE ? pprof_threadcreate_recorder_new(&rec)
+             : what == CUSTOM     ? pprof_custom_recorder_new(pprof_custom_find(q->name), &rec)
+                                  : pprof_threads_recorder_new(&cfg, &rec);
+    if (rc != 0)
+        return pp_reply_error(q, 500, "Could not take the profile: %s", pprof_strerror(rc));
+    if (q->q.has_seconds)
+        return pp_serve_window(q, rec, q->q.seconds, what == THREADS ? "thread" : q->name, delta_disposition);
+    pprof_profile *p = NULL;
+    rc = pprof_recorder_write_to(rec, &p);
+    pprof_recorder_free(rec);
+    if (rc != 0)
+        return pp_reply_error(q, 500, "Could not take the profile: %s", pprof_strerror(rc));
+    pprof_format fmt = cfg.per_thread ? PPROF_FORMAT_TEXT_DUMP : debug ? PPROF_FORMAT_TEXT : PPROF_FORMAT_PROTO_GZIP;
+    return send_profile(q, p, fmt, disposition);
+}
+
+int pp_h_goroutine(pp_req *q)
+{
+    return serve(q, THREADS, "attachment; filename=\"goroutine\"", "attachment; filename=\"goroutine-delta\"");
+}
+
+int pp_h_threadcreate(pp_req *q)
+{
+    return serve(q, THREADCREATE, "attachment; filename=\"threadcreate\"",
+                 "attachment; filename=\"threadcreate-delta\"");
+}
+
+/* A window's Content-Disposition must outlive the request: one string per
+ * custom profile (they are never unregistered; names are [A-Za-z0-9._-]). */
+static pthread_mutex_t names_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct { pprof_custom *c; char delta[96]; } names[64];
+
+static const char *delta_disposition(pprof_custom *c)
+{
+    const char *out = "attachment; filename=\"custom-delta\"";
+    pthread_mutex_lock(&names_lock);
+    for (size_t i = 0; i < 64; i++) {
+        if (!names[i].c) {
+            names[i].c = c;
+            snprintf(names[i].delta, sizeof names[i].delta, "attachment; filename=\"%s-delta\"", pprof_custom_name(c));
+        }
+        if (names[i].c == c) {
+            out = names[i].delta;
+            break;
+        }
+    }
+    pthread_mutex_unlock(&names_lock);
+    return out;
+}
+
+int pp_h_custom(pp_req *q)
+{
+    char d[96];
+    snprintf(d, sizeof d, "attachment; filename=\"%s\"", q->name);
+    return serve(q, CUSTOM, d, delta_disposition(pprof_custom_find(q->name)));
+}
