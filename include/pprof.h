@@ -150,7 +150,7 @@ typedef enum pprof_format {
     PPROF_FORMAT_PROTO_GZIP = 0, /* pprof protobuf, gzipped: what /debug/pprof serves */
     PPROF_FORMAT_PROTO = 1,      /* pprof protobuf, uncompressed */
     PPROF_FORMAT_FOLDED = 2,     /* "root;caller;leaf <first value>" per line */
-    PPROF_FORMAT_TEXT = 3,       /* Go's debug=1 text (heap, goroutine, threadcreate) */
+    PPROF_FORMAT_TEXT = 3,       /* Go's debug=1 text (heap, mutex, block, goroutine, threadcreate, custom) */
     PPROF_FORMAT_TEXT_DUMP = 4,  /* Go's debug=2 text: a per_thread thread profile */
 } pprof_format;
 
@@ -310,7 +310,8 @@ PPROF_API int pprof_alloc_recorder_new(const pprof_heap_config *cfg, pprof_recor
 /* An instant heap recorder: pprof_recorder_write_to gives the live heap
  * now, with every allocation since start-up as alloc_*. Thread-safe. */
 PPROF_API int pprof_heap_recorder_new(const pprof_heap_config *cfg, pprof_recorder **out);
-/* Instant kinds (heap, threads, threadcreate, custom): the profile of the state
+/* Instant kinds (heap, threads, threadcreate, custom; mutex and block give
+ * their totals): the profile of the state
  * now, in *out. Windowed-only kinds (CPU, allocations) fail with
  * PPROF_ENOTSUP. Thread-safe; one thread at a time per
  * recorder. */
@@ -352,6 +353,45 @@ PPROF_API int pprof_threads_recorder_new(const pprof_threads_config *cfg, pprof_
  * pthread_create call that made it (threadcreate/count); threads made
  * otherwise show "[not created through pthread_create]". Thread-safe. */
 PPROF_API int pprof_threadcreate_recorder_new(pprof_recorder **out);
+
+/* ------------------------------------------------ contention recorders
+ *
+ * Mutex profile: contended acquisitions of pthread mutexes and rwlocks,
+ * one in `fraction` kept (Go's SetMutexProfileFraction), counting
+ * `fraction` events and `fraction` x the wait. Block profile: time spent
+ * waiting for mutexes, rwlocks, condition variables, semaphores and
+ * joins; a wait of d ns is kept when d >= rate, else with probability
+ * d/rate, counting rate/d events and rate ns (Go's SetBlockProfileRate).
+ * Sample types contentions/count and delay/nanoseconds. Both charge the
+ * delay to the waiting stack (Go charges mutex delay to the unlocking
+ * one), with the waiter's labels. Both are off unless configured:
+ * LIBPPROF_MUTEX_FRACTION, LIBPPROF_BLOCK_RATE, the calls below, or a
+ * recorder that asks for a rate. */
+
+/* Sets the configured mutex fraction (0: off) / block rate in ns (0:
+ * off). While recorders that asked for another rate run, it fails with
+ * PPROF_ERATE (and takes effect when they stop). Thread-safe. */
+PPROF_API int pprof_mutex_set_fraction(int fraction);
+PPROF_API int pprof_block_set_rate(int64_t ns);
+/* The fraction / rate in force; 0 when off. Thread-safe. */
+PPROF_API int pprof_mutex_fraction(void);
+PPROF_API int64_t pprof_block_rate(void);
+
+typedef struct pprof_contention_config {
+    /* Mutex: the fraction; block: the rate in ns. 0 joins the rate in
+     * force; a rate while the profile is off turns it on until the last
+     * recorder that asked for it stops; another rate: PPROF_ERATE. */
+    long rate;
+    /* The first window begins at process start (its profile holds every
+     * event so far), as godeltaprof's first delta. */
+    int from_start;
+} pprof_contention_config;
+
+/* Mutex and block recorders: windows (start/snapshot/stop) give the
+ * events of the window; write_to gives the totals since start-up. cfg may
+ * be NULL. Thread-safe. */
+PPROF_API int pprof_mutex_recorder_new(const pprof_contention_config *cfg, pprof_recorder **out);
+PPROF_API int pprof_block_recorder_new(const pprof_contention_config *cfg, pprof_recorder **out);
 
 /* ----------------------------------------------------- custom profiles
  *

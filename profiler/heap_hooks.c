@@ -13,7 +13,7 @@
  * starts at the call to malloc in the program and the profiler's frames
  * are not in it. Every function here is malloc-safe by construction.
  */
-#ifndef PPROF_NO_HEAP_HOOKS /* sanitizer builds: their runtime owns malloc */
+#ifndef PPROF_NO_HOOKS /* sanitizer builds: their runtime owns malloc */
 #define _GNU_SOURCE
 #include "heap.h"
 

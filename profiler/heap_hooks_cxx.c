@@ -11,7 +11,7 @@
  * (this file is built with -fexceptions). When no C++ runtime is loaded,
  * the operators fall back to malloc and free.
  */
-#ifndef PPROF_NO_HEAP_HOOKS /* sanitizer builds: their runtime owns malloc */
+#ifndef PPROF_NO_HOOKS /* sanitizer builds: their runtime owns malloc */
 #define _GNU_SOURCE
 #include "heap.h"
 

@@ -13,6 +13,7 @@
 #define _GNU_SOURCE
 #include "collector.h"
 #include "cpu.h"
+#include "contention.h"
 #include "env.h"
 #include "heap.h"
 #include "labels.h"
@@ -48,7 +49,7 @@ static void shutdown_all(void)
 }
 
 /* Lock order: collector, object list, CPU thread registry, label cap,
- * thread registry, heap. */
+ * thread registry, contention tables, heap. */
 static void fork_prepare(void)
 {
     pp_collector_fork_prepare();
@@ -56,12 +57,14 @@ static void fork_prepare(void)
     pp_cpu_fork_prepare();
     pp_labels_cap_fork_prepare();
     pp_threads_fork_prepare();
+    pp_contention_fork_prepare();
     pp_heap_fork_prepare();
 }
 
 static void fork_parent(void)
 {
     pp_heap_fork_parent();
+    pp_contention_fork_parent();
     pp_threads_fork_parent();
     pp_labels_cap_fork_parent();
     pp_cpu_fork_parent();
@@ -72,6 +75,7 @@ static void fork_parent(void)
 static void fork_child(void)
 {
     pp_heap_fork_child();
+    pp_contention_fork_child();
     pp_threads_fork_child();
     pp_labels_cap_fork_child();
     pp_cpu_fork_child();
@@ -91,6 +95,7 @@ __attribute__((constructor(101))) static void pp_init(void)
     pp_unwind_init();
     pp_labels_cap_init();
     pp_heap_init();
+    pp_contention_init();
     pthread_atfork(fork_prepare, fork_parent, fork_child);
 }
 

@@ -102,6 +102,8 @@ int pprof_recorder_start(pprof_recorder *r)
         return pp_error_detail(PPROF_ESTATE, "the process is exiting");
     if (r->kind == PP_KIND_THREADS || r->kind == PP_KIND_THREADCREATE || r->kind == PP_KIND_CUSTOM)
         return pp_counts_start(r);
+    if (r->kind == PP_KIND_MUTEX || r->kind == PP_KIND_BLOCK)
+        return pp_contention_start(r);
     if (r->kind != PP_KIND_CPU)
         return pp_heap_recorder_start(r);
     pp_collector_lock();
@@ -150,6 +152,8 @@ int pprof_recorder_stop(pprof_recorder *r, pprof_profile **out)
         return pp_error_detail(PPROF_ESTATE, "the recorder is not running");
     if (r->kind == PP_KIND_THREADS || r->kind == PP_KIND_THREADCREATE || r->kind == PP_KIND_CUSTOM)
         return pp_counts_end(r, 0, out);
+    if (r->kind == PP_KIND_MUTEX || r->kind == PP_KIND_BLOCK)
+        return pp_contention_end(r, 0, out);
     if (r->kind != PP_KIND_CPU)
         return pp_heap_recorder_end(r, 0, out);
     pp_collector_lock();
@@ -171,6 +175,8 @@ int pprof_recorder_snapshot(pprof_recorder *r, pprof_profile **out)
         return pp_error_detail(PPROF_ESTATE, "the recorder is not running");
     if (r->kind == PP_KIND_THREADS || r->kind == PP_KIND_THREADCREATE || r->kind == PP_KIND_CUSTOM)
         return pp_counts_end(r, 1, out);
+    if (r->kind == PP_KIND_MUTEX || r->kind == PP_KIND_BLOCK)
+        return pp_contention_end(r, 1, out);
     if (r->kind != PP_KIND_CPU)
         return pp_heap_recorder_end(r, 1, out);
     pprof_profile *next = new_cpu_window(r);
@@ -187,6 +193,10 @@ int pprof_recorder_rate(const pprof_recorder *r)
 {
     if (r && (r->kind == PP_KIND_ALLOC || r->kind == PP_KIND_HEAP))
         return (int)pprof_heap_rate();
+    if (r && r->kind == PP_KIND_MUTEX)
+        return pprof_mutex_fraction();
+    if (r && r->kind == PP_KIND_BLOCK)
+        return (int)pprof_block_rate();
     if (r && r->kind != PP_KIND_CPU)
         return 0;
     return r && r->running ? r->hz : 0;
@@ -200,5 +210,6 @@ void pprof_recorder_free(pprof_recorder *r)
         pprof_recorder_stop(r, NULL);
     pp_heap_recorder_release(r);
     pprof_profile_free(r->count_base);
+    free(r->cbase);
     free(r);
 }

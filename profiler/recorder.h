@@ -11,7 +11,11 @@ typedef enum pp_kind {
     PP_KIND_THREADS,      /* live threads' stacks: write_to, or a window of differences */
     PP_KIND_THREADCREATE, /* the stacks that created live threads: likewise */
     PP_KIND_CUSTOM,       /* a custom profile's entries: likewise */
+    PP_KIND_MUTEX,        /* contended locks: windows or totals */
+    PP_KIND_BLOCK,        /* waits: windows or totals */
 } pp_kind;
+
+struct pp_ccount;
 
 struct pp_heap_snap;
 
@@ -32,6 +36,11 @@ struct pprof_recorder {
     int per_thread;
     pprof_custom *custom;
     pprof_profile *count_base;  /* unfinished: the counts at the window's start */
+    /* contention kinds (mutex, block) */
+    long cfg_rate;
+    int turned_on;
+    struct pp_ccount *cbase;
+    size_t ncbase;
 };
 
 /* Heap kinds (recorder_heap.c), dispatched to from recorder.c. */
@@ -42,6 +51,10 @@ void pp_heap_recorder_release(pprof_recorder *r);
 int pp_counts_write_to(pprof_recorder *r, pprof_profile **out);
 int pp_counts_start(pprof_recorder *r);
 int pp_counts_end(pprof_recorder *r, int reopen, pprof_profile **out);
+/* Contention kinds (recorder_contention.c). */
+int pp_contention_start(pprof_recorder *r);
+int pp_contention_end(pprof_recorder *r, int reopen, pprof_profile **out);
+int pp_contention_write_to(pprof_recorder *r, pprof_profile **out);
 /* Symbolizes p into *out (or frees it when out is NULL). */
 int pp_recorder_finish(pprof_profile *p, pprof_profile **out);
 #endif

@@ -70,7 +70,7 @@ int pprof_heap_recorder_new(const pprof_heap_config *cfg, pprof_recorder **out)
 
 static int heap_available(void)
 {
-#ifdef PPROF_NO_HEAP_HOOKS
+#ifdef PPROF_NO_HOOKS
     return pp_error_detail(PPROF_ENOTSUP, "this build has no malloc hooks (sanitizer builds replace malloc)");
 #else
     if (!pprof_heap_rate())
@@ -150,6 +150,8 @@ int pprof_recorder_write_to(pprof_recorder *r, pprof_profile **out)
     *out = NULL;
     if (r->kind == PP_KIND_THREADS || r->kind == PP_KIND_THREADCREATE || r->kind == PP_KIND_CUSTOM)
         return pp_counts_write_to(r, out);
+    if (r->kind == PP_KIND_MUTEX || r->kind == PP_KIND_BLOCK)
+        return pp_contention_write_to(r, out);
     if (r->kind != PP_KIND_HEAP)
         return pp_error_detail(PPROF_ENOTSUP, "a windowed recorder: use start, snapshot and stop");
     int rc = heap_available();

@@ -184,7 +184,15 @@ static int h_trace(pp_req *q)
 /* In index order. The index page itself ("") is not listed. */
 static const pp_endpoint endpoints[] = {
     {"", NULL, NULL, 0, h_index},
+    {"block", "block",
+     "Stack traces that led to blocking on pthread mutexes, rwlocks, condition variables, semaphores and joins "
+     "(LIBPPROF_BLOCK_RATE)",
+     PP_EP_QUERY, pp_h_block},
     {"cmdline", "cmdline", "The command line invocation of the current program", 0, h_cmdline},
+    {"mutex", "mutex",
+     "Stack traces of waiters for contended pthread mutexes and rwlocks (the delay is charged to the waiter, "
+     "not to the holder as in Go; LIBPPROF_MUTEX_FRACTION)",
+     PP_EP_QUERY, pp_h_mutex},
     {"profile", "profile?seconds=30",
      "CPU profile. You can specify the duration in the seconds GET parameter. After you get the "
      "profile file, use the go tool pprof command to investigate the profile.",
@@ -195,7 +203,9 @@ static const pp_endpoint endpoints[] = {
     {"heap", "heap",
      "A sampling of memory allocations of live objects (C malloc family and C++ new), with labels",
      PP_EP_QUERY, pp_h_heap},
+    {"delta_block", NULL, NULL, PP_EP_QUERY, pp_h_delta_block},
     {"delta_heap", NULL, NULL, PP_EP_QUERY, pp_h_delta_heap},
+    {"delta_mutex", NULL, NULL, PP_EP_QUERY, pp_h_delta_mutex},
     {"goroutine", "goroutine?debug=1",
      "Stack traces of all current threads (goroutine for Go tools). Use debug=2 as a query parameter "
      "to dump each thread with its id, name and state. Threads waiting in the kernel are read without "

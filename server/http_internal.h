@@ -130,6 +130,11 @@ int pp_h_delta_heap(pp_req *q);
 int pp_h_goroutine(pp_req *q);
 int pp_h_threadcreate(pp_req *q);
 int pp_h_custom(pp_req *q);
+/* handlers_contention.c */
+int pp_h_mutex(pp_req *q);
+int pp_h_block(pp_req *q);
+int pp_h_delta_mutex(pp_req *q);
+int pp_h_delta_block(pp_req *q);
 
 typedef int (*pp_handler_fn)(pp_req *q);
 

@@ -1,0 +1,194 @@
+/* contention.c: what a contended lock or a wait records, as Go records it.
+ *
+ * Mutex profile (LIBPPROF_MUTEX_FRACTION, pprof_mutex_set_fraction): one
+ * contended acquisition of a pthread mutex or rwlock in F is kept, counting
+ * F events and F x its delay. Block profile (LIBPPROF_BLOCK_RATE,
+ * pprof_block_set_rate, in ns): a wait of d ns (contended locks, condition
+ * variables, semaphores, joins) is kept when d >= rate, and with
+ * probability d/rate otherwise, then counting rate/d events and rate ns.
+ * Both attribute the delay to the waiter's stack (Go charges mutex delay to
+ * the holder's unlock; that needs every unlock to be timed, which the
+ * 2 ns budget of an uncontended lock does not allow). Records carry the
+ * waiter's labels. Nothing here calls malloc.
+ */
+#define _GNU_SOURCE
+#include "contention.h"
+#include "env.h"
+#include "error.h"
+#include "labels.h"
+#include "profile.h"
+#include "unwind.h"
+
+#include <limits.h>
+#include <time.h>
+
+pp_ctab pp_mutex_tab, pp_block_tab;
+_Atomic int pp_contention_on;
+static _Atomic int fraction;
+static _Atomic int64_t block_rate;
+static int env_fraction;
+static int64_t env_block_rate;
+static pp_mutex conf_lock = PP_MUTEX_INIT;
+static int users[2]; /* recorders that turned a profile on */
+static __thread uint64_t rng;
+
+static void update_on(void)
+{
+    atomic_store(&pp_contention_on, atomic_load(&fraction) || atomic_load(&block_rate));
+}
+
+/* malloc-safe */
+int64_t pp_contention_now(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000000000ll + ts.tv_nsec;
+}
+
+/* malloc-safe */
+static uint64_t random64(void)
+{
+    if (!rng)
+        rng = (uint64_t)pp_contention_now() * 0x9e3779b97f4a7c15ull | 1;
+    rng ^= rng >> 12;
+    rng ^= rng << 25;
+    rng ^= rng >> 27;
+    return rng * 0x2545f4914f6cdd1dull;
+}
+
+/* malloc-safe */
+static void record(pp_ctab *t, uint64_t caller, int64_t count, int64_t delay)
+{
+    uint64_t pcs[PPROF_DEFAULT_MAX_FRAMES + 1];
+    int truncated;
+    int n = pp_unwind_here(caller, pcs, PPROF_DEFAULT_MAX_FRAMES, &truncated);
+    if (truncated)
+        pcs[n++] = PP_PC_TRUNCATED;
+    pp_ctab_add(t, pcs, (size_t)n, pp_labels_cumulative(pp_labels_current_peek()), count, delay);
+}
+
+/* malloc-safe */
+void pp_contention_event(int64_t ns, int kind, uint64_t caller)
+{
+    if (ns < 0)
+        ns = 0;
+    int f = atomic_load_explicit(&fraction, memory_order_relaxed);
+    if (kind == PP_WAIT_LOCK && f > 0 && random64() % (uint64_t)f == 0)
+        record(&pp_mutex_tab, caller, f, (int64_t)f * ns);
+    int64_t rate = atomic_load_explicit(&block_rate, memory_order_relaxed);
+    if (rate > 0) {
+        if (ns >= rate)
+            record(&pp_block_tab, caller, 1, ns);
+        else if (ns > 0 && (int64_t)(random64() % (uint64_t)rate) < ns)
+            record(&pp_block_tab, caller, rate / ns, rate);
+    }
+}
+
+int pp_mutex_fraction(void) { return atomic_load(&fraction); }
+int64_t pp_block_rate(void) { return atomic_load(&block_rate); }
+
+void pp_contention_init(void)
+{
+    env_fraction = pp_env_int("LIBPPROF_MUTEX_FRACTION", 0, 0, INT_MAX);
+    env_block_rate = pp_env_int("LIBPPROF_BLOCK_RATE", 0, 0, INT_MAX);
+    atomic_store(&fraction, env_fraction);
+    atomic_store(&block_rate, env_block_rate);
+    update_on();
+}
+
+int pprof_mutex_set_fraction(int f)
+{
+    if (f < 0)
+        return pp_error_detail(PPROF_EINVAL, "the mutex fraction must be >= 0 (0: off), not %d", f);
+    pp_mutex_lock(&conf_lock);
+    env_fraction = f;
+    if (!users[0])
+        atomic_store(&fraction, f);
+    int rc = users[0] && atomic_load(&fraction) != f
+                 ? pp_error_detail(PPROF_ERATE, "mutex recorders sample 1 in %d now", atomic_load(&fraction))
+                 : 0;
+    update_on();
+    pp_mutex_unlock(&conf_lock);
+    return rc;
+}
+
+int pprof_block_set_rate(int64_t ns)
+{
+    if (ns < 0)
+        return pp_error_detail(PPROF_EINVAL, "the block rate must be >= 0 ns (0: off)");
+    pp_mutex_lock(&conf_lock);
+    env_block_rate = ns;
+    if (!users[1])
+        atomic_store(&block_rate, ns);
+    int rc = users[1] && atomic_load(&block_rate) != ns
+                 ? pp_error_detail(PPROF_ERATE, "block recorders sample at %lld ns now",
+                                   (long long)atomic_load(&block_rate))
+                 : 0;
+    update_on();
+    pp_mutex_unlock(&conf_lock);
+    return rc;
+}
+
+int pprof_mutex_fraction(void) { return atomic_load(&fraction); }
+int64_t pprof_block_rate(void) { return atomic_load(&block_rate); }
+
+int pp_contention_join(int kind, int64_t rate, int *turned_on)
+{
+    *turned_on = 0;
+    pp_mutex_lock(&conf_lock);
+    int64_t cur = kind ? atomic_load(&block_rate) : atomic_load(&fraction);
+    int rc = 0;
+    if (rate && cur && rate != cur) {
+        rc = kind ? pp_error_detail(PPROF_ERATE, "block profiling runs at a rate of %lld ns; ask for that or 0",
+                                    (long long)cur)
+                  : pp_error_detail(PPROF_ERATE, "mutex profiling samples 1 in %lld; ask for that or 0",
+                                    (long long)cur);
+    } else if (rate && !cur) {
+        if (kind)
+            atomic_store(&block_rate, rate);
+        else
+            atomic_store(&fraction, (int)rate);
+        users[kind]++;
+        *turned_on = 1;
+        update_on();
+    } else if (rate && users[kind]) {
+        users[kind]++;
+        *turned_on = 1;
+    }
+    pp_mutex_unlock(&conf_lock);
+    return rc;
+}
+
+void pp_contention_leave(int kind, int turned_on)
+{
+    if (!turned_on)
+        return;
+    pp_mutex_lock(&conf_lock);
+    if (--users[kind] == 0) { /* back to the configured rate */
+        if (kind)
+            atomic_store(&block_rate, env_block_rate);
+        else
+            atomic_store(&fraction, env_fraction);
+        update_on();
+    }
+    pp_mutex_unlock(&conf_lock);
+}
+
+void pp_contention_fork_prepare(void)
+{
+    pp_ctab_fork_prepare(&pp_mutex_tab);
+    pp_ctab_fork_prepare(&pp_block_tab);
+}
+
+void pp_contention_fork_parent(void)
+{
+    pp_ctab_fork_parent(&pp_block_tab);
+    pp_ctab_fork_parent(&pp_mutex_tab);
+}
+
+void pp_contention_fork_child(void)
+{
+    pp_ctab_fork_child(&pp_block_tab);
+    pp_ctab_fork_child(&pp_mutex_tab);
+    conf_lock = (pp_mutex)PP_MUTEX_INIT;
+}

@@ -1,0 +1,180 @@
+/* lock_hooks.c: pthread locks and waits, interposed for the mutex and
+ * block profiles.
+ *
+ * While both profiles are off, each hook is one load and a branch in front
+ * of the real function. While on, an acquisition is timed only when it
+ * must wait: the hook looks at the lock word first (glibc's mutex __lock,
+ * the rwlock's writer bit and reader count, the semaphore's value), which
+ * costs a load, where a trylock-first wrapper costs an atomic operation;
+ * an acquisition that starts waiting between that look and the real call
+ * goes unseen (bench/lock_overhead measures how often). Condition
+ * variable waits and joins are always waits and always timed. Every result
+ * is passed through untouched (robust mutexes' EOWNERDEAD, error-checking
+ * mutexes' EDEADLK, timeouts); only successful acquisitions are recorded.
+ * The real functions are found at start-up (pthread_cond_* in their
+ * current symbol version, GLIBC_2.3.2).
+ */
+#ifndef PPROF_NO_HOOKS /* sanitizer builds: their runtime intercepts these */
+#define _GNU_SOURCE
+#include "contention.h"
+
+#include <dlfcn.h>
+#include <pthread.h>
+#include <semaphore.h>
+#include <stdint.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#define API __attribute__((visibility("default")))
+#define CALLER ((uint64_t)(uintptr_t)__builtin_return_address(0))
+#define OFF() __builtin_expect(!atomic_load_explicit(&pp_contention_on, memory_order_relaxed), 1)
+
+typedef int (*lock_fn)(pthread_mutex_t *);
+typedef int (*rw_fn)(pthread_rwlock_t *);
+typedef int (*cwait_fn)(pthread_cond_t *, pthread_mutex_t *);
+typedef int (*ctwait_fn)(pthread_cond_t *, pthread_mutex_t *, const struct timespec *);
+typedef int (*sem_fn)(sem_t *);
+typedef int (*semt_fn)(sem_t *, const struct timespec *);
+typedef int (*join_fn)(pthread_t, void **);
+
+static struct {
+    lock_fn lock;
+    rw_fn rdlock, wrlock;
+    cwait_fn cwait;
+    ctwait_fn ctwait;
+    sem_fn semwait;
+    semt_fn semtwait;
+    join_fn join;
+} real;
+
+static __thread int my_tid;
+
+static void *next(const char *name)
+{
+    return dlsym(RTLD_NEXT, name);
+}
+
+static void resolve(void)
+{
+    real.lock = (lock_fn)next("pthread_mutex_lock");
+    real.rdlock = (rw_fn)next("pthread_rwlock_rdlock");
+    real.wrlock = (rw_fn)next("pthread_rwlock_wrlock");
+    real.cwait = (cwait_fn)dlvsym(RTLD_NEXT, "pthread_cond_wait", "GLIBC_2.3.2");
+    real.ctwait = (ctwait_fn)dlvsym(RTLD_NEXT, "pthread_cond_timedwait", "GLIBC_2.3.2");
+    if (!real.cwait)
+        real.cwait = (cwait_fn)next("pthread_cond_wait");
+    if (!real.ctwait)
+        real.ctwait = (ctwait_fn)next("pthread_cond_timedwait");
+    real.semwait = (sem_fn)next("sem_wait");
+    real.semtwait = (semt_fn)next("sem_timedwait");
+    real.join = (join_fn)next("pthread_join");
+}
+
+__attribute__((constructor(102))) static void init(void)
+{
+    resolve();
+}
+
+#define REAL(f) (__builtin_expect(real.f != NULL, 1) ? real.f : (resolve(), real.f))
+
+static int tid(void)
+{
+    if (!my_tid)
+        my_tid = (int)syscall(SYS_gettid);
+    return my_tid;
+}
+
+__attribute__((noinline)) static int timed_lock(pthread_mutex_t *m, uint64_t caller)
+{
+    int64_t t0 = pp_contention_now();
+    int rc = REAL(lock)(m);
+    if (rc == 0)
+        pp_contention_event(pp_contention_now() - t0, PP_WAIT_LOCK, caller);
+    return rc;
+}
+
+API int pthread_mutex_lock(pthread_mutex_t *m)
+{
+    if (OFF() || m->__data.__lock == 0 || m->__data.__owner == tid())
+        return REAL(lock)(m);
+    return timed_lock(m, CALLER);
+}
+
+/* rwlock word: bit 1 a writer holds it, bits 3.. the readers. */
+__attribute__((noinline)) static int timed_rw(rw_fn f, pthread_rwlock_t *l, uint64_t caller)
+{
+    int64_t t0 = pp_contention_now();
+    int rc = f(l);
+    if (rc == 0)
+        pp_contention_event(pp_contention_now() - t0, PP_WAIT_LOCK, caller);
+    return rc;
+}
+
+API int pthread_rwlock_rdlock(pthread_rwlock_t *l)
+{
+    if (OFF() || !(l->__data.__readers & 2))
+        return REAL(rdlock)(l);
+    return timed_rw(REAL(rdlock), l, CALLER);
+}
+
+API int pthread_rwlock_wrlock(pthread_rwlock_t *l)
+{
+    if (OFF() || (!(l->__data.__readers >> 3) && !(l->__data.__readers & 2)))
+        return REAL(wrlock)(l);
+    return timed_rw(REAL(wrlock), l, CALLER);
+}
+
+API int pthread_cond_wait(pthread_cond_t *c, pthread_mutex_t *m)
+{
+    if (OFF())
+        return REAL(cwait)(c, m);
+    int64_t t0 = pp_contention_now();
+    int rc = REAL(cwait)(c, m);
+    pp_contention_event(pp_contention_now() - t0, PP_WAIT_OTHER, CALLER);
+    return rc;
+}
+
+API int pthread_cond_timedwait(pthread_cond_t *c, pthread_mutex_t *m, const struct timespec *abs)
+{
+    if (OFF())
+        return REAL(ctwait)(c, m, abs);
+    int64_t t0 = pp_contention_now();
+    int rc = REAL(ctwait)(c, m, abs);
+    pp_contention_event(pp_contention_now() - t0, PP_WAIT_OTHER, CALLER);
+    return rc;
+}
+
+/* glibc's semaphore: the value in the low 32 bits of its first word. */
+API int sem_wait(sem_t *s)
+{
+    if (OFF() || *(volatile unsigned *)s != 0)
+        return REAL(semwait)(s);
+    int64_t t0 = pp_contention_now();
+    int rc = REAL(semwait)(s);
+    if (rc == 0)
+        pp_contention_event(pp_contention_now() - t0, PP_WAIT_OTHER, CALLER);
+    return rc;
+}
+
+API int sem_timedwait(sem_t *s, const struct timespec *abs)
+{
+    if (OFF() || *(volatile unsigned *)s != 0)
+        return REAL(semtwait)(s, abs);
+    int64_t t0 = pp_contention_now();
+    int rc = REAL(semtwait)(s, abs);
+    if (rc == 0)
+        pp_contention_event(pp_contention_now() - t0, PP_WAIT_OTHER, CALLER);
+    return rc;
+}
+
+API int pthread_join(pthread_t t, void **ret)
+{
+    if (OFF())
+        return REAL(join)(t, ret);
+    int64_t t0 = pp_contention_now();
+    int rc = REAL(join)(t, ret);
+    if (rc == 0)
+        pp_contention_event(pp_contention_now() - t0, PP_WAIT_OTHER, CALLER);
+    return rc;
+}
+#endif
