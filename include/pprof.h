@@ -377,6 +377,16 @@ PPROF_API int pprof_block_set_rate(int64_t ns);
 PPROF_API int pprof_mutex_fraction(void);
 PPROF_API int64_t pprof_block_rate(void);
 
+typedef struct pprof_contention_stats {
+    int mutex_fraction;        /* in force, 0 when off */
+    int64_t block_rate;        /* in force (ns), 0 when off */
+    uint64_t mutex_records;    /* distinct (stack, labels) records */
+    uint64_t block_records;
+} pprof_contention_stats;
+
+/* Counters of the contention profiles. Thread-safe. */
+PPROF_API void pprof_contention_stats_get(pprof_contention_stats *out);
+
 typedef struct pprof_contention_config {
     /* Mutex: the fraction; block: the rate in ns. 0 joins the rate in
      * force; a rate while the profile is off turns it on until the last

@@ -129,6 +129,20 @@ int pprof_block_set_rate(int64_t ns)
     return rc;
 }
 
+void pprof_contention_stats_get(pprof_contention_stats *out)
+{
+    if (!out)
+        return;
+    out->mutex_fraction = atomic_load(&fraction);
+    out->block_rate = atomic_load(&block_rate);
+    pp_mutex_lock(&pp_mutex_tab.lock);
+    out->mutex_records = pp_mutex_tab.nrecords;
+    pp_mutex_unlock(&pp_mutex_tab.lock);
+    pp_mutex_lock(&pp_block_tab.lock);
+    out->block_records = pp_block_tab.nrecords;
+    pp_mutex_unlock(&pp_block_tab.lock);
+}
+
 int pprof_mutex_fraction(void) { return atomic_load(&fraction); }
 int64_t pprof_block_rate(void) { return atomic_load(&block_rate); }
 

@@ -186,6 +186,46 @@ static int dump_text(const pprof_profile *p, out *o)
     return o->err;
 }
 
+/* Mutex and block (the first comment names the kind and rate):
+ *   --- mutex:                 (--- contention: for block)
+ *   cycles/second=1000000000   (delays are in ns)
+ *   sampling period=<F>        (mutex)
+ *   <delay ns> <count> @ 0x...
+ *   #	0x<pc>	<function>	<file>:<line>
+ * largest delay first. */
+static int by_delay(const void *a, const void *b, void *arg)
+{
+    const pprof_profile *p = arg;
+    int64_t x = p->samples[*(const size_t *)a].values[1], y = p->samples[*(const size_t *)b].values[1];
+    return x < y ? 1 : x > y ? -1 : 0;
+}
+
+static int contention_text(const pprof_profile *p, out *o)
+{
+    const char *c = p->ncomments ? p->comments[0] : "";
+    int mutex = !strncmp(c, "mutex", 5);
+    long long period = 0;
+    const char *num = strpbrk(c, "0123456789");
+    if (num)
+        period = strtoll(num, NULL, 10);
+    size_t *order = malloc((p->nsamples + 1) * sizeof *order);
+    if (!order)
+        return PPROF_ENOMEM;
+    for (size_t i = 0; i < p->nsamples; i++)
+        order[i] = i;
+    qsort_r(order, p->nsamples, sizeof *order, by_delay, (void *)p);
+    put(o, "--- %s:\ncycles/second=1000000000\n", mutex ? "mutex" : "contention");
+    if (mutex)
+        put(o, "sampling period=%lld\n", period);
+    for (size_t i = 0; i < p->nsamples && !o->err; i++) {
+        const pprof_sample *s = &p->samples[order[i]];
+        put(o, "%" PRId64 " %" PRId64, s->values[1], s->values[0]);
+        put_frames(o, s);
+    }
+    free(order);
+    return o->err;
+}
+
 int pp_encode_text(const pprof_profile *p, pprof_writer w, int dump)
 {
     if (!p || !w.write || p->b)
@@ -200,5 +240,7 @@ int pp_encode_text(const pprof_profile *p, pprof_writer w, int dump)
         return heap_text(p, &o);
     if (p->ntypes == 1 && !strcmp(p->types[0].unit, "count"))
         return count_text(p, &o);
+    if (p->ntypes == 2 && !strcmp(p->types[0].type, "contentions"))
+        return contention_text(p, &o);
     return pp_error_detail(PPROF_ENOTSUP, "no text format for profiles of %s", p->period_type.type);
 }

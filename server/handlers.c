@@ -11,6 +11,7 @@
 #define _GNU_SOURCE /* memmem */
 #include "http_internal.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
@@ -181,28 +182,18 @@ static int h_trace(pp_req *q)
 
 /* --------------------------------------------------------------- table */
 
-/* In index order. The index page itself ("") is not listed. */
+/* In index order (by name, as Go's). The index page itself ("") and the
+ * endpoints without an href are not listed. */
 static const pp_endpoint endpoints[] = {
     {"", NULL, NULL, 0, h_index},
+    {"allocs", "allocs",
+     "A sampling of all past memory allocations (C malloc family and C++ new), with labels",
+     PP_EP_QUERY, pp_h_allocs},
     {"block", "block",
      "Stack traces that led to blocking on pthread mutexes, rwlocks, condition variables, semaphores and joins "
      "(LIBPPROF_BLOCK_RATE)",
      PP_EP_QUERY, pp_h_block},
     {"cmdline", "cmdline", "The command line invocation of the current program", 0, h_cmdline},
-    {"mutex", "mutex",
-     "Stack traces of waiters for contended pthread mutexes and rwlocks (the delay is charged to the waiter, "
-     "not to the holder as in Go; LIBPPROF_MUTEX_FRACTION)",
-     PP_EP_QUERY, pp_h_mutex},
-    {"profile", "profile?seconds=30",
-     "CPU profile. You can specify the duration in the seconds GET parameter. After you get the "
-     "profile file, use the go tool pprof command to investigate the profile.",
-     PP_EP_QUERY, h_profile},
-    {"allocs", "allocs",
-     "A sampling of all past memory allocations (C malloc family and C++ new), with labels",
-     PP_EP_QUERY, pp_h_allocs},
-    {"heap", "heap",
-     "A sampling of memory allocations of live objects (C malloc family and C++ new), with labels",
-     PP_EP_QUERY, pp_h_heap},
     {"delta_block", NULL, NULL, PP_EP_QUERY, pp_h_delta_block},
     {"delta_heap", NULL, NULL, PP_EP_QUERY, pp_h_delta_heap},
     {"delta_mutex", NULL, NULL, PP_EP_QUERY, pp_h_delta_mutex},
@@ -211,12 +202,23 @@ static const pp_endpoint endpoints[] = {
      "to dump each thread with its id, name and state. Threads waiting in the kernel are read without "
      "a signal, so their system calls are not interrupted.",
      PP_EP_QUERY, pp_h_goroutine},
-    {"threads", NULL, NULL, PP_EP_QUERY, pp_h_goroutine},
+    {"heap", "heap",
+     "A sampling of memory allocations of live objects (C malloc family and C++ new), with labels",
+     PP_EP_QUERY, pp_h_heap},
+    {"mutex", "mutex",
+     "Stack traces of waiters for contended pthread mutexes and rwlocks (the delay is charged to the waiter, "
+     "not to the holder as in Go; LIBPPROF_MUTEX_FRACTION)",
+     PP_EP_QUERY, pp_h_mutex},
+    {"profile", "profile?seconds=30",
+     "CPU profile. You can specify the duration in the seconds GET parameter. After you get the "
+     "profile file, use the go tool pprof command to investigate the profile.",
+     PP_EP_QUERY, h_profile},
     {"symbol", "symbol",
      "Maps program counters to function names: POST or GET addresses joined by +", PP_EP_POST,
      h_symbol},
     {"threadcreate", "threadcreate?debug=1", "Stack traces that led to the creation of the live threads",
      PP_EP_QUERY, pp_h_threadcreate},
+    {"threads", NULL, NULL, PP_EP_QUERY, pp_h_goroutine},
     {"trace", "trace", "Execution trace: not supported by libpprof (answers 501)", 0, h_trace},
 };
 static const size_t nendpoints = sizeof endpoints / sizeof endpoints[0];
@@ -237,21 +239,52 @@ static void write_html_escaped(pp_reply *r, const char *s)
     }
 }
 
+/* The count Go's index shows next to a profile: its records (heap,
+ * allocs, mutex, block) or live threads (goroutine, threadcreate); -1 for
+ * endpoints that are not counted. */
+static long count_of(const char *name)
+{
+    if (!strcmp(name, "heap") || !strcmp(name, "allocs")) {
+        pprof_heap_stats h;
+        pprof_heap_stats_get(&h);
+        return (long)h.records;
+    }
+    if (!strcmp(name, "mutex") || !strcmp(name, "block")) {
+        pprof_contention_stats c;
+        pprof_contention_stats_get(&c);
+        return (long)(name[0] == 'm' ? c.mutex_records : c.block_records);
+    }
+    if (!strcmp(name, "goroutine") || !strcmp(name, "threadcreate")) {
+        long n = 0;
+        DIR *d = opendir("/proc/self/task");
+        for (struct dirent *e; d && (e = readdir(d));)
+            n += e->d_name[0] != '.';
+        if (d)
+            closedir(d);
+        return n;
+    }
+    return -1;
+}
+
 static void write_rows(pp_reply *r)
 {
     for (size_t i = 0; i < nendpoints; i++) {
         const pp_endpoint *e = &endpoints[i];
         if (!e->href)
             continue;
-        pp_reply_printf(r, "<tr><td><a href=\"%s\">%s</a></td><td>%s</td></tr>\n", e->href, e->name,
-                        e->desc);
+        long n = count_of(e->name);
+        char count[32] = "";
+        if (n >= 0)
+            snprintf(count, sizeof count, "%ld", n);
+        pp_reply_printf(r, "<tr><td>%s</td><td><a href=\"%s\">%s</a></td><td>%s</td></tr>\n", count, e->href,
+                        e->name, e->desc);
     }
     pprof_custom *c[64];
     size_t n = pprof_custom_list(c, 64);
     for (size_t i = 0; i < n; i++) {
         const char *name = pprof_custom_name(c[i]); /* [A-Za-z0-9._-]: nothing to escape */
-        pp_reply_printf(r, "<tr><td><a href=\"%s?debug=1\">%s</a></td><td>%zu entries now: a profile defined by "
-                        "the program</td></tr>\n", name, name, pprof_custom_count(c[i]));
+        pp_reply_printf(r, "<tr><td>%zu</td><td><a href=\"%s?debug=1\">%s</a></td><td>A profile defined by the "
+                        "program (entries now)</td></tr>\n", pprof_custom_count(c[i]), name, name);
     }
 }
 

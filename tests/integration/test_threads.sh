@@ -71,7 +71,8 @@ pp_pprof -top "$base/open_files" >"$TMP/of.top" 2>&1
 pp_check "custom profile: go tool pprof names open_log_files" grep -q 'open_log_files' "$TMP/of.top"
 pp_check "custom profile: type open_files" grep -q '^Type: open_files' "$TMP/of.top"
 curl -sS --max-time 10 "$base/" >"$TMP/index.html"
-pp_check "index lists open_files with its count" grep -q 'open_files</a></td><td>3 entries' "$TMP/index.html"
+pp_check "index lists open_files with its count" grep -q '<td>3</td><td><a href="open_files?debug=1">open_files</a>' "$TMP/index.html"
+pp_check "index counts the threads (goroutine)" grep -qE '<td>[0-9]+</td><td><a href="goroutine\?debug=1">' "$TMP/index.html"
 pp_check "index lists goroutine and threadcreate" grep -q 'href="threadcreate?debug=1"' "$TMP/index.html"
 code=$(curl -sS --max-time 10 -o /dev/null -w '%{http_code}' "$base/open_filez")
 pp_check "an unknown profile is still 404 ($code)" test "$code" = 404
