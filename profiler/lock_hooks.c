@@ -3,14 +3,12 @@
  *
  * While both profiles are off, each hook is one load and a branch in front
  * of the real function. While on, an acquisition is timed only when it
- * must wait. A normal mutex is acquired by the hook itself with glibc's
- * own fast path (one compare-and-swap, see pthread_mutex_lock below), so
- * a failed swap is exactly a contention, at no extra atomic operation
- * (a trylock-first wrapper costs a second one). Other locks get a look
- * at their lock word (the mutex's __lock, the rwlock's writer bit and
- * reader count, the semaphore's value); an acquisition that starts
- * waiting between that look and the real call goes unseen
- * (bench/lock_overhead measures how often). Condition
+ * must wait. A normal mutex (the common case) is acquired by the hook
+ * itself with glibc's own fast path (one compare-and-swap, see
+ * pthread_mutex_lock below), so a failed swap is exactly a contention, at
+ * no extra atomic operation; other mutex kinds, rwlocks and semaphores are
+ * tried first (one more atomic operation, only while profiling) and timed
+ * when the try finds them busy. No contention goes unseen. Condition
  * variable waits and joins are always waits and always timed. Every result
  * is passed through untouched (robust mutexes' EOWNERDEAD, error-checking
  * mutexes' EDEADLK, timeouts); only successful acquisitions are recorded.
@@ -22,6 +20,7 @@
 #include "contention.h"
 
 #include <dlfcn.h>
+#include <errno.h>
 #include <pthread.h>
 #include <semaphore.h>
 #include <stdint.h>
@@ -41,11 +40,11 @@ typedef int (*semt_fn)(sem_t *, const struct timespec *);
 typedef int (*join_fn)(pthread_t, void **);
 
 static struct {
-    lock_fn lock;
-    rw_fn rdlock, wrlock;
+    lock_fn lock, trylock;
+    rw_fn rdlock, wrlock, tryrdlock, trywrlock;
     cwait_fn cwait;
     ctwait_fn ctwait;
-    sem_fn semwait;
+    sem_fn semwait, semtrywait;
     semt_fn semtwait;
     join_fn join;
 } real;
@@ -60,8 +59,12 @@ static void *next(const char *name)
 static void resolve(void)
 {
     real.lock = (lock_fn)next("pthread_mutex_lock");
+    real.trylock = (lock_fn)next("pthread_mutex_trylock");
     real.rdlock = (rw_fn)next("pthread_rwlock_rdlock");
     real.wrlock = (rw_fn)next("pthread_rwlock_wrlock");
+    real.tryrdlock = (rw_fn)next("pthread_rwlock_tryrdlock");
+    real.trywrlock = (rw_fn)next("pthread_rwlock_trywrlock");
+    real.semtrywait = (sem_fn)next("sem_trywait");
     real.cwait = (cwait_fn)dlvsym(RTLD_NEXT, "pthread_cond_wait", "GLIBC_2.3.2");
     real.ctwait = (ctwait_fn)dlvsym(RTLD_NEXT, "pthread_cond_timedwait", "GLIBC_2.3.2");
     if (!real.cwait)
@@ -100,8 +103,11 @@ __attribute__((noinline)) static int timed_lock(pthread_mutex_t *m, uint64_t cal
  * priority protocol or elision) is taken here exactly as glibc's fast
  * path takes it: one compare-and-swap of the lock word from 0 to 1, then
  * the owner and user count glibc's unlock expects. When that fails the
- * mutex is contended, and the real lock (which waits) is timed: no
- * contention goes unseen. Other kinds get a look at the lock word. */
+ * mutex is contended, and the real lock (which waits) is timed. Other
+ * kinds are tried first (an acquisition, or EOWNERDEAD for a robust one,
+ * is passed through as it is); EBUSY means contended (or, for an
+ * error-checking mutex, held by this thread: the real lock then answers
+ * EDEADLK, which is not recorded). */
 API int pthread_mutex_lock(pthread_mutex_t *m)
 {
     if (OFF())
@@ -115,12 +121,13 @@ API int pthread_mutex_lock(pthread_mutex_t *m)
         }
         return timed_lock(m, CALLER);
     }
-    if (m->__data.__lock == 0 || m->__data.__owner == tid())
-        return REAL(lock)(m);
+    int rc = REAL(trylock)(m);
+    if (rc != EBUSY)
+        return rc;
     return timed_lock(m, CALLER);
 }
 
-/* rwlock word: bit 1 a writer holds it, bits 3.. the readers. */
+/* rwlocks: tried first, timed when the try finds them busy. */
 __attribute__((noinline)) static int timed_rw(rw_fn f, pthread_rwlock_t *l, uint64_t caller)
 {
     int64_t t0 = pp_contention_now();
@@ -132,15 +139,21 @@ __attribute__((noinline)) static int timed_rw(rw_fn f, pthread_rwlock_t *l, uint
 
 API int pthread_rwlock_rdlock(pthread_rwlock_t *l)
 {
-    if (OFF() || !(l->__data.__readers & 2))
+    if (OFF())
         return REAL(rdlock)(l);
+    int rc = REAL(tryrdlock)(l);
+    if (rc != EBUSY)
+        return rc;
     return timed_rw(REAL(rdlock), l, CALLER);
 }
 
 API int pthread_rwlock_wrlock(pthread_rwlock_t *l)
 {
-    if (OFF() || (!(l->__data.__readers >> 3) && !(l->__data.__readers & 2)))
+    if (OFF())
         return REAL(wrlock)(l);
+    int rc = REAL(trywrlock)(l);
+    if (rc != EBUSY)
+        return rc;
     return timed_rw(REAL(wrlock), l, CALLER);
 }
 
@@ -164,11 +177,17 @@ API int pthread_cond_timedwait(pthread_cond_t *c, pthread_mutex_t *m, const stru
     return rc;
 }
 
-/* glibc's semaphore: the value in the low 32 bits of its first word. */
+/* Semaphores: tried first, timed when the try would block. */
 API int sem_wait(sem_t *s)
 {
-    if (OFF() || *(volatile unsigned *)s != 0)
+    if (OFF())
         return REAL(semwait)(s);
+    int saved = errno;
+    if (REAL(semtrywait)(s) == 0)
+        return 0;
+    if (errno != EAGAIN)
+        return -1;
+    errno = saved;
     int64_t t0 = pp_contention_now();
     int rc = REAL(semwait)(s);
     if (rc == 0)
@@ -178,8 +197,14 @@ API int sem_wait(sem_t *s)
 
 API int sem_timedwait(sem_t *s, const struct timespec *abs)
 {
-    if (OFF() || *(volatile unsigned *)s != 0)
+    if (OFF())
         return REAL(semtwait)(s, abs);
+    int saved = errno;
+    if (REAL(semtrywait)(s) == 0)
+        return 0;
+    if (errno != EAGAIN)
+        return -1;
+    errno = saved;
     int64_t t0 = pp_contention_now();
     int rc = REAL(semtwait)(s, abs);
     if (rc == 0)

@@ -11,13 +11,16 @@
  * thread, at a rate of 4 ms (each kept with probability about 1/2 and then
  * counted as 4 ms): the scaled delay within 20% of the measured waits;
  * the expected number kept (~300) makes 20% more than 3.9 standard
- * deviations. Semaphore waits and joins show up by name; a mutex that is
- * never contended adds nothing; rates compose as documented.
+ * deviations. Semaphore waits, a contended rwlock and joins show up by
+ * name; a mutex that is never contended adds nothing; error-checking,
+ * recursive and robust mutexes answer as they would without the hooks
+ * (EDEADLK, recursion, EOWNERDEAD); rates compose as documented.
  */
 #define _GNU_SOURCE
 #include "pprof.h"
 #include "check.h"
 
+#include <errno.h>
 #include <math.h>
 #include <pthread.h>
 #include <semaphore.h>
@@ -104,6 +107,31 @@ static void *signaller(void *arg)
     return NULL;
 }
 
+static pthread_mutex_t robust;
+
+static void *lock_and_die(void *arg)
+{
+    (void)arg;
+    pthread_mutex_lock(&robust);
+    return NULL; /* exits holding it */
+}
+
+static pthread_rwlock_t rw = PTHREAD_RWLOCK_INITIALIZER;
+
+__attribute__((noinline)) static void read_locked(void)
+{
+    pthread_rwlock_rdlock(&rw);
+    pthread_rwlock_unlock(&rw);
+    __asm__ volatile("" ::: "memory");
+}
+
+static void *read_it(void *arg)
+{
+    (void)arg;
+    read_locked();
+    return NULL;
+}
+
 static sem_t sem;
 
 __attribute__((noinline)) static void wait_on_semaphore(void)
@@ -180,6 +208,36 @@ int main(void)
     wait_on_semaphore();
     pthread_join(po, NULL);
 
+    /* results that are not contentions pass through untouched */
+    pthread_mutexattr_t a;
+    pthread_mutexattr_init(&a);
+    pthread_mutexattr_settype(&a, PTHREAD_MUTEX_ERRORCHECK);
+    pthread_mutex_t ec;
+    pthread_mutex_init(&ec, &a);
+    CHECK(pthread_mutex_lock(&ec) == 0);
+    CHECK(pthread_mutex_lock(&ec) == EDEADLK);
+    CHECK(pthread_mutex_unlock(&ec) == 0);
+    pthread_mutexattr_settype(&a, PTHREAD_MUTEX_RECURSIVE);
+    pthread_mutex_t rec;
+    pthread_mutex_init(&rec, &a);
+    CHECK(pthread_mutex_lock(&rec) == 0 && pthread_mutex_lock(&rec) == 0);
+    CHECK(pthread_mutex_unlock(&rec) == 0 && pthread_mutex_unlock(&rec) == 0);
+    pthread_mutexattr_settype(&a, PTHREAD_MUTEX_NORMAL);
+    pthread_mutexattr_setrobust(&a, PTHREAD_MUTEX_ROBUST);
+    pthread_mutex_init(&robust, &a);
+    pthread_t dies;
+    pthread_create(&dies, NULL, lock_and_die, NULL);
+    pthread_join(dies, NULL);
+    CHECK(pthread_mutex_lock(&robust) == EOWNERDEAD);
+    CHECK(pthread_mutex_consistent(&robust) == 0 && pthread_mutex_unlock(&robust) == 0);
+    /* a contended rwlock */
+    pthread_t wr;
+    pthread_rwlock_wrlock(&rw);
+    pthread_create(&wr, NULL, read_it, NULL);
+    pause_ns(20000000);
+    pthread_rwlock_unlock(&rw);
+    pthread_join(wr, NULL);
+
     pprof_profile *pm, *pb;
     CHECK(pprof_recorder_stop(m, &pm) == 0);
     CHECK(pprof_recorder_stop(b, &pb) == 0);
@@ -211,6 +269,7 @@ int main(void)
     CHECK(delay_of(pb, "main", &count, NULL) > 0);                       /* the joins */
     int64_t mc;
     CHECK(delay_of(pb, "fight", &mc, NULL) > 0); /* contended locks are blocking too */
+    CHECK(delay_of(pb, "read_locked", &mc, NULL) >= 15000000); /* the 20 ms rwlock wait */
 
     pprof_buffer buf = {0};
     CHECK(pprof_profile_write(pm, PPROF_FORMAT_TEXT, pprof_writer_buffer(&buf)) == 0);
