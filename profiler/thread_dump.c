@@ -71,6 +71,8 @@ int pp_thread_dump_on_signal(const siginfo_t *si, void *uc, int tid)
     return 1;
 }
 
+static void free_stack(pp_thread_stack *t);
+
 static int64_t mono_ns(void)
 {
     struct timespec ts;
@@ -218,8 +220,9 @@ static int walk_waiting(int tid, pp_thread_stack *t, void *const *slot)
     return 1;
 }
 
-/* A running thread: asked with a signal; waits up to `budget_ns`. */
-static void ask(int tid, pp_thread_stack *t, int64_t budget_ns)
+/* A running thread: asked with a signal; waits up to `budget_ns`.
+ * Returns 0 if the thread no longer exists. */
+static int ask(int tid, pp_thread_stack *t, int64_t budget_ns)
 {
     atomic_store(&answer.tid, tid);
     atomic_store(&answer.state, WAITING);
@@ -231,18 +234,21 @@ static void ask(int tid, pp_thread_stack *t, int64_t budget_ns)
     si.si_uid = getuid();
     si.si_value.sival_int = DUMP_MAGIC;
     int64_t end = mono_ns() + (budget_ns < PER_THREAD_NS ? budget_ns : PER_THREAD_NS);
+    int gone = 0;
     if (syscall(SYS_rt_tgsigqueueinfo, getpid(), tid, si.si_signo, &si) == 0) {
         while (atomic_load(&answer.state) != DONE && mono_ns() < end) {
             struct timespec ts = {0, 200000};
             nanosleep(&ts, NULL);
         }
+    } else {
+        gone = errno == ESRCH; /* it exited since the directory was read */
     }
     int expected = WAITING;
     if (atomic_compare_exchange_strong(&answer.state, &expected, IDLE)) {
         t->how = PP_DUMP_NO_ANSWER;
         t->pcs[0] = PP_PC_NO_ANSWER;
         t->npcs = 1;
-        return;
+        return !gone;
     }
     while (atomic_load(&answer.state) != DONE) /* the handler is finishing */
         sched_yield();
@@ -255,6 +261,7 @@ static void ask(int tid, pp_thread_stack *t, int64_t budget_ns)
     if (answer.labels)
         pp_labels_unref(answer.labels);
     atomic_store(&answer.state, IDLE);
+    return 1;
 }
 
 static void read_meta(int tid, pp_thread_stack *t)
@@ -332,7 +339,10 @@ __attribute__((noinline)) int pp_thread_dump(pp_thread_stack **out, size_t *n)
             s->npcs = 1;
             continue;
         }
-        ask(tid, s, left);
+        if (!ask(tid, s, left)) {
+            free_stack(s);
+            count--;
+        }
     }
     pp_mutex_unlock(&dump_lock);
     closedir(d);
@@ -342,14 +352,19 @@ __attribute__((noinline)) int pp_thread_dump(pp_thread_stack **out, size_t *n)
     return 0;
 }
 
+static void free_stack(pp_thread_stack *t)
+{
+    for (size_t k = 0; k < t->nlabels; k++) {
+        free((char *)t->labels[k].key);
+        free((char *)t->labels[k].value);
+    }
+    free(t->labels);
+    memset(t, 0, sizeof *t);
+}
+
 void pp_thread_dump_free(pp_thread_stack *t, size_t n)
 {
-    for (size_t i = 0; t && i < n; i++) {
-        for (size_t k = 0; k < t[i].nlabels; k++) {
-            free((char *)t[i].labels[k].key);
-            free((char *)t[i].labels[k].value);
-        }
-        free(t[i].labels);
-    }
+    for (size_t i = 0; t && i < n; i++)
+        free_stack(&t[i]);
     free(t);
 }
