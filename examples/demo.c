@@ -15,6 +15,11 @@
  * and every search keeps its results in a cache of 512 entries of 8-24 KiB
  * (cache_search_results: a steady live heap of about 8 MiB).
  *
+ * Contention, for the mutex and block profiles (which the demo turns on
+ * unless LIBPPROF_MUTEX_FRACTION / LIBPPROF_BLOCK_RATE say otherwise):
+ * every checkout reserves inventory under one lock for about a
+ * millisecond (reserve_inventory), so the two workers wait for each other.
+ *
  *   LIBPPROF_ADDR   HOST:PORT to serve on (default 127.0.0.1:6060)
  */
 #define _GNU_SOURCE
@@ -93,11 +98,23 @@ __attribute__((noinline)) static void cache_search_results(unsigned seed)
 /* A request's size varies (5-15 ms of search, three times that of
  * checkout), as real ones do; fixed sizes would also fall into step with
  * the kernel's 4 ms tick and skew the samples. */
+static pthread_mutex_t inventory_lock = PTHREAD_MUTEX_INITIALIZER;
+
+/* Holds the inventory lock for about a millisecond, sleeping. */
+__attribute__((noinline)) static void reserve_inventory(void)
+{
+    pthread_mutex_lock(&inventory_lock);
+    struct timespec ts = {0, 1000000};
+    nanosleep(&ts, NULL);
+    pthread_mutex_unlock(&inventory_lock);
+}
+
 static void checkout(void *arg)
 {
     double ms = *(double *)arg;
     compute_checkout_totals(3 * ms);
     build_cart((unsigned)(ms * 1000));
+    reserve_inventory();
 }
 
 static void search(void *arg)
@@ -186,6 +203,11 @@ int main(int argc, char **argv)
     int builtin = argc > 1 && strcmp(argv[1], "--builtin") == 0;
     signal(SIGINT, on_term);
     signal(SIGTERM, on_term);
+    /* Contention profiles are off by default; the demo shows them. */
+    if (!getenv("LIBPPROF_MUTEX_FRACTION"))
+        pprof_mutex_set_fraction(1);
+    if (!getenv("LIBPPROF_BLOCK_RATE"))
+        pprof_block_set_rate(100000); /* waits of 100 us and more are all kept */
 
     make_labels();
     pthread_t t[2];

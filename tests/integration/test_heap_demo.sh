@@ -4,7 +4,8 @@
 # cache (cache_search_results) is the live heap, the per-request carts
 # (build_cart) are allocated and freed; heap samples carry the request
 # labels (endpoint, tenant), so -tags and -tagfocus split them; Go's sample
-# and period types; the index lists heap and allocs.
+# and period types; the index lists heap and allocs; the mutex and block
+# profiles (on in the demo) show the inventory lock, with labels.
 # Usage: test_heap_demo.sh BUILD_DIR
 . "$(dirname "$0")/lib.sh"
 pp_init "$1"
@@ -44,6 +45,13 @@ pp_pprof -raw "$TMP/heap.pb.gz" >"$TMP/raw.txt" 2>&1
 pp_check "Go's sample types" grep -q 'alloc_objects/count alloc_space/bytes inuse_objects/count inuse_space/bytes' "$TMP/raw.txt"
 pp_check "period type space/bytes" grep -q '^PeriodType: space bytes' "$TMP/raw.txt"
 pp_check "period = the rate" grep -q '^Period: 65536' "$TMP/raw.txt"
+# the demo turns the contention profiles on: checkouts wait for the inventory lock
+pp_pprof -top "$base/mutex" >"$TMP/mutex.top" 2>&1
+pp_check "mutex: reserve_inventory waits for the inventory lock" grep -q 'reserve_inventory' "$TMP/mutex.top"
+pp_pprof -tags "$base/mutex" >"$TMP/mutex.tags" 2>&1
+pp_check "mutex: with the request's labels" grep -q '/checkout' "$TMP/mutex.tags"
+pp_pprof -top "$base/block" >"$TMP/block.top" 2>&1
+pp_check "block: reserve_inventory blocks" grep -q 'reserve_inventory' "$TMP/block.top"
 curl -sS --max-time 10 "$base/" >"$TMP/index.html"
 pp_check "index lists heap" grep -q 'href="heap"' "$TMP/index.html"
 pp_check "index lists allocs" grep -q 'href="allocs"' "$TMP/index.html"
