@@ -109,6 +109,7 @@ typedef struct pprof_location {
     uint64_t mapping_id;     /* 0 when in no mapping */
     size_t nlines;
     const pprof_line *lines;
+    uint64_t symbol_start;   /* start of the function's symbol (for "+0x" offsets), 0 when unknown */
 } pprof_location;
 
 typedef struct pprof_label {

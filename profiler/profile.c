@@ -397,6 +397,7 @@ static int symbolize_location(pprof_profile *p, pp_sym_session *ss, uint64_t add
         }
         loc->lines = l;
         loc->nlines = (size_t)r.nframes;
+        loc->symbol_start = r.frames[r.nframes - 1].entry;
     }
     return r.mapping;
 }

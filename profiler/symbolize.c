@@ -798,8 +798,9 @@ static sym_index *modidx_get(struct pp_sym_session *s, Dwfl_Module *mod)
 }
 
 /* Name of the function symbol whose code holds addr, or NULL. */
-static const char *symbol_at(struct pp_sym_session *s, Dwfl_Module *mod, uint64_t addr)
+static const char *symbol_at(struct pp_sym_session *s, Dwfl_Module *mod, uint64_t addr, uint64_t *start)
 {
+    *start = 0;
     sym_index *ix = modidx_get(s, mod);
     if (!ix || ix->n == 0)
         return NULL;
@@ -815,8 +816,10 @@ static const char *symbol_at(struct pp_sym_session *s, Dwfl_Module *mod, uint64_
      * catch a larger symbol enclosing smaller ones. */
     for (size_t k = 0; k < 8 && lo > 0; k++, lo--) {
         const sym_entry *e = &ix->syms[lo - 1];
-        if (addr < e->end)
+        if (addr < e->end) {
+            *start = e->start;
             return e->name;
+        }
     }
     return NULL;
 }
@@ -1243,6 +1246,7 @@ static void set_frame(struct pp_sym_session *s, pp_sym_frame *f, const char *raw
     f->function = demangle(s, raw);
     f->filename = file;
     f->line = line;
+    f->entry = 0;
 }
 
 /* Functions of one compile unit by address. dwarf_getscopes walks every
@@ -1449,7 +1453,8 @@ static int resolve(struct pp_sym_session *s, uint64_t addr, pp_sym_frame *frames
         return 1;
     }
 
-    const char *symname = symbol_at(s, mod, addr);
+    uint64_t entry;
+    const char *symname = symbol_at(s, mod, addr, &entry);
 
     const char *file = NULL;
     int line = 0;
@@ -1483,6 +1488,8 @@ static int resolve(struct pp_sym_session *s, uint64_t addr, pp_sym_frame *frames
     if (raw == NULL && file == NULL && n == 0)
         return 0;
     set_frame(s, &frames[n++], raw, file, line);
+    for (int i = 0; i < n; i++) /* inlined frames are in the same physical function */
+        frames[i].entry = symname ? entry : 0;
     return n;
 }
 

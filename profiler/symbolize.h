@@ -30,6 +30,7 @@ typedef struct pp_sym_frame {
     const char *system_name; /* raw symbol name, or NULL */
     const char *filename;    /* NULL when there is no line info */
     int line;                /* 0 when unknown */
+    uint64_t entry;          /* start of the symbol the address is in, 0 when unknown */
 } pp_sym_frame;
 
 typedef struct pp_sym_result {

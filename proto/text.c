@@ -7,9 +7,10 @@
  * records sorted by in-use bytes, largest first, each ending in a blank
  * line. The values are the profile's (a recorder configured with `raw`
  * gives Go's unscaled counts). The "@" line has return addresses (call site
- * + 1) as Go's does; "#" lines show each frame's call site, inlined frames
- * innermost first, and a "# labels:" line when the record has labels.
- * Function offsets ("+0x..") are not shown. Count profiles (goroutine,
+ * + 1) as Go's does; "#" lines show each frame's call site with its offset
+ * in the function ("+0x.." from the symbol's start; inlined frames share
+ * the physical function's), inlined frames innermost first, and a
+ * "# labels:" line when the record has labels. Count profiles (goroutine,
  * threadcreate, custom) and the per-thread dump: see count_text and
  * dump_text.
  */
@@ -71,13 +72,16 @@ static void put_frames(out *o, const pprof_sample *s)
         const pprof_location *l = s->locations[j];
         if (l->nlines == 0)
             put(o, "#\t0x%" PRIx64 "\n", l->address);
+        char off[32] = "";
+        if (l->symbol_start && l->address >= l->symbol_start)
+            snprintf(off, sizeof off, "+0x%" PRIx64, l->address - l->symbol_start);
         for (size_t k = 0; k < l->nlines; k++) {
             const pprof_line *ln = &l->lines[k];
             const char *fn = ln->function[0] ? ln->function : ln->system_name;
             if (ln->filename[0])
-                put(o, "#\t0x%" PRIx64 "\t%s\t%s:%" PRId64 "\n", l->address, fn, ln->filename, ln->line);
+                put(o, "#\t0x%" PRIx64 "\t%s%s\t%s:%" PRId64 "\n", l->address, fn, off, ln->filename, ln->line);
             else
-                put(o, "#\t0x%" PRIx64 "\t%s\n", l->address, fn);
+                put(o, "#\t0x%" PRIx64 "\t%s%s\n", l->address, fn, off);
         }
     }
     put(o, "\n");

@@ -62,7 +62,8 @@ run_one() { # NAME PRELOAD
         local t
         t=$(curl -sS --max-time 30 "$base/heap?debug=1")
         pp_check "heap?debug=1 is Go's text format" grep -qE '^heap profile: [0-9]+: [0-9]+ \[[0-9]+: [0-9]+\] @ heap/32768$' <<<"$t"
-        pp_check "heap?debug=1 names keep_new in a frame line" grep -qP '^#\t0x[0-9a-f]+\tkeep_new' <<<"$t"
+        pp_check "heap?debug=1 names keep_new with its offset in a frame line" \
+            grep -qP '^#\t0x[0-9a-f]+\tkeep_new(\(\))?\+0x[0-9a-f]+\t\S+prog_heap.cpp:[0-9]+$' <<<"$t"
         curl -sS --max-time 30 -D "$TMP/h400" -o "$TMP/b400" "$base/heap?seconds=1&debug=1"
         pp_check "heap?seconds&debug: 400 with Go's text" \
             test "$(pp_status "$TMP/h400")" = 400 -a "$(cat "$TMP/b400")" = "seconds and debug params are incompatible"
