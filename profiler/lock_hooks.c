@@ -82,7 +82,25 @@ __attribute__((constructor(102))) static void init(void)
 }
 
 #define REAL(f) (__builtin_expect(real.f != NULL, 1) ? real.f : (resolve(), real.f))
+/* Locks may be taken inside an allocator (jemalloc's) before the
+ * constructor has run, where dlsym (which may allocate) must not be
+ * called: glibc's own exported names serve until then. */
+#define GLIBC_COMPAT(local, name) __asm__(".symver " #local "," #name "@GLIBC_2.2.5")
+extern int glibc_mutex_lock(pthread_mutex_t *);
+extern int glibc_mutex_trylock(pthread_mutex_t *);
+extern int glibc_rwlock_rdlock(pthread_rwlock_t *);
+extern int glibc_rwlock_wrlock(pthread_rwlock_t *);
+extern int glibc_rwlock_tryrdlock(pthread_rwlock_t *);
+extern int glibc_rwlock_trywrlock(pthread_rwlock_t *);
+GLIBC_COMPAT(glibc_mutex_lock, __pthread_mutex_lock);
+GLIBC_COMPAT(glibc_mutex_trylock, __pthread_mutex_trylock);
+GLIBC_COMPAT(glibc_rwlock_rdlock, __pthread_rwlock_rdlock);
+GLIBC_COMPAT(glibc_rwlock_wrlock, __pthread_rwlock_wrlock);
+GLIBC_COMPAT(glibc_rwlock_tryrdlock, __pthread_rwlock_tryrdlock);
+GLIBC_COMPAT(glibc_rwlock_trywrlock, __pthread_rwlock_trywrlock);
+#define EARLY(f, g) (__builtin_expect(real.f != NULL, 1) ? real.f : g)
 
+/* malloc-safe */
 static int tid(void)
 {
     if (!my_tid)
@@ -90,10 +108,11 @@ static int tid(void)
     return my_tid;
 }
 
+/* malloc-safe */
 __attribute__((noinline)) static int timed_lock(pthread_mutex_t *m, uint64_t caller)
 {
     int64_t t0 = pp_contention_now();
-    int rc = REAL(lock)(m);
+    int rc = EARLY(lock, glibc_mutex_lock)(m);
     if (rc == 0)
         pp_contention_event(pp_contention_now() - t0, PP_WAIT_LOCK, caller);
     return rc;
@@ -108,10 +127,11 @@ __attribute__((noinline)) static int timed_lock(pthread_mutex_t *m, uint64_t cal
  * is passed through as it is); EBUSY means contended (or, for an
  * error-checking mutex, held by this thread: the real lock then answers
  * EDEADLK, which is not recorded). */
+/* malloc-safe */
 API int pthread_mutex_lock(pthread_mutex_t *m)
 {
     if (OFF())
-        return REAL(lock)(m);
+        return EARLY(lock, glibc_mutex_lock)(m);
     if (m->__data.__kind == 0) {
         int expected = 0;
         if (__atomic_compare_exchange_n(&m->__data.__lock, &expected, 1, 0, __ATOMIC_ACQUIRE, __ATOMIC_RELAXED)) {
@@ -121,13 +141,14 @@ API int pthread_mutex_lock(pthread_mutex_t *m)
         }
         return timed_lock(m, CALLER);
     }
-    int rc = REAL(trylock)(m);
+    int rc = EARLY(trylock, glibc_mutex_trylock)(m);
     if (rc != EBUSY)
         return rc;
     return timed_lock(m, CALLER);
 }
 
 /* rwlocks: tried first, timed when the try finds them busy. */
+/* malloc-safe */
 __attribute__((noinline)) static int timed_rw(rw_fn f, pthread_rwlock_t *l, uint64_t caller)
 {
     int64_t t0 = pp_contention_now();
@@ -137,26 +158,29 @@ __attribute__((noinline)) static int timed_rw(rw_fn f, pthread_rwlock_t *l, uint
     return rc;
 }
 
+/* malloc-safe */
 API int pthread_rwlock_rdlock(pthread_rwlock_t *l)
 {
     if (OFF())
-        return REAL(rdlock)(l);
-    int rc = REAL(tryrdlock)(l);
+        return EARLY(rdlock, glibc_rwlock_rdlock)(l);
+    int rc = EARLY(tryrdlock, glibc_rwlock_tryrdlock)(l);
     if (rc != EBUSY)
         return rc;
-    return timed_rw(REAL(rdlock), l, CALLER);
+    return timed_rw(EARLY(rdlock, glibc_rwlock_rdlock), l, CALLER);
 }
 
+/* malloc-safe */
 API int pthread_rwlock_wrlock(pthread_rwlock_t *l)
 {
     if (OFF())
-        return REAL(wrlock)(l);
-    int rc = REAL(trywrlock)(l);
+        return EARLY(wrlock, glibc_rwlock_wrlock)(l);
+    int rc = EARLY(trywrlock, glibc_rwlock_trywrlock)(l);
     if (rc != EBUSY)
         return rc;
-    return timed_rw(REAL(wrlock), l, CALLER);
+    return timed_rw(EARLY(wrlock, glibc_rwlock_wrlock), l, CALLER);
 }
 
+/* malloc-safe */
 API int pthread_cond_wait(pthread_cond_t *c, pthread_mutex_t *m)
 {
     if (OFF())
@@ -167,6 +191,7 @@ API int pthread_cond_wait(pthread_cond_t *c, pthread_mutex_t *m)
     return rc;
 }
 
+/* malloc-safe */
 API int pthread_cond_timedwait(pthread_cond_t *c, pthread_mutex_t *m, const struct timespec *abs)
 {
     if (OFF())
@@ -177,7 +202,7 @@ API int pthread_cond_timedwait(pthread_cond_t *c, pthread_mutex_t *m, const stru
     return rc;
 }
 
-/* Semaphores: tried first, timed when the try would block. */
+/* Semaphores: tried first, timed when the try would block. malloc-safe */
 API int sem_wait(sem_t *s)
 {
     if (OFF())
@@ -195,6 +220,7 @@ API int sem_wait(sem_t *s)
     return rc;
 }
 
+/* malloc-safe */
 API int sem_timedwait(sem_t *s, const struct timespec *abs)
 {
     if (OFF())
@@ -212,6 +238,7 @@ API int sem_timedwait(sem_t *s, const struct timespec *abs)
     return rc;
 }
 
+/* malloc-safe */
 API int pthread_join(pthread_t t, void **ret)
 {
     if (OFF())
