@@ -29,7 +29,7 @@ pp_check "block: wait_on_condition waits" grep -q 'wait_on_condition' "$TMP/bloc
 pp_check "block: contend_on_lock blocks too" grep -q 'contend_on_lock' "$TMP/block.top"
 curl -sS --max-time 10 "$base/mutex?debug=1" >"$TMP/m1.txt"
 pp_check "mutex?debug=1: Go's header" test "$(head -3 "$TMP/m1.txt" | tr '\n' '|')" = '--- mutex:|cycles/second=1000000000|sampling period=1|'
-pp_check "mutex?debug=1: frames" grep -qP '^#\t0x[0-9a-f]+\tcontend_on_lock' "$TMP/m1.txt"
+pp_check "mutex?debug=1: frames" grep -qP '^#\t0x[0-9a-f]+\tcontend_on_lock\+0x[0-9a-f]+\t' "$TMP/m1.txt"
 curl -sS --max-time 10 "$base/block?debug=1" | head -1 >"$TMP/b1.txt"
 pp_check "block?debug=1: Go's header" grep -qx -- '--- contention:' "$TMP/b1.txt"
 curl -sS --max-time 10 -D "$TMP/h" -o "$TMP/w.pb.gz" "$base/mutex?seconds=1"

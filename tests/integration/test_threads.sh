@@ -55,7 +55,7 @@ curl -sS --max-time 10 "$base/goroutine?debug=1" >"$TMP/d1.txt"
 pp_check "debug=1: Go's header" grep -qE '^goroutine profile: total [0-9]+$' "$TMP/d1.txt"
 curl -sS --max-time 10 "$base/threadcreate?debug=1" >"$TMP/tc.txt"
 pp_check "threadcreate: total 7 (main, server, 5 parked)" grep -qE '^threadcreate profile: total ([7-9]|1[0-9])$' "$TMP/tc.txt"
-pp_check "threadcreate: the pthread_create call in main" grep -qP '^#\t0x[0-9a-f]+\tmain\t' "$TMP/tc.txt"
+pp_check "threadcreate: the pthread_create call in main" grep -qP '^#\t0x[0-9a-f]+\tmain\+0x[0-9a-f]+\t' "$TMP/tc.txt"
 curl -sS --max-time 10 -D "$TMP/h" -o "$TMP/delta.pb.gz" "$base/goroutine?seconds=1"
 pp_check "goroutine?seconds=1: goroutine-delta" test "$(pp_header "$TMP/h" Content-Disposition)" = 'attachment; filename="goroutine-delta"'
 pp_pprof -raw "$TMP/delta.pb.gz" >"$TMP/delta.txt" 2>&1
