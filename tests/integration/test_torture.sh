@@ -3,9 +3,9 @@
 # 1000 Hz for TORTURE_SECONDS (30) while it loops over dlopen/dlclose, thread
 # creation and exit, fork+exec, posix_spawn and C++ exceptions; meanwhile
 # this script polls its /debug/pprof/ endpoint every half second (cmdline,
-# the index; every 1.5 s in turn a thread dump, heap, mutex, block and
-# threadcreate, with the mutex and block profiles on) and every few seconds fetches
-# profile?seconds=2 and parses it with `go tool pprof -raw`. Every poll must answer 200; the program must
+# the index) and every few seconds fetches profile?seconds=2, parses it
+# with `go tool pprof -raw`, and then fetches in turn a thread dump, heap,
+# mutex, block or threadcreate (the mutex and block profiles are on). Every poll must answer 200; the program must
 # neither hang (watchdog: a hang is a failure, with all threads' backtraces
 # printed when gdb is at hand) nor die of a signal (core dumps are enabled in
 # the program's temporary directory: a crash prints the crashing thread's
@@ -127,16 +127,23 @@ fetch_profiles() {
         else
             echo "ok profile #$n: 200 in ${took}s (go not installed, not parsed)"
         fi
-        sleep 2
+        # between profiles (they share the symbolizer): one of the others
+        local what=${others[$((n % ${#others[@]}))]}
+        code=$(curl -sS --max-time 10 -o "$tmp/other" -w '%{http_code}' "$base/$what" 2>>"$tmp/curl.err")
+        if [ "$code" = 200 ] && [ -s "$tmp/other" ]; then
+            echo "ok other $what"
+        else
+            echo "FAIL other $what: HTTP ${code:-no answer}"
+        fi
     done
 }
+others=("goroutine?debug=2" heap mutex block threadcreate "goroutine?debug=1")
 fetch_profiles >"$tmp/profiles.txt" 2>&1 &
 fetcher=$!
 
 # --- cmdline and the index every half second (in the foreground)
 want_cmdline=$(printf '%s\n' "$prog" 0 "$plugin" "$secs")
-cmd_ok=0 cmd_bad=0 idx_ok=0 idx_bad=0 oth_ok=0 oth_bad=0 turn=0
-others=("goroutine?debug=2" heap mutex block threadcreate "goroutine?debug=1")
+cmd_ok=0 cmd_bad=0 idx_ok=0 idx_bad=0
 while [ "$(elapsed "$t0")" -lt "$poll_ms" ] && alive; do
     code=$(curl -sS --max-time 5 -o "$tmp/cmdline" -w '%{http_code}' "$base/cmdline" 2>>"$tmp/curl.err")
     if [ "$code" = 200 ] && [ "$(tr '\0' '\n' <"$tmp/cmdline")" = "$want_cmdline" ]; then
@@ -151,16 +158,6 @@ while [ "$(elapsed "$t0")" -lt "$poll_ms" ] && alive; do
     else
         idx_bad=$((idx_bad + 1))
         echo "  index poll at $(elapsed "$t0") ms: HTTP ${code:-no answer}"
-    fi
-    if [ $((turn++ % 3)) = 0 ]; then # every 1.5 s: they symbolize, as the profile fetches do
-        what=${others[$((turn / 3 % ${#others[@]}))]}
-        code=$(curl -sS --max-time 10 -o "$tmp/other" -w '%{http_code}' "$base/$what" 2>>"$tmp/curl.err")
-        if [ "$code" = 200 ] && [ -s "$tmp/other" ]; then
-            oth_ok=$((oth_ok + 1))
-        else
-            oth_bad=$((oth_bad + 1))
-            echo "  $what poll at $(elapsed "$t0") ms: HTTP ${code:-no answer}"
-        fi
     fi
     sleep 0.5
 done
@@ -179,13 +176,15 @@ if [ "$idx_bad" -eq 0 ] && [ "$idx_ok" -ge $((secs / 2)) ]; then
 else
     fail "index: $idx_ok good polls, $idx_bad bad$early"
 fi
-if [ "$oth_bad" -eq 0 ] && [ "$oth_ok" -ge $((secs / 6)) ]; then
+oth_ok=$(grep -c '^ok other ' "$tmp/profiles.txt")
+oth_bad=$(grep -c '^FAIL other ' "$tmp/profiles.txt")
+if [ "$oth_bad" -eq 0 ] && [ "$oth_ok" -ge 3 ]; then
     pass "thread dumps, heap, mutex, block and threadcreate answered 200 on all $oth_ok polls"
 else
     fail "thread dump/heap/mutex/block/threadcreate: $oth_ok good polls, $oth_bad bad$early"
 fi
-prof_ok=$(grep -c '^ok ' "$tmp/profiles.txt")
-prof_bad=$(grep -c '^FAIL ' "$tmp/profiles.txt")
+prof_ok=$(grep -c '^ok profile ' "$tmp/profiles.txt")
+prof_bad=$(grep -c '^FAIL profile ' "$tmp/profiles.txt")
 grep '^FAIL ' "$tmp/profiles.txt" | sed 's/^/  /'
 if [ "$prof_bad" -eq 0 ] && [ "$prof_ok" -ge $(((secs - 4) / 5)) ]; then
     pass "profile?seconds=2 answered 200 and parsed on all $prof_ok fetches ($(sed -n 's/^ok profile #[0-9]*: //p' "$tmp/profiles.txt" | tr '\n' ',' | sed 's/,$//'))"
