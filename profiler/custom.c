@@ -23,13 +23,12 @@
 #define MAX_CUSTOM 64
 
 typedef struct entry {
-    const void *key;         /* NULL: empty; TOMB: removed */
+    const void *key;         /* NULL: empty */
+    int removed;             /* a tombstone: keeps probe chains whole */
     const pprof_labels *labels; /* a reference */
     int npcs;
     uint64_t pcs[CUSTOM_FRAMES + 1];
 } entry;
-
-#define TOMB ((const void *)1)
 
 struct pprof_custom {
     char name[64];
@@ -131,7 +130,7 @@ static int grow(pprof_custom *c)
     if (!t)
         return PPROF_ENOMEM;
     for (size_t i = 0; i < c->cap; i++) {
-        if (!c->t[i].key || c->t[i].key == TOMB)
+        if (!c->t[i].key || c->t[i].removed)
             continue;
         size_t j = slot_of(cap, c->t[i].key);
         while (t[j].key)
@@ -147,7 +146,7 @@ static int grow(pprof_custom *c)
 
 __attribute__((noinline)) int pprof_custom_add(pprof_custom *c, const void *key)
 {
-    if (!c || !key || key == TOMB)
+    if (!c || !key)
         return pp_error_detail(PPROF_EINVAL, "NULL profile or key");
     entry e = {.key = key};
     int truncated;
@@ -162,11 +161,11 @@ __attribute__((noinline)) int pprof_custom_add(pprof_custom *c, const void *key)
     if (!rc) {
         size_t j = slot_of(c->cap, key), free_slot = SIZE_MAX;
         for (; c->t[j].key; j = (j + 1) & (c->cap - 1)) {
-            if (c->t[j].key == key) {
+            if (c->t[j].key == key && !c->t[j].removed) {
                 rc = pp_error_detail(PPROF_EBUSY, "the key is already in profile \"%s\"", c->name);
                 break;
             }
-            if (c->t[j].key == TOMB && free_slot == SIZE_MAX)
+            if (c->t[j].removed && free_slot == SIZE_MAX)
                 free_slot = j;
         }
         if (!rc) {
@@ -193,9 +192,9 @@ int pprof_custom_remove(pprof_custom *c, const void *key)
     int rc = pp_error_detail(PPROF_EINVAL, "the key is not in profile \"%s\"", c->name);
     if (c->cap)
         for (size_t j = slot_of(c->cap, key); c->t[j].key; j = (j + 1) & (c->cap - 1))
-            if (c->t[j].key == key) {
+            if (c->t[j].key == key && !c->t[j].removed) {
                 drop = c->t[j].labels;
-                c->t[j].key = TOMB;
+                c->t[j].removed = 1;
                 c->t[j].labels = NULL;
                 c->count--;
                 rc = 0;
@@ -222,7 +221,7 @@ int pp_custom_add_to(pprof_custom *c, pprof_profile *p)
     pp_mutex_lock(&c->lock);
     for (size_t i = 0; i < c->cap && !rc; i++) {
         const entry *e = &c->t[i];
-        if (!e->key || e->key == TOMB)
+        if (!e->key || e->removed)
             continue;
         const pprof_label *pairs = NULL;
         size_t n = e->labels ? pp_labels_pairs(e->labels, &pairs) : 0;

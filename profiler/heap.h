@@ -55,8 +55,9 @@ extern __thread int64_t pp_heap_left;
  * this allocation of `size` bytes is to be sampled. malloc-safe */
 int pp_heap_should_sample(size_t size);
 /* Records a sampled object (stack of the hooked function's caller, whose
- * return address is `caller`). malloc-safe */
-void pp_heap_sampled(void *p, size_t size, uint64_t caller);
+ * return address is `caller`). Returns 0, or -1 when the tables are full
+ * (the object is then not tracked). malloc-safe */
+int pp_heap_sampled(void *p, size_t size, uint64_t caller);
 /* Called for every page-aligned pointer about to be released: removes it
  * from the live table if it was sampled, counting the free. Returns 1 if it
  * was sampled. Preserves errno. malloc-safe */

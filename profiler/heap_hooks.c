@@ -127,10 +127,13 @@ static void *realloc_impl(void *p, size_t n, uint64_t caller)
         return q;
     }
     uint32_t rec = 0;
-    if (!((uintptr_t)p & (PP_HEAP_ALIGN - 1)) && pp_heap_table_maybe_live(p))
+    if (!((uintptr_t)p & (PP_HEAP_ALIGN - 1)) && pp_heap_table_maybe_live(p) && !pp_heap_table_busy())
         rec = pp_heap_table_take(p);
+    /* The allocator's usable size, not the record's: an entry can be stale
+     * (its free was not seen) and the address reused by a bigger block. */
     size_t old;
-    if (n && take_sample(n) && (old = rec ? pp_heap_rec_get(rec)->size : pp_next.usable_size(p))) {
+    if (n && take_sample(n) && (old = pp_next.usable_size(p) ? pp_next.usable_size(p)
+                                      : rec ? pp_heap_rec_get(rec)->size : 0)) {
         void *q = sampled_alloc(0, n, 0, caller);
         if (!q) {
             if (rec)

@@ -40,17 +40,21 @@ static void *_Atomic new_fns[NNEW], *_Atomic del_fns[NDEL];
 
 /* The next definition of an operator, looked up until one is loaded.
  * malloc-safe (dlsym's own allocations are not sampled: the guard is up) */
+#define MISSING ((void *)1)   /* looked up, not found: retried now and then */
+static _Atomic unsigned misses;
+
 static void *lookup(void *_Atomic *slot, const char *name)
 {
     void *f = atomic_load_explicit(slot, memory_order_acquire);
-    if (f || !(pp_next_ready() || pp_next_resolve()))
-        return f;
+    if (f == MISSING && (atomic_fetch_add_explicit(&misses, 1, memory_order_relaxed) & 4095))
+        return NULL; /* no C++ runtime after us (yet): dlsym is not called on every call */
+    if ((f && f != MISSING) || !(pp_next_ready() || pp_next_resolve()))
+        return f == MISSING ? NULL : f;
     int64_t saved[2];
     pp_heap_guard_enter(saved);
     f = dlsym(RTLD_NEXT, name);
     pp_heap_guard_leave(saved);
-    if (f)
-        atomic_store_explicit(slot, f, memory_order_release);
+    atomic_store_explicit(slot, f ? f : MISSING, memory_order_release);
     return f;
 }
 
@@ -64,11 +68,13 @@ static void *new_impl(int which, size_t n, size_t align, const void *nothrow, ui
 {
     if ((pp_heap_left -= (int64_t)n) <= 0 && pp_next_ready() && pp_heap_should_sample(n)) {
         void *p = pp_next.memalign(align > PP_HEAP_ALIGN ? align : PP_HEAP_ALIGN, n ? n : 1);
-        if (p) {
-            pp_heap_sampled(p, n, caller);
+        if (p && pp_heap_sampled(p, n, caller) == 0)
             return p;
-        }
-        /* fall through: the real operator reports the failure */
+        /* Not tracked (tables full), so delete could not tell it must go to
+         * free: give it back and let the real operator allocate (and report
+         * a failure its own way). */
+        if (p)
+            pp_next.free(p);
     }
     void *f = lookup(&new_fns[which], new_names[which]);
     if (!f)
@@ -89,7 +95,12 @@ static void del_impl(int which, void *p, size_t size, size_t align, const void *
 {
     if (!p)
         return;
-    if (!((uintptr_t)p & (PP_HEAP_ALIGN - 1)) && pp_heap_freed(p)) {
+    /* A sampled object came from the next allocator's memalign: free it
+     * there, never through a sized delete. While this thread forks the table
+     * cannot be consulted: any page-aligned object that may be sampled goes
+     * to free (valid for every operator new's memory). */
+    if (!((uintptr_t)p & (PP_HEAP_ALIGN - 1)) &&
+        (pp_heap_freed(p) || (pp_heap_table_busy() && pp_heap_table_maybe_live(p)))) {
         pp_next.free(p);
         return;
     }

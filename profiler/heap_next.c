@@ -37,7 +37,8 @@ void *pp_boot_alloc(size_t size, size_t align)
         return NULL;
     for (;;) {
         size_t used = atomic_load(&boot_used);
-        size_t start = (used + 16 + align - 1) & ~(align - 1); /* 16 bytes for the size */
+        uintptr_t base = (uintptr_t)boot; /* align the address, not the offset */
+        size_t start = (size_t)(((base + used + 16 + align - 1) & ~(uintptr_t)(align - 1)) - base);
         if (start + size > BOOT_SIZE) {
             errno = ENOMEM;
             return NULL;

@@ -109,7 +109,7 @@ void pp_heap_guard_leave(const int64_t *saved)
 }
 
 /* malloc-safe */
-void pp_heap_sampled(void *p, size_t size, uint64_t caller)
+int pp_heap_sampled(void *p, size_t size, uint64_t caller)
 {
     int64_t saved[2];
     pp_heap_guard_enter(saved);
@@ -120,11 +120,13 @@ void pp_heap_sampled(void *p, size_t size, uint64_t caller)
     if (truncated)
         pcs[n++] = PP_PC_TRUNCATED;
     const pprof_labels *labels = pp_labels_cumulative(pp_labels_current_peek());
-    if (pp_heap_table_alloc(p, size, pcs, (size_t)n, labels) == 0)
+    int rc = pp_heap_table_alloc(p, size, pcs, (size_t)n, labels);
+    if (rc == 0)
         atomic_fetch_add_explicit(&n_sampled, 1, memory_order_relaxed);
     else
         atomic_fetch_add_explicit(&n_unrecorded, 1, memory_order_relaxed);
     pp_heap_guard_leave(saved);
+    return rc;
 }
 
 /* malloc-safe */

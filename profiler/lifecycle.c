@@ -17,6 +17,7 @@
 #include "env.h"
 #include "heap.h"
 #include "labels.h"
+#include "thread_dump.h"
 #include "threads.h"
 #include "unwind.h"
 
@@ -48,25 +49,25 @@ static void shutdown_all(void)
     pprof_server_stop();
 }
 
-/* Lock order: collector, object list, CPU thread registry, label cap,
- * thread registry, contention tables, heap. */
+/* Lock order: collector, object list, CPU thread registry, contention
+ * tables, label cap, thread registry, heap. */
 static void fork_prepare(void)
 {
     pp_collector_fork_prepare();
     pp_unwind_fork_prepare();
     pp_cpu_fork_prepare();
+    pp_contention_fork_prepare(); /* first of these: it stops recording, which takes the cap lock */
     pp_labels_cap_fork_prepare();
     pp_threads_fork_prepare();
-    pp_contention_fork_prepare();
     pp_heap_fork_prepare();
 }
 
 static void fork_parent(void)
 {
     pp_heap_fork_parent();
-    pp_contention_fork_parent();
     pp_threads_fork_parent();
     pp_labels_cap_fork_parent();
+    pp_contention_fork_parent();
     pp_cpu_fork_parent();
     pp_unwind_fork_parent();
     pp_collector_fork_parent();
@@ -75,9 +76,10 @@ static void fork_parent(void)
 static void fork_child(void)
 {
     pp_heap_fork_child();
-    pp_contention_fork_child();
     pp_threads_fork_child();
     pp_labels_cap_fork_child();
+    pp_contention_fork_child();
+    pp_thread_dump_fork_child();
     pp_cpu_fork_child();
     pp_unwind_fork_child();
     pp_collector_fork_child();

@@ -48,10 +48,13 @@
 
 enum { IDLE, WAITING, BUSY, DONE };
 
+/* The answer slot's tid and state in one word, so that a late handler
+ * cannot take a slot that was handed to another thread meanwhile. */
+#define SLOT(tid, state) ((uint64_t)(uint32_t)(tid) << 8 | (state))
+
 static pp_mutex dump_lock = PP_MUTEX_INIT;
 static struct {
-    _Atomic int state;
-    _Atomic int tid;
+    _Atomic uint64_t slot;
     int n, truncated;
     const void *labels;
     uint64_t pcs[PP_DUMP_FRAMES];
@@ -62,12 +65,12 @@ int pp_thread_dump_on_signal(const siginfo_t *si, void *uc, int tid)
 {
     if (si->si_code != SI_QUEUE || si->si_value.sival_int != DUMP_MAGIC)
         return 0;
-    int expected = WAITING;
-    if (atomic_load(&answer.tid) != tid || !atomic_compare_exchange_strong(&answer.state, &expected, BUSY))
+    uint64_t expected = SLOT(tid, WAITING);
+    if (!atomic_compare_exchange_strong(&answer.slot, &expected, SLOT(tid, BUSY)))
         return 1; /* a late or stray request */
     answer.n = pp_unwind_signal(uc, answer.pcs, PP_DUMP_FRAMES, &answer.truncated);
     answer.labels = pp_labels_current_ref();
-    atomic_store(&answer.state, DONE);
+    atomic_store(&answer.slot, SLOT(tid, DONE));
     return 1;
 }
 
@@ -224,8 +227,7 @@ static int walk_waiting(int tid, pp_thread_stack *t, void *const *slot)
  * Returns 0 if the thread no longer exists. */
 static int ask(int tid, pp_thread_stack *t, int64_t budget_ns)
 {
-    atomic_store(&answer.tid, tid);
-    atomic_store(&answer.state, WAITING);
+    atomic_store(&answer.slot, SLOT(tid, WAITING));
     siginfo_t si;
     memset(&si, 0, sizeof si);
     si.si_signo = pp_cpu_signal();
@@ -236,21 +238,21 @@ static int ask(int tid, pp_thread_stack *t, int64_t budget_ns)
     int64_t end = mono_ns() + (budget_ns < PER_THREAD_NS ? budget_ns : PER_THREAD_NS);
     int gone = 0;
     if (syscall(SYS_rt_tgsigqueueinfo, getpid(), tid, si.si_signo, &si) == 0) {
-        while (atomic_load(&answer.state) != DONE && mono_ns() < end) {
+        while (atomic_load(&answer.slot) != SLOT(tid, DONE) && mono_ns() < end) {
             struct timespec ts = {0, 200000};
             nanosleep(&ts, NULL);
         }
     } else {
         gone = errno == ESRCH; /* it exited since the directory was read */
     }
-    int expected = WAITING;
-    if (atomic_compare_exchange_strong(&answer.state, &expected, IDLE)) {
+    uint64_t expected = SLOT(tid, WAITING);
+    if (atomic_compare_exchange_strong(&answer.slot, &expected, SLOT(0, IDLE))) {
         t->how = PP_DUMP_NO_ANSWER;
         t->pcs[0] = PP_PC_NO_ANSWER;
         t->npcs = 1;
         return !gone;
     }
-    while (atomic_load(&answer.state) != DONE) /* the handler is finishing */
+    while (atomic_load(&answer.slot) != SLOT(tid, DONE)) /* the handler is finishing */
         sched_yield();
     memcpy(t->pcs, answer.pcs, (size_t)answer.n * sizeof *t->pcs);
     t->npcs = answer.n;
@@ -260,8 +262,15 @@ static int ask(int tid, pp_thread_stack *t, int64_t budget_ns)
     copy_set(answer.labels, t);
     if (answer.labels)
         pp_labels_unref(answer.labels);
-    atomic_store(&answer.state, IDLE);
+    atomic_store(&answer.slot, SLOT(0, IDLE));
     return 1;
+}
+
+void pp_thread_dump_fork_child(void)
+{
+    /* A dump that was running on another thread does not exist here. */
+    dump_lock = (pp_mutex)PP_MUTEX_INIT;
+    atomic_store(&answer.slot, SLOT(0, IDLE));
 }
 
 static void read_meta(int tid, pp_thread_stack *t)

@@ -429,9 +429,14 @@ int pp_unwind_after_call(uint64_t ra)
 {
     const objset *s = &sets[atomic_load(&cur_set)];
     const obj *o = find_object(s, ra - 1);
-    if (!o || ra < o->start + 7)
+    if (!o || ra < o->start + 8)
         return 0;
-    const uint8_t *c = (const uint8_t *)(uintptr_t)ra;
+    /* Read through the kernel: the object may be unloaded meanwhile. */
+    uint8_t buf[8];
+    struct iovec local = {buf, 8}, remote = {(void *)(uintptr_t)(ra - 8), 8};
+    if (process_vm_readv(getpid(), &local, 1, &remote, 1, 0) != 8)
+        return 0;
+    const uint8_t *c = buf + 8;
     if (c[-5] == 0xe8)                                   /* call rel32 */
         return 1;
     if (c[-2] == 0xff && (c[-1] & 0x38) == 0x10)         /* call *%reg, *(%reg) */

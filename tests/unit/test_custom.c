@@ -105,6 +105,12 @@ int main(void)
     CHECK(count_fn(p, "open_three", NULL, &labeled) == -1);
     CHECK(count_fn(p, "open_five", NULL, &labeled) == -1);
     pprof_profile_free(p);
+    /* any non-NULL pointer is a key, small integers too */
+    size_t before = pprof_custom_count(c);
+    CHECK(pprof_custom_add(c, (const void *)1) == 0);
+    CHECK(pprof_custom_remove(c, (const void *)1) == 0);
+    CHECK(pprof_custom_remove(c, (const void *)1) == PPROF_EINVAL);
+    CHECK(pprof_custom_count(c) == before);
     /* many adds and removes: the table stays consistent */
     static char many[10000];
     for (int i = 0; i < 10000; i++)
