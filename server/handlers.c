@@ -15,6 +15,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -71,6 +72,64 @@ int pp_serve_window(pp_req *q, pprof_recorder *rec, int seconds, const char *wha
         return pp_reply_error(q, 500, "Could not schedule the profile: %s", pprof_strerror(rc));
     }
     return 0;
+}
+
+int pp_send_profile(pp_req *q, pprof_profile *p, pprof_format fmt, const char *what, const char *disposition)
+{
+    pp_reply r;
+    pp_reply_init(&r, 200);
+    int rc = pprof_profile_write(p, fmt, pp_reply_writer(&r));
+    pprof_profile_free(p);
+    if (rc != 0) {
+        pprof_buffer_free(&r.resp.body);
+        return pp_reply_error(q, 500, "Could not write the %s profile: %s", what, pprof_strerror(rc));
+    }
+    if (fmt == PPROF_FORMAT_PROTO_GZIP || fmt == PPROF_FORMAT_PROTO) {
+        pp_reply_header(&r, "Content-Type", "application/octet-stream");
+        pp_reply_header(&r, "Content-Disposition", disposition);
+    } else {
+        pp_reply_header(&r, "Content-Type", "text/plain; charset=utf-8");
+    }
+    return pp_reply_send(q, &r);
+}
+
+int pp_serve_recorder(pp_req *q, pprof_recorder *rec, pprof_format fmt, const char *what, const char *disposition,
+                      const char *delta_disposition)
+{
+    if (q->q.has_seconds)
+        return pp_serve_window(q, rec, q->q.seconds, what, delta_disposition);
+    pprof_profile *p = NULL;
+    int rc = pprof_recorder_write_to(rec, &p);
+    pprof_recorder_free(rec);
+    if (rc != 0)
+        return pp_reply_error(q, 500, "Could not write the %s profile: %s", what, pprof_strerror(rc));
+    return pp_send_profile(q, p, fmt, what, disposition);
+}
+
+static pthread_mutex_t delta_lock = PTHREAD_MUTEX_INITIALIZER;
+
+int pp_serve_delta(pp_req *q, pprof_recorder **state, int (*make)(pprof_recorder **out), const char *what,
+                   const char *disposition)
+{
+    pthread_mutex_lock(&delta_lock);
+    int rc = 0;
+    if (!*state) {
+        rc = make(state);
+        if (rc == 0 && (rc = pprof_recorder_start(*state)) != 0) {
+            pprof_recorder_free(*state);
+            *state = NULL;
+        }
+    }
+    pprof_profile *p = NULL;
+    if (rc == 0)
+        rc = pprof_recorder_snapshot(*state, &p);
+    char why[256];
+    if (rc != 0)
+        snprintf(why, sizeof why, "%s", pprof_strerror(rc)); /* before the lock goes */
+    pthread_mutex_unlock(&delta_lock);
+    if (rc != 0)
+        return pp_reply_error(q, 500, "Could not write the %s profile: %s", what, why);
+    return pp_send_profile(q, p, PPROF_FORMAT_PROTO_GZIP, what, disposition);
 }
 
 /* profile?seconds=N: a CPU profile of the next N seconds (default 30),

@@ -13,25 +13,6 @@
 #include <pthread.h>
 #include <stdio.h>
 
-static int send_profile(pp_req *q, pprof_profile *p, pprof_format fmt, const char *disposition)
-{
-    pp_reply r;
-    pp_reply_init(&r, 200);
-    int rc = pprof_profile_write(p, fmt, pp_reply_writer(&r));
-    pprof_profile_free(p);
-    if (rc != 0) {
-        pprof_buffer_free(&r.resp.body);
-        return pp_reply_error(q, 500, "Could not write the profile: %s", pprof_strerror(rc));
-    }
-    if (fmt == PPROF_FORMAT_PROTO_GZIP) {
-        pp_reply_header(&r, "Content-Type", "application/octet-stream");
-        pp_reply_header(&r, "Content-Disposition", disposition);
-    } else {
-        pp_reply_header(&r, "Content-Type", "text/plain; charset=utf-8");
-    }
-    return pp_reply_send(q, &r);
-}
-
 enum { THREADS, THREADCREATE, CUSTOM };
 
 static int serve(pp_req *q, int what, const char *disposition, const char *delta_disposition)
@@ -44,17 +25,11 @@ static int serve(pp_req *q, int what, const char *disposition, const char *delta
     int rc = what == THREADCREATE ? pprof_threadcreate_recorder_new(&rec)
              : what == CUSTOM     ? pprof_custom_recorder_new(pprof_custom_find(q->name), &rec)
                                   : pprof_threads_recorder_new(&cfg, &rec);
+    const char *name = what == THREADS ? "thread" : what == THREADCREATE ? "threadcreate" : q->name;
     if (rc != 0)
-        return pp_reply_error(q, 500, "Could not take the profile: %s", pprof_strerror(rc));
-    if (q->q.has_seconds)
-        return pp_serve_window(q, rec, q->q.seconds, what == THREADS ? "thread" : q->name, delta_disposition);
-    pprof_profile *p = NULL;
-    rc = pprof_recorder_write_to(rec, &p);
-    pprof_recorder_free(rec);
-    if (rc != 0)
-        return pp_reply_error(q, 500, "Could not take the profile: %s", pprof_strerror(rc));
+        return pp_reply_error(q, 500, "Could not take the %s profile: %s", name, pprof_strerror(rc));
     pprof_format fmt = cfg.per_thread ? PPROF_FORMAT_TEXT_DUMP : debug ? PPROF_FORMAT_TEXT : PPROF_FORMAT_PROTO_GZIP;
-    return send_profile(q, p, fmt, disposition);
+    return pp_serve_recorder(q, rec, fmt, name, disposition, delta_disposition);
 }
 
 int pp_h_goroutine(pp_req *q)

@@ -122,6 +122,19 @@ void pp_block_host_signals(sigset_t *old);
  * profile `seconds` from now (capped at max_seconds), or an error naming
  * `what` ("CPU", "heap"). Returns 0. (handlers.c) */
 int pp_serve_window(pp_req *q, pprof_recorder *rec, int seconds, const char *what, const char *disposition);
+/* Writes `p` as the reply in `fmt` (protobuf with `disposition`, or text)
+ * and frees it; an error names `what`. Returns 0. (handlers.c) */
+int pp_send_profile(pp_req *q, pprof_profile *p, pprof_format fmt, const char *what, const char *disposition);
+/* Answers with `rec` (taken over): with seconds=N a window of it (see
+ * pp_serve_window), else its state now (write_to) in `fmt`. Returns 0. */
+int pp_serve_recorder(pp_req *q, pprof_recorder *rec, pprof_format fmt, const char *what, const char *disposition,
+                      const char *delta_disposition);
+/* godeltaprof's stateful endpoints: *state (made by `make` on the first
+ * call, a recorder whose first window starts at process start) is
+ * snapshotted, so each call answers the change since the previous one.
+ * One lock serves every state. Returns 0. */
+int pp_serve_delta(pp_req *q, pprof_recorder **state, int (*make)(pprof_recorder **out), const char *what,
+                   const char *disposition);
 /* handlers_heap.c */
 int pp_h_heap(pp_req *q);
 int pp_h_allocs(pp_req *q);
