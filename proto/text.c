@@ -48,12 +48,30 @@ static void put(out *o, const char *fmt, ...)
         o->err = pp_error_detail(PPROF_EIO, "the writer failed");
 }
 
-static int by_inuse(const void *a, const void *b, void *arg)
+typedef struct order_ctx {
+    const pprof_profile *p;
+    size_t k;
+} order_ctx;
+
+static int by_value(const void *a, const void *b, void *arg)
 {
-    const pprof_profile *p = arg;
-    const pprof_sample *x = &p->samples[*(const size_t *)a];
-    const pprof_sample *y = &p->samples[*(const size_t *)b];
-    return x->values[3] < y->values[3] ? 1 : x->values[3] > y->values[3] ? -1 : 0;
+    const order_ctx *c = arg;
+    int64_t x = c->p->samples[*(const size_t *)a].values[c->k];
+    int64_t y = c->p->samples[*(const size_t *)b].values[c->k];
+    return x < y ? 1 : x > y ? -1 : 0;
+}
+
+/* The samples' indexes, largest value of type k first (malloc'd). */
+static size_t *sorted_by(const pprof_profile *p, size_t k)
+{
+    size_t *order = malloc((p->nsamples + 1) * sizeof *order);
+    if (!order)
+        return NULL;
+    for (size_t i = 0; i < p->nsamples; i++)
+        order[i] = i;
+    order_ctx c = {p, k};
+    qsort_r(order, p->nsamples, sizeof *order, by_value, &c);
+    return order;
 }
 
 static void put_frames(out *o, const pprof_sample *s)
@@ -89,16 +107,13 @@ static void put_frames(out *o, const pprof_sample *s)
 
 static int heap_text(const pprof_profile *p, out *o)
 {
-    size_t *order = malloc((p->nsamples + 1) * sizeof *order);
+    size_t *order = sorted_by(p, 3); /* in-use bytes */
     if (!order)
         return PPROF_ENOMEM;
     int64_t t[4] = {0, 0, 0, 0};
-    for (size_t i = 0; i < p->nsamples; i++) {
-        order[i] = i;
+    for (size_t i = 0; i < p->nsamples; i++)
         for (int k = 0; k < 4; k++)
             t[k] += p->samples[i].values[k];
-    }
-    qsort_r(order, p->nsamples, sizeof *order, by_inuse, (void *)p);
     put(o, "heap profile: %" PRId64 ": %" PRId64 " [%" PRId64 ": %" PRId64 "] @ heap/%" PRId64 "\n", t[2], t[3],
         t[0], t[1], 2 * p->period);
     for (size_t i = 0; i < p->nsamples && !o->err; i++) {
@@ -111,13 +126,6 @@ static int heap_text(const pprof_profile *p, out *o)
     return o->err;
 }
 
-static int by_count(const void *a, const void *b, void *arg)
-{
-    const pprof_profile *p = arg;
-    int64_t x = p->samples[*(const size_t *)a].values[0], y = p->samples[*(const size_t *)b].values[0];
-    return x < y ? 1 : x > y ? -1 : 0;
-}
-
 /* Counts by stack (goroutine, threadcreate, custom profiles):
  *   <type> profile: total N
  *   <count> @ 0x... 0x...
@@ -126,15 +134,12 @@ static int by_count(const void *a, const void *b, void *arg)
  * largest counts first. */
 static int count_text(const pprof_profile *p, out *o)
 {
-    size_t *order = malloc((p->nsamples + 1) * sizeof *order);
+    size_t *order = sorted_by(p, 0);
     if (!order)
         return PPROF_ENOMEM;
     int64_t total = 0;
-    for (size_t i = 0; i < p->nsamples; i++) {
-        order[i] = i;
+    for (size_t i = 0; i < p->nsamples; i++)
         total += p->samples[i].values[0];
-    }
-    qsort_r(order, p->nsamples, sizeof *order, by_count, (void *)p);
     put(o, "%s profile: total %" PRId64 "\n", p->types[0].type, total);
     for (size_t i = 0; i < p->nsamples && !o->err; i++) {
         const pprof_sample *s = &p->samples[order[i]];
@@ -197,13 +202,6 @@ static int dump_text(const pprof_profile *p, out *o)
  *   <delay ns> <count> @ 0x...
  *   #	0x<pc>	<function>	<file>:<line>
  * largest delay first. */
-static int by_delay(const void *a, const void *b, void *arg)
-{
-    const pprof_profile *p = arg;
-    int64_t x = p->samples[*(const size_t *)a].values[1], y = p->samples[*(const size_t *)b].values[1];
-    return x < y ? 1 : x > y ? -1 : 0;
-}
-
 static int contention_text(const pprof_profile *p, out *o)
 {
     const char *c = p->ncomments ? p->comments[0] : "";
@@ -212,12 +210,9 @@ static int contention_text(const pprof_profile *p, out *o)
     const char *num = strpbrk(c, "0123456789");
     if (num)
         period = strtoll(num, NULL, 10);
-    size_t *order = malloc((p->nsamples + 1) * sizeof *order);
+    size_t *order = sorted_by(p, 1); /* delay */
     if (!order)
         return PPROF_ENOMEM;
-    for (size_t i = 0; i < p->nsamples; i++)
-        order[i] = i;
-    qsort_r(order, p->nsamples, sizeof *order, by_delay, (void *)p);
     put(o, "--- %s:\ncycles/second=1000000000\n", mutex ? "mutex" : "contention");
     if (mutex)
         put(o, "sampling period=%lld\n", period);
