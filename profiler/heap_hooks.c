@@ -132,8 +132,7 @@ static void *realloc_impl(void *p, size_t n, uint64_t caller)
     /* The allocator's usable size, not the record's: an entry can be stale
      * (its free was not seen) and the address reused by a bigger block. */
     size_t old;
-    if (n && take_sample(n) && (old = pp_next.usable_size(p) ? pp_next.usable_size(p)
-                                      : rec ? pp_heap_rec_get(rec)->size : 0)) {
+    if (n && take_sample(n) && ((old = pp_next.usable_size(p)) || (rec && (old = pp_heap_rec_get(rec)->size)))) {
         void *q = sampled_alloc(0, n, 0, caller);
         if (!q) {
             if (rec)

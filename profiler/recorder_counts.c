@@ -102,10 +102,10 @@ static int add_threads(pprof_profile *p, int per_thread)
 
 static int add_creators(pprof_profile *p)
 {
-    pp_thread_entry *reg = malloc(PP_MAX_REGISTERED * sizeof *reg);
+    size_t n;
+    pp_thread_entry *reg = pp_threads_copy(&n);
     if (!reg)
         return PPROF_ENOMEM;
-    size_t n = pp_threads_registered(reg, PP_MAX_REGISTERED);
     int rc = 0;
     for (size_t i = 0; i < n && rc == 0; i++) {
         int64_t one = 1;

@@ -118,6 +118,16 @@ static uint64_t guess_fp(uint64_t sp)
     return 0;
 }
 
+/* Frees a copied label array of n pairs. */
+static void free_labels(pprof_label *l, size_t n)
+{
+    for (size_t i = 0; l && i < n; i++) {
+        free((char *)l[i].key);
+        free((char *)l[i].value);
+    }
+    free(l);
+}
+
 /* Copies the pairs of the set a thread's labels slot points to. */
 static void copy_labels(void *const *slot, pp_thread_stack *t)
 {
@@ -154,11 +164,7 @@ static void copy_labels(void *const *slot, pp_thread_stack *t)
     t->nlabels = n;
     return;
 fail:
-    for (uint32_t i = 0; i < n; i++) {
-        free((char *)l[i].key);
-        free((char *)l[i].value);
-    }
-    free(l);
+    free_labels(l, n);
 }
 
 static void copy_set(const void *set, pp_thread_stack *t)
@@ -212,11 +218,7 @@ static int walk_waiting(int tid, pp_thread_stack *t, void *const *slot)
     /* Labels read while the thread ran on may belong to a set being freed:
      * keep them only if it is still in the same call. */
     if (t->nlabels && (read_file(path, line, sizeof line) <= 0 || strcmp(line, orig))) {
-        for (size_t i = 0; i < t->nlabels; i++) {
-            free((char *)t->labels[i].key);
-            free((char *)t->labels[i].value);
-        }
-        free(t->labels);
+        free_labels(t->labels, t->nlabels);
         t->labels = NULL;
         t->nlabels = 0;
     }
@@ -295,8 +297,8 @@ __attribute__((noinline)) int pp_thread_dump(pp_thread_stack **out, size_t *n)
     *out = NULL;
     *n = 0;
     pp_cpu_install_handler();
-    pp_thread_entry *reg = malloc(PP_MAX_REGISTERED * sizeof *reg);
-    size_t nreg = reg ? pp_threads_registered(reg, PP_MAX_REGISTERED) : 0;
+    size_t nreg;
+    pp_thread_entry *reg = pp_threads_copy(&nreg);
     DIR *d = opendir("/proc/self/task");
     if (!d) {
         free(reg);
@@ -363,11 +365,7 @@ __attribute__((noinline)) int pp_thread_dump(pp_thread_stack **out, size_t *n)
 
 static void free_stack(pp_thread_stack *t)
 {
-    for (size_t k = 0; k < t->nlabels; k++) {
-        free((char *)t->labels[k].key);
-        free((char *)t->labels[k].value);
-    }
-    free(t->labels);
+    free_labels(t->labels, t->nlabels);
     memset(t, 0, sizeof *t);
 }
 

@@ -80,15 +80,21 @@ static void unregister_self(void)
     pp_mutex_unlock(&reg_lock);
 }
 
-size_t pp_threads_registered(pp_thread_entry *out, size_t max)
+pp_thread_entry *pp_threads_copy(size_t *n)
 {
-    size_t n = 0;
+    *n = 0;
     pp_mutex_lock(&reg_lock);
-    for (int i = 0; i < reg_high && n < max; i++)
-        if (registry[i].tid)
-            out[n++] = registry[i];
+    size_t cap = (size_t)reg_high + 16; /* slots in use are below reg_high; a few may start meanwhile */
     pp_mutex_unlock(&reg_lock);
-    return n;
+    pp_thread_entry *out = malloc(cap * sizeof *out);
+    if (!out)
+        return NULL;
+    pp_mutex_lock(&reg_lock);
+    for (int i = 0; i < reg_high && *n < cap; i++)
+        if (registry[i].tid)
+            out[(*n)++] = registry[i];
+    pp_mutex_unlock(&reg_lock);
+    return out;
 }
 
 void pp_threads_fork_child(void)

@@ -19,8 +19,9 @@ typedef struct pp_thread_entry {
 void pp_threads_init(void);
 /* Registers the calling (main) thread, which has no creation stack. */
 void pp_threads_register_main(void);
-/* Copies up to max registered threads; returns how many. */
-size_t pp_threads_registered(pp_thread_entry *out, size_t max);
+/* A copy of the registered threads (malloc'd; *n receives their number),
+ * or NULL when out of memory. */
+pp_thread_entry *pp_threads_copy(size_t *n);
 /* fork handlers (lifecycle.c) */
 void pp_threads_fork_prepare(void);
 void pp_threads_fork_parent(void);
