@@ -108,14 +108,22 @@ static int tid(void)
     return my_tid;
 }
 
+/* Runs `call` (an int expression), timed: a wait of `kind` is recorded
+ * for the hooked function's `caller` when it returns 0, or always when
+ * `always` (a condition wait that timed out waited too). malloc-safe */
+#define TIMED(kind, always, caller, call)                                                      \
+    ({                                                                                         \
+        int64_t t0_ = pp_contention_now();                                                     \
+        int rc_ = (call);                                                                      \
+        if (rc_ == 0 || (always))                                                              \
+            pp_contention_event(pp_contention_now() - t0_, (kind), (caller));                  \
+        rc_;                                                                                   \
+    })
+
 /* malloc-safe */
 __attribute__((noinline)) static int timed_lock(pthread_mutex_t *m, uint64_t caller)
 {
-    int64_t t0 = pp_contention_now();
-    int rc = EARLY(lock, glibc_mutex_lock)(m);
-    if (rc == 0)
-        pp_contention_event(pp_contention_now() - t0, PP_WAIT_LOCK, caller);
-    return rc;
+    return TIMED(PP_WAIT_LOCK, 0, caller, EARLY(lock, glibc_mutex_lock)(m));
 }
 
 /* A normal mutex (kind 0: no recursion, error checking, robustness,
@@ -151,11 +159,7 @@ API int pthread_mutex_lock(pthread_mutex_t *m)
 /* malloc-safe */
 __attribute__((noinline)) static int timed_rw(rw_fn f, pthread_rwlock_t *l, uint64_t caller)
 {
-    int64_t t0 = pp_contention_now();
-    int rc = f(l);
-    if (rc == 0)
-        pp_contention_event(pp_contention_now() - t0, PP_WAIT_LOCK, caller);
-    return rc;
+    return TIMED(PP_WAIT_LOCK, 0, caller, f(l));
 }
 
 /* malloc-safe */
@@ -185,10 +189,7 @@ API int pthread_cond_wait(pthread_cond_t *c, pthread_mutex_t *m)
 {
     if (OFF())
         return REAL(cwait)(c, m);
-    int64_t t0 = pp_contention_now();
-    int rc = REAL(cwait)(c, m);
-    pp_contention_event(pp_contention_now() - t0, PP_WAIT_OTHER, CALLER);
-    return rc;
+    return TIMED(PP_WAIT_OTHER, 1, CALLER, REAL(cwait)(c, m));
 }
 
 /* malloc-safe */
@@ -196,28 +197,32 @@ API int pthread_cond_timedwait(pthread_cond_t *c, pthread_mutex_t *m, const stru
 {
     if (OFF())
         return REAL(ctwait)(c, m, abs);
-    int64_t t0 = pp_contention_now();
-    int rc = REAL(ctwait)(c, m, abs);
-    pp_contention_event(pp_contention_now() - t0, PP_WAIT_OTHER, CALLER);
-    return rc;
+    return TIMED(PP_WAIT_OTHER, 1, CALLER, REAL(ctwait)(c, m, abs));
 }
 
-/* Semaphores: tried first, timed when the try would block. malloc-safe */
+/* Semaphores are tried first and timed when the try would block: 1 if
+ * the try took it, 0 if it would block (errno as it was), -1 for another
+ * error (errno set). malloc-safe */
+static int sem_try(sem_t *s)
+{
+    int saved = errno;
+    if (REAL(semtrywait)(s) == 0)
+        return 1;
+    if (errno != EAGAIN)
+        return -1;
+    errno = saved;
+    return 0;
+}
+
+/* malloc-safe */
 API int sem_wait(sem_t *s)
 {
     if (OFF())
         return REAL(semwait)(s);
-    int saved = errno;
-    if (REAL(semtrywait)(s) == 0)
-        return 0;
-    if (errno != EAGAIN)
-        return -1;
-    errno = saved;
-    int64_t t0 = pp_contention_now();
-    int rc = REAL(semwait)(s);
-    if (rc == 0)
-        pp_contention_event(pp_contention_now() - t0, PP_WAIT_OTHER, CALLER);
-    return rc;
+    int got = sem_try(s);
+    if (got)
+        return got > 0 ? 0 : -1;
+    return TIMED(PP_WAIT_OTHER, 0, CALLER, REAL(semwait)(s));
 }
 
 /* malloc-safe */
@@ -225,17 +230,10 @@ API int sem_timedwait(sem_t *s, const struct timespec *abs)
 {
     if (OFF())
         return REAL(semtwait)(s, abs);
-    int saved = errno;
-    if (REAL(semtrywait)(s) == 0)
-        return 0;
-    if (errno != EAGAIN)
-        return -1;
-    errno = saved;
-    int64_t t0 = pp_contention_now();
-    int rc = REAL(semtwait)(s, abs);
-    if (rc == 0)
-        pp_contention_event(pp_contention_now() - t0, PP_WAIT_OTHER, CALLER);
-    return rc;
+    int got = sem_try(s);
+    if (got)
+        return got > 0 ? 0 : -1;
+    return TIMED(PP_WAIT_OTHER, 0, CALLER, REAL(semtwait)(s, abs));
 }
 
 /* malloc-safe */
@@ -243,10 +241,6 @@ API int pthread_join(pthread_t t, void **ret)
 {
     if (OFF())
         return REAL(join)(t, ret);
-    int64_t t0 = pp_contention_now();
-    int rc = REAL(join)(t, ret);
-    if (rc == 0)
-        pp_contention_event(pp_contention_now() - t0, PP_WAIT_OTHER, CALLER);
-    return rc;
+    return TIMED(PP_WAIT_OTHER, 0, CALLER, REAL(join)(t, ret));
 }
 #endif
