@@ -24,6 +24,7 @@ static size_t rec_bytes(size_t nframes) /* malloc-safe */
     return (sizeof(pp_crec) + nframes * sizeof(uint64_t) + 15) & ~(size_t)15;
 }
 
+/* malloc-safe */
 const pp_crec *pp_ctab_rec(const pp_ctab *t, uint32_t id)
 {
     return (const pp_crec *)(t->store + (size_t)id * 16);

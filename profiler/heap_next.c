@@ -102,7 +102,9 @@ static size_t usable_fallback(void *p) /* malloc-safe */
 static const void *malloc_base;
 
 /* The next definition of `name`, if it is in the same object as the next
- * malloc (else the object lacks it and a later one, glibc, would answer). */
+ * malloc (else the object lacks it and a later one, glibc, would answer).
+ * malloc-safe only as pp_next_resolve uses it: allocations meanwhile are
+ * served from the bootstrap buffer. */
 static void *next(const char *name)
 {
     void *f = dlsym(RTLD_NEXT, name);

@@ -71,6 +71,7 @@ static pp_heap_rec *rec_at(uint32_t id)
     return (pp_heap_rec *)(store + (size_t)id * 16);
 }
 
+/* malloc-safe */
 const pp_heap_rec *pp_heap_rec_get(uint32_t id)
 {
     return id ? rec_at(id) : NULL;

@@ -56,6 +56,9 @@ static void *next(const char *name)
     return dlsym(RTLD_NEXT, name);
 }
 
+/* Not malloc-safe (dlsym may allocate): the constructor runs it. Before
+ * then the lock paths use glibc's compat names (EARLY); only a condition,
+ * semaphore or join wait made before the constructor resolves lazily. */
 static void resolve(void)
 {
     real.lock = (lock_fn)next("pthread_mutex_lock");
