@@ -321,11 +321,13 @@ PPROF_API int pprof_recorder_write_to(pprof_recorder *r, pprof_profile **out);
 typedef struct pprof_heap_stats {
     long rate;                 /* in force, 0 when off */
     uint64_t sampled;          /* allocations sampled since start-up */
-    uint64_t unrecorded;       /* sampled but not recorded (tables full) */
+    uint64_t unrecorded;       /* sampled but not recorded (tables full, or held by another thread's fork) */
     uint64_t records;          /* distinct (stack, labels, size) records */
     uint64_t live_sampled;     /* sampled objects not yet freed */
     uint64_t table_bytes;      /* memory of the records */
     uint64_t live_table_bytes; /* memory of the live-object table */
+    uint64_t frees_unseen;     /* frees of sampled objects lost during forks (no room to defer
+                                  them): those objects count as in use until their address is reused */
 } pprof_heap_stats;
 
 /* Counters of the heap sampler. Thread-safe. */
@@ -383,6 +385,7 @@ typedef struct pprof_contention_stats {
     int64_t block_rate;        /* in force (ns), 0 when off */
     uint64_t mutex_records;    /* distinct (stack, labels) records */
     uint64_t block_records;
+    uint64_t lost_to_fork;     /* events not recorded: another thread's fork held the tables */
 } pprof_contention_stats;
 
 /* Counters of the contention profiles. Thread-safe. */

@@ -31,9 +31,6 @@ static int64_t env_block_rate;
 static pp_mutex conf_lock = PP_MUTEX_INIT;
 static int users[2]; /* recorders that turned a profile on */
 static __thread uint64_t rng;
-/* Set while this thread forks: it holds the tables' locks then, and atfork
- * handlers of other libraries may wait for locks. */
-static __thread int forking;
 
 static void update_on(void)
 {
@@ -73,8 +70,6 @@ static void record(pp_ctab *t, uint64_t caller, int64_t count, int64_t delay)
 /* malloc-safe */
 void pp_contention_event(int64_t ns, int kind, uint64_t caller)
 {
-    if (forking)
-        return;
     if (ns < 0)
         ns = 0;
     int f = atomic_load_explicit(&fraction, memory_order_relaxed);
@@ -146,6 +141,7 @@ void pprof_contention_stats_get(pprof_contention_stats *out)
     pp_mutex_lock(&pp_block_tab.lock);
     out->block_records = pp_block_tab.nrecords;
     pp_mutex_unlock(&pp_block_tab.lock);
+    out->lost_to_fork = atomic_load(&pp_mutex_tab.lost) + atomic_load(&pp_block_tab.lost);
 }
 
 int pprof_mutex_fraction(void) { return atomic_load(&fraction); }
@@ -195,7 +191,6 @@ void pp_contention_leave(int kind, int turned_on)
 
 void pp_contention_fork_prepare(void)
 {
-    forking = 1;
     pp_ctab_fork_prepare(&pp_mutex_tab);
     pp_ctab_fork_prepare(&pp_block_tab);
 }
@@ -204,7 +199,6 @@ void pp_contention_fork_parent(void)
 {
     pp_ctab_fork_parent(&pp_block_tab);
     pp_ctab_fork_parent(&pp_mutex_tab);
-    forking = 0;
 }
 
 void pp_contention_fork_child(void)
@@ -212,5 +206,4 @@ void pp_contention_fork_child(void)
     pp_ctab_fork_child(&pp_block_tab);
     pp_ctab_fork_child(&pp_mutex_tab);
     conf_lock = (pp_mutex)PP_MUTEX_INIT;
-    forking = 0;
 }

@@ -37,7 +37,10 @@ void pp_ctab_add(pp_ctab *t, const uint64_t *pcs, size_t npcs, const pprof_label
     uint64_t h = 0x84222325cbf29ce4ull ^ npcs ^ (uint64_t)(uintptr_t)labels;
     for (size_t i = 0; i < npcs; i++)
         h = (h ^ pcs[i]) * 0x100000001b3ull, h ^= h >> 29;
-    pp_mutex_lock(&t->lock);
+    if (!pp_mutex_lock_hook(&t->lock)) {
+        atomic_fetch_add_explicit(&t->lost, 1, memory_order_relaxed);
+        return;
+    }
     if (!t->store) {
         void *p = mmap(NULL, STORE_MAX, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
         if (p == MAP_FAILED)

@@ -23,6 +23,7 @@ typedef struct pp_ctab {
     size_t used;
     uint32_t last;               /* the newest record's id */
     uint64_t nrecords;
+    _Atomic uint64_t lost;       /* events not recorded: the table was held by a fork */
     uint32_t buckets[PP_CTAB_BUCKETS];
 } pp_ctab;
 
@@ -32,7 +33,9 @@ typedef struct pp_ccount {
 } pp_ccount;
 
 /* Adds an event (already scaled) to the record of (pcs, labels). Never
- * calls malloc (lock hooks run inside other allocators). malloc-safe */
+ * calls malloc (lock hooks run inside other allocators) and never waits
+ * for a fork: while one holds the table, the event is counted in `lost`.
+ * malloc-safe */
 void pp_ctab_add(pp_ctab *t, const uint64_t *pcs, size_t npcs, const pprof_labels *labels, int64_t count,
                  int64_t delay_ns);
 /* A copy of every record's counters, in record order (malloc'd). */

@@ -60,7 +60,9 @@ int pp_heap_should_sample(size_t size);
 int pp_heap_sampled(void *p, size_t size, uint64_t caller);
 /* Called for every page-aligned pointer about to be released: removes it
  * from the live table if it was sampled, counting the free. Returns 1 if it
- * was sampled. Preserves errno. malloc-safe */
+ * was sampled, 0 if not, -1 if a fork held the table: p may have been
+ * sampled, and the table releases it with the next allocator's free once
+ * its free is counted (the caller must not). Preserves errno. malloc-safe */
 int pp_heap_freed(void *p);
 /* Re-entry guard: allocations made while it is raised are never sampled
  * (a forwarded operator new calling malloc, the profiler's own work). */
@@ -86,9 +88,24 @@ typedef struct pp_heap_rec {
  * are full. malloc-safe */
 int pp_heap_table_alloc(void *p, size_t size, const uint64_t *pcs, size_t npcs, const pprof_labels *labels);
 /* Takes p out of the live table without counting a free; returns its
- * record id (0 when p is not there). malloc-safe */
+ * record id, 0 when p is not there, or PP_HEAP_HELD when a fork holds the
+ * table and nothing was looked at: p may be sampled, so it must go through
+ * pp_heap_table_release. malloc-safe */
+#define PP_HEAP_HELD UINT32_MAX
 uint32_t pp_heap_table_take(void *p);
-/* Counts the free of an object taken with pp_heap_table_take. malloc-safe */
+/* Counts the free of p if it is sampled, taking it out of the live table,
+ * before p is released: 1 if it was sampled, 0 if not, -1 if a fork holds
+ * the table: p may be sampled, and the table now owns it and gives it to
+ * the next allocator's free once its free is counted (the caller must not
+ * release it). malloc-safe */
+int pp_heap_table_free(void *p);
+/* Counts the free of an object taken with pp_heap_table_take (rec is its
+ * record id or PP_HEAP_HELD) and gives p to the next allocator's free, at
+ * once or, while a fork holds the table, once its free is counted.
+ * malloc-safe */
+void pp_heap_table_release(void *p, uint32_t rec);
+/* Counts the free of an object taken with pp_heap_table_take (a record id)
+ * and already released. malloc-safe */
 void pp_heap_table_count_free(uint32_t rec);
 /* Puts an object taken with pp_heap_table_take back (the release failed).
  * malloc-safe */
@@ -124,13 +141,12 @@ const pp_heap_rec *pp_heap_rec_get(uint32_t rec);
 
 typedef struct pp_heap_table_stats {
     uint64_t records, live, table_bytes, live_bytes;
+    uint64_t deferred_lost; /* objects whose free can no longer be seen (during a fork) */
 } pp_heap_table_stats;
 void pp_heap_table_stats_get(pp_heap_table_stats *s);
 /* Commits the tables' fixed memory (start-up). */
 void pp_heap_table_init(void);
 
-/* 1 while the calling thread forks (it holds the table lock). malloc-safe */
-int pp_heap_table_busy(void);
 /* fork handlers (lifecycle.c) */
 void pp_heap_fork_prepare(void);
 void pp_heap_fork_parent(void);

@@ -76,8 +76,8 @@ __attribute__((noinline)) static void free_slow(void *p)
 {
     if (pp_boot_owns(p))
         return;
-    if (!((uintptr_t)p & (PP_HEAP_ALIGN - 1)))
-        pp_heap_freed(p);
+    if (!((uintptr_t)p & (PP_HEAP_ALIGN - 1)) && pp_heap_freed(p) < 0)
+        return; /* the table releases it once a fork lets go (heap_table.c) */
     if (ready())
         pp_next.free(p);
 }
@@ -127,23 +127,33 @@ static void *realloc_impl(void *p, size_t n, uint64_t caller)
         return q;
     }
     uint32_t rec = 0;
-    if (!((uintptr_t)p & (PP_HEAP_ALIGN - 1)) && pp_heap_table_maybe_live(p) && !pp_heap_table_busy())
+    if (!((uintptr_t)p & (PP_HEAP_ALIGN - 1)) && pp_heap_table_maybe_live(p))
         rec = pp_heap_table_take(p);
+    /* A fork holds the table and p may be sampled: the table must release
+     * it once its free is counted, so it moves instead of resizing in place
+     * (realloc would release it). */
+    int held = rec == PP_HEAP_HELD;
     /* The allocator's usable size, not the record's: an entry can be stale
      * (its free was not seen) and the address reused by a bigger block. */
     size_t old;
-    if (n && take_sample(n) && ((old = pp_next.usable_size(p)) || (rec && (old = pp_heap_rec_get(rec)->size)))) {
-        void *q = sampled_alloc(0, n, 0, caller);
+    if (n && (held || take_sample(n)) &&
+        ((old = pp_next.usable_size(p)) || (rec && !held && (old = pp_heap_rec_get(rec)->size)))) {
+        void *q = held ? pp_next.malloc(n) : sampled_alloc(0, n, 0, caller);
         if (!q) {
-            if (rec)
+            if (rec && !held)
                 pp_heap_table_put_back(p, rec);
             return NULL;
         }
         memcpy(q, p, old < n ? old : n);
         if (rec)
-            pp_heap_table_count_free(rec);
-        pp_next.free(p);
+            pp_heap_table_release(p, rec);
+        else
+            pp_next.free(p);
         return q;
+    }
+    if (held) { /* n is 0: realloc(p, 0) frees p and returns NULL */
+        pp_heap_table_release(p, rec);
+        return NULL;
     }
     void *q = pp_next.realloc(p, n);
     if (!q && n) {
@@ -151,7 +161,7 @@ static void *realloc_impl(void *p, size_t n, uint64_t caller)
             pp_heap_table_put_back(p, rec);
         return NULL;
     }
-    if (rec)
+    if (rec) /* already out of the live table: the address may be reused by now */
         pp_heap_table_count_free(rec);
     return q;
 }

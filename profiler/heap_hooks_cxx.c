@@ -96,13 +96,15 @@ static void del_impl(int which, void *p, size_t size, size_t align, const void *
     if (!p)
         return;
     /* A sampled object came from the next allocator's memalign: free it
-     * there, never through a sized delete. While this thread forks the table
-     * cannot be consulted: any page-aligned object that may be sampled goes
-     * to free (valid for every operator new's memory). */
-    if (!((uintptr_t)p & (PP_HEAP_ALIGN - 1)) &&
-        (pp_heap_freed(p) || (pp_heap_table_busy() && pp_heap_table_maybe_live(p)))) {
-        pp_next.free(p);
-        return;
+     * there, never through a sized delete. While a fork holds the table,
+     * any page-aligned object that may be sampled is handed to the table,
+     * which gives it to free later (valid for every operator new's memory). */
+    if (!((uintptr_t)p & (PP_HEAP_ALIGN - 1))) {
+        int sampled = pp_heap_freed(p);
+        if (sampled > 0)
+            pp_next.free(p);
+        if (sampled)
+            return;
     }
     void *f = lookup(&del_fns[which], del_names[which]);
     if (!f) {

@@ -132,14 +132,12 @@ int pp_heap_sampled(void *p, size_t size, uint64_t caller)
 /* malloc-safe */
 int pp_heap_freed(void *p)
 {
-    if (!pp_heap_table_maybe_live(p) || pp_heap_table_busy())
+    if (!pp_heap_table_maybe_live(p))
         return 0;
     int e = errno;
-    uint32_t rec = pp_heap_table_take(p);
-    if (rec)
-        pp_heap_table_count_free(rec);
+    int sampled = pp_heap_table_free(p);
     errno = e;
-    return rec != 0;
+    return sampled;
 }
 
 int64_t pp_heap_rate_now(void)
@@ -201,4 +199,5 @@ void pprof_heap_stats_get(pprof_heap_stats *out)
     out->live_sampled = ts.live;
     out->table_bytes = ts.table_bytes;
     out->live_table_bytes = ts.live_bytes;
+    out->frees_unseen = ts.deferred_lost;
 }

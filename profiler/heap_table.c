@@ -16,6 +16,17 @@
  *
  * Everything here is called from inside malloc: no malloc, one futex lock
  * (never held while calling out), memory from mmap only.
+ *
+ * While a fork holds the lock, hooks do not wait for it (lock.h): a sample
+ * goes unrecorded, and the free of an object that may be sampled is
+ * deferred. The object itself becomes a node of a lock-free list (its
+ * first word links the next, its second may hold a record id), and it goes
+ * back to the allocator only after the next holder of the lock has taken
+ * it out of the live table and counted its free: its address cannot be
+ * reused before its entry is gone, and the list needs no memory of its
+ * own, so no number of frees during a fork is too many. A forked child
+ * keeps the list (the objects are still allocated there) and its next
+ * holder releases them.
  */
 #define _GNU_SOURCE
 #include "heap.h"
@@ -48,6 +59,20 @@ static live_node *nodes;           /* reserved LIVE_MAX */
 static uint32_t nodes_used, free_nodes;
 _Atomic uint32_t pp_live_buckets[LIVE_BUCKETS];
 static _Atomic uint64_t nlive;
+
+/* Deferred frees: the objects, page-aligned, linked through their first
+ * word; its bit 0 marks a node whose second word is the record id of an
+ * object already taken out of the live table. */
+static _Atomic uintptr_t deferred;
+static uintptr_t to_release;           /* taken off the list, lock held */
+/* Counted frees of objects already out of the live table and released (a
+ * realloc that a fork started under), each slot filled and emptied with
+ * one atomic step. */
+#define REC_SLOTS 64
+static _Atomic uint32_t deferred_recs[REC_SLOTS];
+static _Atomic uint64_t recs_pushed; /* counted after the slot is filled */
+static uint64_t recs_seen;           /* lock held */
+static _Atomic uint64_t deferred_lost; /* could not be deferred: the entry stays stale */
 
 /* malloc-safe */
 static void *reserve(size_t bytes)
@@ -148,10 +173,79 @@ static int link_live(void *p, uint32_t rec)
     return 0;
 }
 
+/* Links p (with rec: already taken out, counted when applied) into the
+ * deferred list. malloc-safe */
+static void defer(void *p, uint32_t rec)
+{
+    if (pp_next.usable_size(p) < 2 * sizeof(uintptr_t)) {
+        atomic_fetch_add(&deferred_lost, 1);
+        pp_next.free(p);
+        return;
+    }
+    uintptr_t *node = p;
+    node[1] = rec;
+    uintptr_t head = atomic_load(&deferred);
+    do
+        node[0] = head | (rec != 0);
+    while (!atomic_compare_exchange_weak(&deferred, &head, (uintptr_t)p));
+}
+
+/* Applies the deferred frees (lock held); their objects wait in to_release
+ * until the lock is let go. malloc-safe */
+static void apply_deferred(void)
+{
+    if (atomic_load_explicit(&recs_pushed, memory_order_relaxed) != recs_seen) {
+        recs_seen = atomic_load(&recs_pushed);
+        for (int i = 0; i < REC_SLOTS; i++) {
+            uint32_t rec = atomic_exchange(&deferred_recs[i], 0);
+            if (rec)
+                rec_at(rec)->frees++;
+        }
+    }
+    if (!atomic_load_explicit(&deferred, memory_order_relaxed))
+        return;
+    uintptr_t n = atomic_exchange(&deferred, 0);
+    while (n) {
+        uintptr_t *node = (uintptr_t *)n;
+        uintptr_t next = node[0] & ~(uintptr_t)1;
+        uint32_t rec = node[0] & 1 ? (uint32_t)node[1] : unlink_live(node);
+        if (rec)
+            rec_at(rec)->frees++;
+        node[0] = to_release;
+        to_release = (uintptr_t)node;
+        n = next;
+    }
+}
+
+/* Takes the lock and applies deferred frees, or returns 0 when a fork
+ * holds it. malloc-safe */
+static int lock_table(void)
+{
+    if (!pp_mutex_lock_hook(&lock))
+        return 0;
+    apply_deferred();
+    return 1;
+}
+
+/* Lets the lock go, then gives the applied deferred objects back.
+ * malloc-safe */
+static void unlock_table(void)
+{
+    uintptr_t n = to_release;
+    to_release = 0;
+    pp_mutex_unlock(&lock);
+    while (n) {
+        uintptr_t *node = (uintptr_t *)n;
+        n = node[0];
+        pp_next.free(node);
+    }
+}
+
 /* malloc-safe */
 int pp_heap_table_alloc(void *p, size_t size, const uint64_t *pcs, size_t npcs, const pprof_labels *labels)
 {
-    pp_mutex_lock(&lock);
+    if (!lock_table())
+        return -1;
     int rc = -1;
     uint32_t old = unlink_live(p);
     if (old)
@@ -161,34 +255,76 @@ int pp_heap_table_alloc(void *p, size_t size, const uint64_t *pcs, size_t npcs, 
         rec_at(id)->allocs++;
         rc = 0;
     }
-    pp_mutex_unlock(&lock);
+    unlock_table();
     return rc;
 }
 
 /* malloc-safe */
 uint32_t pp_heap_table_take(void *p)
 {
-    pp_mutex_lock(&lock);
+    if (!lock_table())
+        return PP_HEAP_HELD;
     uint32_t rec = unlink_live(p);
-    pp_mutex_unlock(&lock);
+    unlock_table();
     return rec;
+}
+
+/* malloc-safe */
+int pp_heap_table_free(void *p)
+{
+    if (!lock_table()) {
+        defer(p, 0);
+        return -1;
+    }
+    uint32_t rec = unlink_live(p);
+    if (rec)
+        rec_at(rec)->frees++;
+    unlock_table();
+    return rec != 0;
+}
+
+/* malloc-safe */
+void pp_heap_table_release(void *p, uint32_t rec)
+{
+    if (rec == PP_HEAP_HELD) {
+        defer(p, 0);
+    } else if (!lock_table()) {
+        defer(p, rec);
+    } else {
+        rec_at(rec)->frees++;
+        unlock_table();
+        pp_next.free(p);
+    }
 }
 
 /* malloc-safe */
 void pp_heap_table_count_free(uint32_t rec)
 {
-    pp_mutex_lock(&lock);
-    rec_at(rec)->frees++;
-    pp_mutex_unlock(&lock);
+    if (lock_table()) {
+        rec_at(rec)->frees++;
+        unlock_table();
+        return;
+    }
+    for (int i = 0; i < REC_SLOTS; i++) {
+        uint32_t empty = 0;
+        if (atomic_compare_exchange_strong(&deferred_recs[i], &empty, rec)) {
+            atomic_fetch_add(&recs_pushed, 1);
+            return;
+        }
+    }
+    atomic_fetch_add(&deferred_lost, 1);
 }
 
 /* malloc-safe */
 void pp_heap_table_put_back(void *p, uint32_t rec)
 {
-    pp_mutex_lock(&lock);
+    if (!lock_table()) { /* a fork holds the table: p stays in use in the profile, untracked */
+        atomic_fetch_add(&deferred_lost, 1);
+        return;
+    }
     if (link_live(p, rec) != 0)
         rec_at(rec)->frees++; /* cannot track it any more: count it gone */
-    pp_mutex_unlock(&lock);
+    unlock_table();
 }
 
 /* Records in id order: each one's size follows from its frame count. */
@@ -208,9 +344,10 @@ int pp_heap_snap_take(pp_heap_snap *s)
         if (!c)
             return PPROF_ENOMEM;
         pp_mutex_lock(&lock);
+        apply_deferred();
         size_t n = (size_t)atomic_load(&nrecords);
         if (n > cap) {
-            pp_mutex_unlock(&lock);
+            unlock_table();
             free(c);
             continue;
         }
@@ -222,7 +359,7 @@ int pp_heap_snap_take(pp_heap_snap *s)
                 if (id == last_rec)
                     break;
             }
-        pp_mutex_unlock(&lock);
+        unlock_table();
         s->c = c;
         s->n = k;
         return 0;
@@ -248,41 +385,36 @@ void pp_heap_table_init(void)
 void pp_heap_table_stats_get(pp_heap_table_stats *s)
 {
     pp_mutex_lock(&lock);
+    apply_deferred();
     s->records = atomic_load(&nrecords);
     s->live = atomic_load(&nlive);
     s->table_bytes = store_used + sizeof rec_buckets;
     s->live_bytes = (uint64_t)nodes_used * sizeof(live_node) + sizeof pp_live_buckets;
-    pp_mutex_unlock(&lock);
+    s->deferred_lost = atomic_load(&deferred_lost);
+    unlock_table();
 }
 
-/* While this thread forks it holds the lock: its frees (atfork handlers
- * may free) leave the table alone, its allocations are not sampled. */
-static __thread int forking;
+/* While this thread forks it holds the lock: its allocations are not
+ * sampled, and its frees (atfork handlers may free) are deferred like any
+ * other thread's. Deferred objects are not released in the fork handlers
+ * (another allocator's own fork handlers may still hold its locks): the
+ * next holder of the lock does it, in the parent and in the child. */
 static __thread int64_t fork_guard[2];
-
-/* malloc-safe */
-int pp_heap_table_busy(void)
-{
-    return forking;
-}
 
 void pp_heap_fork_prepare(void)
 {
     pp_heap_guard_enter(fork_guard);
-    forking = 1;
     pp_mutex_lock(&lock);
 }
 
 void pp_heap_fork_parent(void)
 {
     pp_mutex_unlock(&lock);
-    forking = 0;
     pp_heap_guard_leave(fork_guard);
 }
 
 void pp_heap_fork_child(void)
 {
     lock = (pp_mutex)PP_MUTEX_INIT;
-    forking = 0;
     pp_heap_guard_leave(fork_guard);
 }

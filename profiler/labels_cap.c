@@ -5,7 +5,8 @@
  * each sample's set to a kept set equal to it (sets are compared by
  * content, hashed into an open-addressing table); once `cap` distinct sets
  * are kept, a new one maps to the shared {"pprof.labels": "dropped"} set
- * and the sample keeps its stack and counts. Kept sets are never freed, so
+ * and the sample keeps its stack and counts (so does a sample taken while
+ * a fork holds the table: hooks never wait for a fork, see lock.h). Kept sets are never freed, so
  * a record can point at one without holding a reference.
  *
  * The heap profiler maps sets from inside malloc, so nothing here calls
@@ -115,7 +116,8 @@ const pprof_labels *pp_labels_cumulative(const pprof_labels *set)
 {
     if (!set)
         return NULL;
-    pp_mutex_lock(&cap_lock);
+    if (!pp_mutex_lock_hook(&cap_lock))
+        return drop(); /* a fork holds the table: never wait for it here */
     const pprof_labels *out = NULL;
     if ((kept + 1) * 2 > table_size && grow()) {
         out = drop();

@@ -2,10 +2,14 @@
  *
  * The constructor prepares everything that must not happen later inside a
  * signal handler (libunwind's first use, the unwind table registrations,
- * the thread-exit key) and reads the environment. Fork handlers take the
- * registry lock around fork with the profiling signal blocked (frequent
+ * the thread-exit key) and reads the environment. Fork handlers take every
+ * profiler lock around fork with the profiling signal blocked (frequent
  * signals can make fork restart forever) and reset the child, whose timers
- * did not survive. At exit, profiling and the server stop before the host's
+ * did not survive. pp_fork_pending is raised before the first lock is
+ * taken and lowered after the last is released: while it is up, hooks in
+ * other threads never wait for a profiler lock (lock.h), since those
+ * threads may hold a mutex that another library's prepare handler, run
+ * after ours, waits for. At exit, profiling and the server stop before the host's
  * own destructors and atexit handlers run: exit() is wrapped, and so is
  * __libc_start_main, whose wrapped main stops everything when main returns
  * (libc then calls exit internally, where no wrapper sees it).
@@ -17,6 +21,7 @@
 #include "env.h"
 #include "heap.h"
 #include "labels.h"
+#include "lock.h"
 #include "thread_dump.h"
 #include "threads.h"
 #include "unwind.h"
@@ -29,6 +34,7 @@
 #include <stdlib.h>
 
 static int default_hz = PPROF_CPU_DEFAULT_HZ;
+_Atomic int pp_fork_pending;
 static _Atomic int shut_down;
 
 int pp_env_cpu_hz(void)
@@ -49,14 +55,18 @@ static void shutdown_all(void)
     pprof_server_stop();
 }
 
-/* Lock order: collector, object list, CPU thread registry, contention
- * tables, label cap, thread registry, heap. */
+/* Lock order: collector, CPU thread registry, contention tables, label
+ * cap, thread registry, heap. The tables that hooks write (contention,
+ * label cap, heap) are never waited for while pp_fork_pending is up; the
+ * others are taken by thread start and exit, the collector and the API,
+ * none of which runs the program's code while waiting. The unwinder's
+ * object list is not held at all (unwind.c). */
 static void fork_prepare(void)
 {
+    atomic_fetch_add(&pp_fork_pending, 1);
     pp_collector_fork_prepare();
-    pp_unwind_fork_prepare();
     pp_cpu_fork_prepare();
-    pp_contention_fork_prepare(); /* first of these: it stops recording, which takes the cap lock */
+    pp_contention_fork_prepare();
     pp_labels_cap_fork_prepare();
     pp_threads_fork_prepare();
     pp_heap_fork_prepare();
@@ -69,8 +79,8 @@ static void fork_parent(void)
     pp_labels_cap_fork_parent();
     pp_contention_fork_parent();
     pp_cpu_fork_parent();
-    pp_unwind_fork_parent();
     pp_collector_fork_parent();
+    atomic_fetch_sub(&pp_fork_pending, 1);
 }
 
 static void fork_child(void)
@@ -83,6 +93,7 @@ static void fork_child(void)
     pp_cpu_fork_child();
     pp_unwind_fork_child();
     pp_collector_fork_child();
+    atomic_store(&pp_fork_pending, 0);
 }
 
 __attribute__((constructor(101))) static void pp_init(void)

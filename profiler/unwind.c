@@ -574,16 +574,11 @@ void pp_unwind_init(void)
     pp_unwind_refresh(1);
 }
 
-void pp_unwind_fork_prepare(void)
-{
-    pp_mutex_lock(&refresh_lock);
-}
-
-void pp_unwind_fork_parent(void)
-{
-    pp_mutex_unlock(&refresh_lock);
-}
-
+/* The refresh lock is not held across fork: a thread in dlclose may hold
+ * a mutex of the program's that another library's fork handler waits for.
+ * A refresh under way in the parent was filling the set not in use, so the
+ * child's current set is whole; the child forgets the cached rows and what
+ * it has seen, so its next refresh starts over. */
 void pp_unwind_fork_child(void)
 {
     /* Threads that were mid-walk or mid-dlclose in the parent do not exist
@@ -591,6 +586,8 @@ void pp_unwind_fork_child(void)
     atomic_store(&in_flight, 0);
     atomic_store(&loader_busy, 0);
     refresh_lock = (pp_mutex)PP_MUTEX_INIT;
+    clear_cache();
+    seen_adds = seen_subs = ~0ull;
 }
 
 void pp_unwind_loader_enter(void)

@@ -13,8 +13,6 @@ void pp_unwind_thread_prepare(void);
  * always). Not async-signal-safe; takes the loader's lock. */
 void pp_unwind_refresh(int force);
 /* fork handlers (lifecycle.c) */
-void pp_unwind_fork_prepare(void);
-void pp_unwind_fork_parent(void);
 void pp_unwind_fork_child(void);
 /* Brackets an unmapping of objects (see unwind.c). */
 void pp_unwind_loader_enter(void);

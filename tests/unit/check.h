@@ -2,6 +2,7 @@
 #ifndef PP_CHECK_H
 #define PP_CHECK_H
 #include <stdio.h>
+#include <string.h>
 
 static int check_passed, check_failed;
 
@@ -28,6 +29,29 @@ static int check_passed, check_failed;
     } while (0)
 
 #ifdef PPROF_H
+/* 1 if the sample's stack has a frame whose function is fn. */
+static inline int sample_has(const pprof_sample *s, const char *fn)
+{
+    for (size_t j = 0; j < s->nlocations; j++) {
+        const pprof_location *l = s->locations[j];
+        if (l->nlines && !strcmp(l->lines[0].function, fn))
+            return 1;
+    }
+    return 0;
+}
+
+/* The sum of value `v` over the samples whose stack has fn. */
+static inline int64_t sum_of(const pprof_profile *p, const char *fn, size_t v)
+{
+    size_t n;
+    const pprof_sample *s = pprof_profile_samples(p, &n);
+    int64_t total = 0;
+    for (size_t i = 0; i < n; i++)
+        if (sample_has(&s[i], fn))
+            total += s[i].values[v];
+    return total;
+}
+
 /* The sum of every sample's first value (the sample count of a CPU profile). */
 static inline int64_t profile_total(const pprof_profile *p)
 {

@@ -14,8 +14,8 @@
  * deviations. Semaphore waits, a contended rwlock and joins show up by
  * name; a mutex that is never contended adds nothing; error-checking,
  * recursive and robust mutexes answer as they would without the hooks
- * (EDEADLK, recursion, EOWNERDEAD); rates compose as documented; fork
- * with a contended mutex in an atfork handler does not deadlock.
+ * (EDEADLK, recursion, EOWNERDEAD); rates compose as documented. (Fork
+ * while the profiles record: test_fork_locks.)
  */
 #define _GNU_SOURCE
 #include "pprof.h"
@@ -28,7 +28,6 @@
 #include <stdatomic.h>
 #include <string.h>
 #include <time.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
@@ -131,33 +130,6 @@ static void *read_it(void *arg)
 {
     (void)arg;
     read_locked();
-    return NULL;
-}
-
-/* A library's fork handlers that take a contended mutex: registered before
- * libpprof's (constructor priority 100 < 101), so they run after its
- * prepare handler, while it holds its tables' locks. */
-static pthread_mutex_t held = PTHREAD_MUTEX_INITIALIZER;
-static _Atomic int holding = 1;
-static void take_held(void) { pthread_mutex_lock(&held); }
-static void give_held(void) { pthread_mutex_unlock(&held); }
-#pragma GCC diagnostic push
-#pragma GCC diagnostic ignored "-Wprio-ctor-dtor" /* 100: before libpprof's 101, on purpose */
-__attribute__((constructor(100))) static void early_atfork(void)
-{
-    pthread_atfork(take_held, give_held, give_held);
-}
-#pragma GCC diagnostic pop
-
-static void *hold_often(void *arg)
-{
-    (void)arg;
-    while (holding) {
-        pthread_mutex_lock(&held);
-        pause_ns(2000000);
-        pthread_mutex_unlock(&held);
-        pause_ns(100000);
-    }
     return NULL;
 }
 
@@ -300,26 +272,6 @@ int main(void)
     CHECK(delay_of(pb, "fight", &mc, NULL) > 0); /* contended locks are blocking too */
     CHECK(delay_of(pb, "read_locked", &mc, NULL) >= 15000000); /* the 20 ms rwlock wait */
 
-    /* fork while the profiles record and an atfork handler waits for a
-     * contended mutex: no deadlock (the alarm fails the test otherwise) */
-    CHECK(pprof_block_recorder_new(&(pprof_contention_config){.rate = 1}, &bad) == 0);
-    CHECK(pprof_recorder_start(bad) == 0);
-    pthread_t holder;
-    pthread_create(&holder, NULL, hold_often, NULL);
-    alarm(20);
-    int forks = 0;
-    for (int i = 0; i < 20; i++) {
-        pid_t pid = fork();
-        if (pid == 0)
-            _exit(0);
-        int st;
-        forks += pid > 0 && waitpid(pid, &st, 0) == pid;
-    }
-    alarm(0);
-    holding = 0;
-    pthread_join(holder, NULL);
-    CHECK(forks == 20);
-    pprof_recorder_free(bad);
 
     pprof_buffer buf = {0};
     CHECK(pprof_profile_write(pm, PPROF_FORMAT_TEXT, pprof_writer_buffer(&buf)) == 0);

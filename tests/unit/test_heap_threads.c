@@ -89,23 +89,6 @@ static void *profiler(void *arg)
     return (void *)n;
 }
 
-/* allocs and in-use objects of samples whose stack contains fn */
-static void sums(const pprof_profile *p, const char *fn, int64_t *alloc, int64_t *inuse)
-{
-    size_t n;
-    const pprof_sample *s = pprof_profile_samples(p, &n);
-    *alloc = *inuse = 0;
-    for (size_t i = 0; i < n; i++)
-        for (size_t j = 0; j < s[i].nlocations; j++) {
-            const pprof_location *l = s[i].locations[j];
-            if (l->nlines && !strcmp(l->lines[0].function, fn)) {
-                *alloc += s[i].values[0];
-                *inuse += s[i].values[2];
-                break;
-            }
-        }
-}
-
 int main(int argc, char **argv)
 {
     (void)argc;
@@ -129,9 +112,8 @@ int main(int argc, char **argv)
     pprof_heap_config raw = {.raw = 1};
     pprof_profile *p = NULL;
     CHECK(pprof_heap_recorder_new(&raw, &h) == 0 && pprof_recorder_write_to(h, &p) == 0);
-    int64_t a1, u1, a2, u2;
-    sums(p, "churn_alloc", &a1, &u1);
-    sums(p, "churn_grow", &a2, &u2);
+    int64_t a1 = sum_of(p, "churn_alloc", 0), u1 = sum_of(p, "churn_alloc", 2);
+    int64_t a2 = sum_of(p, "churn_grow", 0), u2 = sum_of(p, "churn_grow", 2);
     printf("%ld profiles taken meanwhile; churn_alloc: %lld sampled, %lld left in use; churn_grow: %lld sampled, "
            "%lld left in use\n",
            (long)(intptr_t)profiles, (long long)a1, (long long)u1, (long long)a2, (long long)u2);
