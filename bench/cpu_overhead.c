@@ -21,6 +21,7 @@
  */
 #define _GNU_SOURCE
 #include "pprof.h"
+#include "bench.h"
 
 #include <stdint.h>
 #include <stdio.h>
@@ -137,43 +138,41 @@ typedef struct run {
     double signals, samples, handler_ns, collector_ns, median_ns;
 } run;
 
+/* The environment of a gperftools run, set in its worker before the exec. */
+typedef struct gperf_env {
+    const char *prof, *hz;
+} gperf_env;
+
+static void set_gperf_env(void *arg)
+{
+    const gperf_env *g = arg;
+    setenv("LD_PRELOAD", GPERF_LIB, 1);
+    setenv("CPUPROFILE", g->prof, 1);
+    setenv("CPUPROFILE_FREQUENCY", g->hz, 1);
+}
+
 static int run_child(const char *self, const char *mode, int hz, run *out)
 {
-    char hzs[16], cmd[1024], prof[64];
+    char hzs[16], prof[64], line[1024];
     snprintf(hzs, sizeof hzs, "%d", hz);
     snprintf(prof, sizeof prof, "/tmp/cpu_overhead.%d.prof", getpid());
     unlink(prof);
-    if (!strcmp(mode, "gperf"))
-        snprintf(cmd, sizeof cmd, "LD_PRELOAD=%s CPUPROFILE=%s CPUPROFILE_FREQUENCY=%d %s worker off %d",
-                 GPERF_LIB, prof, hz, self, hz);
-    else
-        snprintf(cmd, sizeof cmd, "%s worker %s %d", self, mode, hz);
-    FILE *f = popen(cmd, "r");
-    if (!f)
-        return -1;
+    int gperf = !strcmp(mode, "gperf");
+    gperf_env env = {prof, hzs};
+    char *argv[] = {(char *)self, "worker", gperf ? "off" : (char *)mode, hzs, NULL};
+    /* Judged by the line it prints, whatever its exit status. */
+    bench_run_self(argv, gperf ? set_gperf_env : NULL, &env, -1, line, sizeof line);
     memset(out, 0, sizeof *out);
-    int n = fscanf(f, "wall=%lf cpu=%lf signals=%lf samples=%lf handler_ns=%lf collector_ns=%lf handler_median_ns=%lf",
+    int n = sscanf(line,
+                   "wall=%lf cpu=%lf signals=%lf samples=%lf handler_ns=%lf collector_ns=%lf handler_median_ns=%lf",
                    &out->wall, &out->cpu, &out->signals, &out->samples, &out->handler_ns,
                    &out->collector_ns, &out->median_ns);
-    pclose(f);
     if (n != 7)
         return -1;
-    if (!strcmp(mode, "gperf"))
+    if (gperf)
         out->samples = (double)gperf_samples(prof);
     unlink(prof);
     return 0;
-}
-
-static int cmp_double(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return x < y ? -1 : x > y;
-}
-
-static double median(double *v, int n)
-{
-    qsort(v, (size_t)n, sizeof *v, cmp_double);
-    return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
 }
 
 int main(int argc, char **argv)
@@ -226,13 +225,13 @@ int main(int argc, char **argv)
             samples[p] = b->samples;
             hmed[p] = b->median_ns;
         }
-        double m = median(ratio, pairs);
+        double m = bench_median(ratio, pairs);
         char label[32];
         snprintf(label, sizeof label, "%s@%d", cfg[c].mode, cfg[c].hz);
         int gperf = !strcmp(cfg[c].mode, "gperf");
-        printf("%-12s %10.0f %18.4f %5.3f..%5.3f %13.3f%% %16.0f %10.0f ns\n", label, median(samples, pairs), m,
-               ratio[0], ratio[pairs - 1], gperf ? 0.0 : 100 * median(share, pairs), median(per, pairs),
-               gperf ? 0.0 : median(hmed, pairs));
+        printf("%-12s %10.0f %18.4f %5.3f..%5.3f %13.3f%% %16.0f %10.0f ns\n", label, bench_median(samples, pairs), m,
+               ratio[0], ratio[pairs - 1], gperf ? 0.0 : 100 * bench_median(share, pairs), bench_median(per, pairs),
+               gperf ? 0.0 : bench_median(hmed, pairs));
     }
     printf("(own CPU share and handler median are measured inside libpprof; for gperftools only the\n"
            " per-sample cost is comparable. Medians over %d pairs; spread is min..max of the pair ratios.)\n",

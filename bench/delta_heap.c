@@ -17,6 +17,7 @@
  */
 #define _GNU_SOURCE
 #include "pprof.h"
+#include "bench.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -79,12 +80,6 @@ static double now_ms(void)
     return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
 }
 
-static int cmp_double(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return x < y ? -1 : x > y;
-}
-
 static void run(unsigned long stacks, int runs)
 {
     kept = calloc(stacks, sizeof *kept);
@@ -95,7 +90,7 @@ static void run(unsigned long stacks, int runs)
     pprof_profile *p;
     pprof_buffer buf = {0};
     if (pprof_alloc_recorder_new(&cfg, &r) || pprof_recorder_start(r)) {
-        fprintf(stderr, "cannot start: %s\n", pprof_strerror(PPROF_ENOTSUP));
+        fprintf(stderr, "cannot start: %s\n", pprof_last_error());
         exit(1);
     }
     double t0 = now_ms();
@@ -124,7 +119,7 @@ static void run(unsigned long stacks, int runs)
         printf("  run %d: delta profile %.2f ms (snapshot %.2f ms + gzip protobuf %.2f ms), %zu samples, %zu bytes\n",
                k + 1, ms[k], snap_ms[k], ms[k] - snap_ms[k], nsamples, size);
     }
-    qsort(ms, (size_t)runs, sizeof *ms, cmp_double);
+    bench_sort(ms, runs);
     printf("%lu stacks: median delta profile %.2f ms, %zu bytes gzipped\n", stacks, ms[runs / 2], size);
     pprof_heap_stats st;
     pprof_heap_stats_get(&st);

@@ -11,6 +11,7 @@
  */
 #define _GNU_SOURCE
 #include "pprof.h"
+#include "bench.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -25,12 +26,6 @@ static double now_ns(void)
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return ts.tv_sec * 1e9 + ts.tv_nsec;
-}
-
-static int cmp(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return x < y ? -1 : x > y;
 }
 
 static volatile int sink;
@@ -80,9 +75,9 @@ int main(int argc, char **argv)
     printf("\nraw pprof_labels_new_ns:");
     for (int r = 0; r < ROUNDS; r++)
         printf(" %.1f", build_ns[r]);
-    qsort(do_ns, ROUNDS, sizeof(double), cmp);
-    qsort(nested_ns, ROUNDS, sizeof(double), cmp);
-    qsort(build_ns, ROUNDS, sizeof(double), cmp);
+    bench_sort(do_ns, ROUNDS);
+    bench_sort(nested_ns, ROUNDS);
+    bench_sort(build_ns, ROUNDS);
 
     double go_do = -1, go_labels = -1;
     char cmd[1024];

@@ -22,6 +22,8 @@
  * Usage: lock_overhead [rounds]     (default 5)
  */
 #define _GNU_SOURCE
+#include "bench.h"
+
 #include <dlfcn.h>
 #include <pthread.h>
 #include <stdint.h>
@@ -155,50 +157,32 @@ static int worker(const char *what)
     return 0;
 }
 
+/* In the worker, before its exec: the environment of configuration arg
+ * (absent, off or on). */
+static void child_env(void *arg)
+{
+    const char *config = arg;
+    unsetenv("LD_PRELOAD");
+    setenv("LIBPPROF_MUTEX_FRACTION", strcmp(config, "on") ? "0" : "1", 1);
+    setenv("LIBPPROF_BLOCK_RATE", strcmp(config, "on") ? "0" : "1", 1);
+    unsetenv("LIBPPROF_ADDR");
+    if (strcmp(config, "absent"))
+        setenv("LD_PRELOAD", PPROF_LIB, 1);
+}
+
+/* Runs one worker: its first stdout line into out. 0 when it exited 0. */
 static int run(const char *config, const char *what, char *out, size_t len)
 {
-    int fd[2];
-    if (pipe(fd))
-        return -1;
-    pid_t pid = fork();
-    if (pid == 0) {
-        dup2(fd[1], 1);
-        close(fd[0]);
-        unsetenv("LD_PRELOAD");
-        setenv("LIBPPROF_MUTEX_FRACTION", strcmp(config, "on") ? "0" : "1", 1);
-        setenv("LIBPPROF_BLOCK_RATE", strcmp(config, "on") ? "0" : "1", 1);
-        unsetenv("LIBPPROF_ADDR");
-        if (strcmp(config, "absent"))
-            setenv("LD_PRELOAD", PPROF_LIB, 1);
-        execl("/proc/self/exe", "lock_overhead", "worker", what, (char *)NULL);
-        _exit(127);
-    }
-    close(fd[1]);
-    ssize_t n = read(fd[0], out, len - 1);
-    close(fd[0]);
-    int st;
-    waitpid(pid, &st, 0);
-    out[n > 0 ? n : 0] = '\0';
+    char *argv[] = {"lock_overhead", "worker", (char *)what, NULL};
+    int rc = bench_run_self(argv, child_env, (void *)config, -1, out, len);
     out[strcspn(out, "\n")] = '\0';
-    return WIFEXITED(st) && WEXITSTATUS(st) == 0 ? 0 : -1;
+    return rc;
 }
 
 static double num(const char *line, const char *key)
 {
     const char *p = strstr(line, key);
     return p ? atof(p + strlen(key)) : -1;
-}
-
-static int cmp(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return x < y ? -1 : x > y;
-}
-
-static double median(double *v, int n)
-{
-    qsort(v, (size_t)n, sizeof *v, cmp);
-    return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
 }
 
 int main(int argc, char **argv)
@@ -243,17 +227,18 @@ int main(int argc, char **argv)
         diff_on[r] = pair[2][r] - pair[0][r];
         diff_off[r] = pair[1][r] - pair[0][r];
     }
-    double ref = median(share_ref, rounds), on = median(share_on, rounds);
+    double ref = bench_median(share_ref, rounds), on = bench_median(share_on, rounds);
     printf("\nuncontended lock+unlock, ns per pair (median): absent %.2f, off %.2f, on %.2f\n",
-           median(pair[0], rounds), median(pair[1], rounds), median(pair[2], rounds));
+           bench_median(pair[0], rounds), bench_median(pair[1], rounds), bench_median(pair[2], rounds));
     printf("added per pair, median of per-round differences: off %+.2f ns, on %+.2f ns (target on <= 2 ns: %s)\n",
-           median(diff_off, rounds), median(diff_on, rounds), median(diff_on, rounds) <= 2 ? "met" : "MISSED");
-    printf("contended, ns per acquisition (median): absent %.1f, off %.1f, on %.1f\n", median(acq[0], rounds),
-           median(acq[1], rounds), median(acq[2], rounds));
+           bench_median(diff_off, rounds), bench_median(diff_on, rounds),
+           bench_median(diff_on, rounds) <= 2 ? "met" : "MISSED");
+    printf("contended, ns per acquisition (median): absent %.1f, off %.1f, on %.1f\n",
+           bench_median(acq[0], rounds), bench_median(acq[1], rounds), bench_median(acq[2], rounds));
     printf("uncontended recursive mutex, ns per pair (median): absent %.2f, off %.2f, on %.2f\n",
-           median(rpair[0], rounds), median(rpair[1], rounds), median(rpair[2], rounds));
-    printf("uncontended rwlock read, ns per pair (median): absent %.2f, off %.2f, on %.2f\n", median(wpair[0], rounds),
-           median(wpair[1], rounds), median(wpair[2], rounds));
+           bench_median(rpair[0], rounds), bench_median(rpair[1], rounds), bench_median(rpair[2], rounds));
+    printf("uncontended rwlock read, ns per pair (median): absent %.2f, off %.2f, on %.2f\n",
+           bench_median(wpair[0], rounds), bench_median(wpair[1], rounds), bench_median(wpair[2], rounds));
     printf("contended share of acquisitions (median): trylock-first reference run %.4f; recorded by the hooks "
            "in the on runs %.4f (different runs; the hooks' test is the trylock itself)\n",
            ref, on);

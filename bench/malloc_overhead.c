@@ -68,6 +68,8 @@
  *        malloc_overhead worker probe|mix|pair|sampled ...   (one run)
  */
 #define _GNU_SOURCE
+#include "bench.h"
+
 #include <dlfcn.h>
 #include <glob.h>
 #include <pthread.h>
@@ -419,54 +421,43 @@ static void cleanup_heapprof(void)
     }
 }
 
+/* A worker's configuration and benchmark, for child_env. */
+typedef struct child_setup {
+    const config *c;
+    int bench;
+} child_setup;
+
+/* In the worker, before its exec: the environment of its configuration. */
+static void child_env(void *arg)
+{
+    const child_setup *cs = arg;
+    for (int i = 0; scrub[i]; i++)
+        unsetenv(scrub[i]);
+    if (cs->c->preload)
+        setenv("LD_PRELOAD", cs->c->preload, 1);
+    const char *e = cs->c->env[cs->bench];
+    if (e) {
+        char name[64];
+        size_t n = strcspn(e, "=");
+        snprintf(name, sizeof name, "%.*s", (int)n, e);
+        setenv(name, !strcmp(name, "HEAPPROFILE") ? heapprof_prefix : e + n + 1, 1);
+    }
+}
+
 /* Runs one worker under a configuration: its stdout line into out, its
  * stderr into err. Returns 0 when it exited 0 and printed a line. */
 static int run_child(const config *c, int bench, char *const argv[], char *out, size_t outsz, char *err,
                      size_t errsz)
 {
-    int pfd[2];
     char errpath[] = "/tmp/malloc_overhead.err.XXXXXX";
     int efd = mkstemp(errpath);
-    if (efd < 0 || pipe(pfd))
+    if (efd < 0)
         return -1;
     unlink(errpath);
-    fflush(stdout);
-    pid_t pid = fork();
-    if (pid < 0)
-        return -1;
-    if (pid == 0) {
-        dup2(pfd[1], 1);
-        dup2(efd, 2);
-        close(pfd[0]);
-        close(pfd[1]);
-        close(efd);
-        for (int i = 0; scrub[i]; i++)
-            unsetenv(scrub[i]);
-        if (c->preload)
-            setenv("LD_PRELOAD", c->preload, 1);
-        const char *e = c->env[bench];
-        if (e) {
-            char name[64];
-            size_t n = strcspn(e, "=");
-            snprintf(name, sizeof name, "%.*s", (int)n, e);
-            setenv(name, !strcmp(name, "HEAPPROFILE") ? heapprof_prefix : e + n + 1, 1);
-        }
-        execv("/proc/self/exe", argv);
-        _exit(127);
-    }
-    close(pfd[1]);
+    child_setup cs = {c, bench};
+    int rc = bench_run_self(argv, child_env, &cs, efd, out, outsz);
     size_t len = 0;
     ssize_t k;
-    char drain[256];
-    while ((k = read(pfd[0], len < outsz - 1 ? out + len : drain,
-                     len < outsz - 1 ? outsz - 1 - len : sizeof drain)) > 0)
-        if (len < outsz - 1)
-            len += (size_t)k;
-    out[len] = 0;
-    close(pfd[0]);
-    int status;
-    waitpid(pid, &status, 0);
-    len = 0;
     if (lseek(efd, 0, SEEK_SET) == 0)
         while (len < errsz - 1 && (k = read(efd, err + len, errsz - 1 - len)) > 0)
             len += (size_t)k;
@@ -477,7 +468,7 @@ static int run_child(const config *c, int bench, char *const argv[], char *out, 
     char *nl = strchr(out, '\n');
     if (nl)
         *nl = 0;
-    return WIFEXITED(status) && WEXITSTATUS(status) == 0 && nl ? 0 : -1;
+    return rc == 0 && nl ? 0 : -1;
 }
 
 static double field(const char *line, const char *key)
@@ -507,19 +498,6 @@ static void show_stderr(const char *who, const char *err, int max)
     }
 }
 
-static int cmp_double(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return x < y ? -1 : x > y;
-}
-
-/* Median of v[0..n) (sorted in place); NAN-free input; n >= 1. */
-static double median(double *v, int n)
-{
-    qsort(v, (size_t)n, sizeof *v, cmp_double);
-    return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
-}
-
 /* results[bench][round][config][figure]; figure < 0: no result */
 #define NFIG 4
 static double res[NBENCH][MAX_ROUNDS][NCFG][NFIG];
@@ -534,7 +512,7 @@ static int med_of(int b, int rounds, int c, int f, double *med)
         if (have[b][r][c])
             v[n++] = res[b][r][c][f];
     if (n)
-        *med = median(v, n);
+        *med = bench_median(v, n);
     return n;
 }
 
@@ -548,7 +526,7 @@ static int relate(int b, int rounds, int c, int base, int f, int kind, double *m
             v[n++] = kind ? res[b][r][c][f] - res[b][r][base][f] : res[b][r][c][f] / res[b][r][base][f];
     if (!n)
         return 0;
-    *med = median(v, n);
+    *med = bench_median(v, n);
     *lo = v[0];
     *hi = v[n - 1];
     return n;

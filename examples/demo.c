@@ -23,7 +23,7 @@
  *   LIBPPROF_ADDR   HOST:PORT to serve on (default 127.0.0.1:6060)
  */
 #define _GNU_SOURCE
-#include "pprof.h"
+#include "pprof_mhd.h"
 
 #include <arpa/inet.h>
 #include <microhttpd.h>
@@ -219,7 +219,7 @@ int main(int argc, char **argv)
         pprof_server_config cfg = {.addr = addr};
         int rc = pprof_server_start(&cfg);
         if (rc) {
-            fprintf(stderr, "pprof-demo: cannot serve on %s: %s\n", addr, pprof_strerror(rc));
+            fprintf(stderr, "pprof-demo: cannot serve on %s: %s\n", addr, pprof_last_error());
             return 1;
         }
     } else {

@@ -7,7 +7,17 @@
  *
  * Conventions:
  *  - Functions that can fail return int: 0 on success, a negative PPROF_E*
- *    code otherwise; pprof_strerror() turns a code into one line of text.
+ *    code otherwise; pprof_strerror() turns a code into its fixed text, and
+ *    pprof_last_error() tells what the calling thread's last failure was,
+ *    with its detail.
+ *  - Rates, periods and fractions are int64_t everywhere.
+ *  - Ownership: what a function returns through an `out` pointer belongs to
+ *    the caller, who frees it with the matching *_free or *_unref; strings
+ *    and arrays returned directly belong to the object they were read from
+ *    and live as long as it does (profiles, label sets) or, for names of
+ *    process-lifetime objects (custom profiles), as long as the process.
+ *  - Version 0.x: the API may still change between minor versions; the
+ *    README's changelog lists what did.
  *  - Configuration structs are zero-initialisable: a zero field means "the
  *    default", so `(pprof_cpu_config){0}` is a valid configuration.
  *  - Every function states its thread safety.
@@ -42,13 +52,20 @@ enum {
     PPROF_ENOTSUP = -8,  /* not supported on this system or for this kind */
     PPROF_EADDR = -9,    /* the server address is malformed or cannot be bound */
     PPROF_ELIMIT = -10,  /* a configured limit was reached */
+    PPROF_ENOTFOUND = -11, /* what the call names does not exist (a key, a symbol) */
 };
 
-/* One line describing `code`, with details of the last failure on this
- * thread where there are any (for PPROF_ERATE: the rate in force).
- * The string stays valid until the next failing call on the same thread.
- * Thread-safe. */
+/* The fixed one-line text of `code` ("invalid argument"), the same on
+ * every call. A static string. Thread-safe; async-signal-safe. */
 PPROF_API const char *pprof_strerror(int code);
+/* The calling thread's last failure: its code's text and, where the call
+ * said more, one line of detail ("sampling rate differs from the rate in
+ * force: CPU profiling runs at 100 Hz; ask for that or 0"). Every failing
+ * call replaces it, with or without detail, so it never shows an earlier
+ * failure's detail; successful calls leave it alone (test the return code
+ * first, as with errno). "" before any failure. The string belongs to the
+ * thread and stays valid until its next failing call. Thread-safe. */
+PPROF_API const char *pprof_last_error(void);
 
 /* --------------------------------------------------------------- writers */
 
@@ -71,7 +88,8 @@ typedef struct pprof_buffer {
 PPROF_API pprof_writer pprof_writer_fd(int fd);
 /* A writer that appends to `buf`. Thread safety: one writer per buffer. */
 PPROF_API pprof_writer pprof_writer_buffer(pprof_buffer *buf);
-/* Frees the buffer's memory and zeroes it. Safe on a zeroed buffer. */
+/* Frees the buffer's memory and zeroes it. Safe on a zeroed buffer. Not
+ * while a writer of the buffer is in use on another thread. */
 PPROF_API void pprof_buffer_free(pprof_buffer *buf);
 
 /* -------------------------------------------------------------- profiles */
@@ -135,6 +153,8 @@ typedef struct pprof_sample {
     const pprof_num_label *num_labels;
 } pprof_sample;
 
+/* Accessors: thread-safe (a profile is read only); what they return
+ * belongs to the profile and lives until pprof_profile_free. */
 /* The profile's sample types; *n receives their number. */
 PPROF_API const pprof_value_type *pprof_profile_sample_types(const pprof_profile *p, size_t *n);
 /* The profile's samples; *n receives their number. */
@@ -157,7 +177,8 @@ typedef enum pprof_format {
 
 /* Serializes `p` to `w`. Thread-safe (the profile is read only). */
 PPROF_API int pprof_profile_write(const pprof_profile *p, pprof_format fmt, pprof_writer w);
-/* Frees a profile. NULL is allowed. */
+/* Frees a profile and everything its accessors returned. NULL is allowed.
+ * Not while another thread reads the profile. */
 PPROF_API void pprof_profile_free(pprof_profile *p);
 
 /* ---------------------------------------------------------------- labels */
@@ -172,14 +193,16 @@ typedef struct pprof_labels pprof_labels;
  * earlier one. Keys must be non-empty, keys and values non-NULL.
  * *out receives a set with one reference. Thread-safe. */
 PPROF_API int pprof_labels_new(const pprof_label *pairs, size_t n, pprof_labels **out);
-/* Builds base (may be NULL) plus n pairs, which override base's values. */
+/* Builds base (may be NULL) plus n pairs, which override base's values;
+ * *out receives a set with one reference. Thread-safe. */
 PPROF_API int pprof_labels_with(const pprof_labels *base, const pprof_label *pairs, size_t n,
                                 pprof_labels **out);
 /* Takes a reference (returns set) / drops one (frees on the last). NULL is
  * allowed. Thread-safe. */
 PPROF_API pprof_labels *pprof_labels_ref(pprof_labels *set);
 PPROF_API void pprof_labels_unref(pprof_labels *set);
-/* The set's pairs, sorted by key; *n receives their number. */
+/* The set's pairs, sorted by key; *n receives their number. They belong
+ * to the set and live as long as a reference to it. Thread-safe. */
 PPROF_API const pprof_label *pprof_labels_pairs(const pprof_labels *set, size_t *n);
 
 /* Runs fn(arg) with the calling thread's current set merged with `add`
@@ -234,7 +257,7 @@ typedef struct pprof_cpu_config {
     /* Samples per second of CPU time per thread. 0: the rate in force if
      * CPU recorders are running, else LIBPPROF_CPU_HZ or 100. A rate that
      * differs from the rate in force fails with PPROF_ERATE. */
-    int hz;
+    int64_t hz;
     /* Deepest stack kept (1..PPROF_MAX_FRAMES); 0: 64. Deeper stacks end in
      * a frame named "[truncated]". Shared like the rate. */
     int max_frames;
@@ -252,12 +275,15 @@ PPROF_API int pprof_recorder_start(pprof_recorder *r);
  * it when out is NULL. Thread-safe; one thread at a time per recorder. */
 PPROF_API int pprof_recorder_stop(pprof_recorder *r, pprof_profile **out);
 /* Returns the profile of the window so far and begins the next window with
- * no gap: every sample lands in exactly one window. */
+ * no gap: every sample lands in exactly one window. Thread-safe; one thread
+ * at a time per recorder. */
 PPROF_API int pprof_recorder_snapshot(pprof_recorder *r, pprof_profile **out);
 /* The rate the recorder samples at: Hz for CPU (once started), bytes for
- * heap kinds. */
-PPROF_API int pprof_recorder_rate(const pprof_recorder *r);
-/* Stops the recorder if running and frees it. NULL is allowed. */
+ * heap kinds, the fraction for mutex and ns for block; 0 for kinds that do
+ * not sample, or NULL. Thread-safe. */
+PPROF_API int64_t pprof_recorder_rate(const pprof_recorder *r);
+/* Stops the recorder if running and frees it. NULL is allowed. Not while
+ * another thread uses the recorder. */
 PPROF_API void pprof_recorder_free(pprof_recorder *r);
 
 /* ------------------------------------------------------- heap recorders
@@ -282,13 +308,13 @@ PPROF_API void pprof_recorder_free(pprof_recorder *r);
  * cannot be unsampled together): later, a different rate fails with
  * PPROF_ERATE, naming the rate in force. A new rate reaches each thread at
  * its next sample. Thread-safe. */
-PPROF_API int pprof_heap_set_rate(long rate);
+PPROF_API int pprof_heap_set_rate(int64_t rate);
 /* The heap sampling rate in force; 0 when off. Thread-safe. */
-PPROF_API long pprof_heap_rate(void);
+PPROF_API int64_t pprof_heap_rate(void);
 
 typedef struct pprof_heap_config {
     /* Must be 0 (the rate in force) or equal to it, else PPROF_ERATE. */
-    long rate;
+    int64_t rate;
     /* Allocation recorders: also report the live heap's change over the
      * window, as inuse_change_objects/count and inuse_change_space/bytes
      * (negative where it shrank), for hunting leaks. */
@@ -319,7 +345,7 @@ PPROF_API int pprof_heap_recorder_new(const pprof_heap_config *cfg, pprof_record
 PPROF_API int pprof_recorder_write_to(pprof_recorder *r, pprof_profile **out);
 
 typedef struct pprof_heap_stats {
-    long rate;                 /* in force, 0 when off */
+    int64_t rate;              /* in force, 0 when off */
     uint64_t sampled;          /* allocations sampled since start-up */
     uint64_t unrecorded;       /* sampled but not recorded (tables full, or held by another thread's fork) */
     uint64_t records;          /* distinct (stack, labels, size) records */
@@ -374,14 +400,14 @@ PPROF_API int pprof_threadcreate_recorder_new(pprof_recorder **out);
 /* Sets the configured mutex fraction (0: off) / block rate in ns (0:
  * off). While recorders that asked for another rate run, it fails with
  * PPROF_ERATE (and takes effect when they stop). Thread-safe. */
-PPROF_API int pprof_mutex_set_fraction(int fraction);
+PPROF_API int pprof_mutex_set_fraction(int64_t fraction);
 PPROF_API int pprof_block_set_rate(int64_t ns);
 /* The fraction / rate in force; 0 when off. Thread-safe. */
-PPROF_API int pprof_mutex_fraction(void);
+PPROF_API int64_t pprof_mutex_fraction(void);
 PPROF_API int64_t pprof_block_rate(void);
 
 typedef struct pprof_contention_stats {
-    int mutex_fraction;        /* in force, 0 when off */
+    int64_t mutex_fraction;    /* in force, 0 when off */
     int64_t block_rate;        /* in force (ns), 0 when off */
     uint64_t mutex_records;    /* distinct (stack, labels) records */
     uint64_t block_records;
@@ -395,7 +421,7 @@ typedef struct pprof_contention_config {
     /* Mutex: the fraction; block: the rate in ns. 0 joins the rate in
      * force; a rate while the profile is off turns it on until the last
      * recorder that asked for it stops; another rate: PPROF_ERATE. */
-    long rate;
+    int64_t rate;
     /* The first window begins at process start (its profile holds every
      * event so far), as godeltaprof's first delta. */
     int from_start;
@@ -423,13 +449,16 @@ typedef struct pprof_custom pprof_custom;
 PPROF_API int pprof_custom_new(const char *name, pprof_custom **out);
 /* The registered profile named `name`, or NULL. Thread-safe. */
 PPROF_API pprof_custom *pprof_custom_find(const char *name);
-/* Copies up to max registered profiles to out; returns how many. */
+/* Copies up to max registered profiles to out; returns how many.
+ * Thread-safe. */
 PPROF_API size_t pprof_custom_list(pprof_custom **out, size_t max);
+/* The profile's name, which lives as long as the process. Thread-safe. */
 PPROF_API const char *pprof_custom_name(const pprof_custom *c);
 /* Adds an entry for `key` with the caller's stack; PPROF_EBUSY if the key
  * is in the profile already. Thread-safe. */
 PPROF_API int pprof_custom_add(pprof_custom *c, const void *key);
-/* Removes the entry for `key`; PPROF_EINVAL if it is not there. */
+/* Removes the entry for `key`; PPROF_ENOTFOUND if it is not there.
+ * Thread-safe. */
 PPROF_API int pprof_custom_remove(pprof_custom *c, const void *key);
 /* Entries in the profile now. Thread-safe. */
 PPROF_API size_t pprof_custom_count(pprof_custom *c);
@@ -458,7 +487,7 @@ typedef struct pprof_cpu_stats {
     uint64_t handler_ns;     /* total time spent in the signal handler */
     uint64_t collector_ns;   /* CPU time of the collector thread */
     int threads_timed;       /* threads with a live timer now */
-    int hz;                  /* rate in force, 0 when idle */
+    int64_t hz;              /* rate in force, 0 when idle */
     /* handler_hist[i]: signals handled in [i*100, (i+1)*100) ns; the last
      * bucket also counts everything slower. */
     uint64_t handler_hist[PPROF_CPU_HIST_BUCKETS];
@@ -470,8 +499,8 @@ PPROF_API void pprof_cpu_stats_get(pprof_cpu_stats *out);
 /* ------------------------------------------------------------ symbols */
 
 /* Writes the name of the function containing `addr` (demangled) into buf,
- * NUL-terminated and truncated to len. Returns 0, or PPROF_EINVAL when no
- * symbol covers addr. Thread-safe. */
+ * NUL-terminated and truncated to len. Returns 0, or PPROF_ENOTFOUND when
+ * no symbol covers addr (PPROF_EINVAL for a NULL or empty buf). Thread-safe. */
 PPROF_API int pprof_symbol_name(uint64_t addr, char *buf, size_t len);
 
 /* ---------------------------------------------------------------- HTTP */
@@ -491,7 +520,8 @@ PPROF_API int pprof_server_start(const pprof_server_config *cfg);
 /* Stops the server, ending running requests. Returns PPROF_ESTATE if it is
  * not running. Thread-safe. */
 PPROF_API int pprof_server_stop(void);
-/* The port the server listens on (useful with port 0), or a negative code. */
+/* The port the server listens on (useful with port 0), or PPROF_ESTATE
+ * when it is not running. Thread-safe. */
 PPROF_API int pprof_server_port(void);
 
 /* Transport-independent request handling, for a service that mounts the
@@ -536,25 +566,7 @@ PPROF_API int pprof_http_handle(const pprof_server_config *cfg, const pprof_http
  * from the call's own `done`. Thread-safe. */
 PPROF_API void pprof_http_cancel(pprof_http_call *call);
 
-/* Adapter for a service's own libmicrohttpd daemon (which must be started
- * with MHD_ALLOW_SUSPEND_RESUME). Call it from the daemon's access handler
- * for every URL under the prefix, passing the handler's arguments through;
- * it returns an MHD_Result. Long profiles suspend the connection and resume
- * it when done. Thread-safe. */
-struct MHD_Connection;
-PPROF_API int pprof_mhd_handle(const pprof_server_config *cfg, struct MHD_Connection *connection,
-                               const char *url, const char *method,
-                               const char *upload_data, size_t *upload_data_size,
-                               void **con_cls);
-/* Companion for MHD_OPTION_NOTIFY_COMPLETED: frees per-request state and
- * cancels a profile whose connection closed. Pass `con_cls` through. */
-PPROF_API void pprof_mhd_completed(void **con_cls);
-/* Ends the profiles still pending on `daemon` and hands their connections
- * back to it. libmicrohttpd refuses to stop a daemon with suspended
- * connections: call this right before MHD_stop_daemon (after
- * MHD_quiesce_daemon, so that no new request starts). Thread-safe. */
-struct MHD_Daemon;
-PPROF_API void pprof_mhd_release(struct MHD_Daemon *daemon);
+/* The adapter for a service's own libmicrohttpd daemon is in pprof_mhd.h. */
 
 #ifdef __cplusplus
 }

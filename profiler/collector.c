@@ -16,6 +16,7 @@
  */
 #define _GNU_SOURCE
 #include "collector.h"
+#include "error.h"
 #include "cpu.h"
 #include "labels.h"
 #include "profile.h"
@@ -77,12 +78,14 @@ static uint64_t thread_cpu_ns(clockid_t c)
     return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 }
 
-uint64_t pp_collector_cpu_ns(void)
+void pprof_cpu_stats_get(pprof_cpu_stats *out)
 {
+    if (!out)
+        return;
+    pp_cpu_stats_fill(out);
     pp_mutex_lock(&col_lock);
-    uint64_t ns = col_ns_done + (running ? thread_cpu_ns(col_clock) : 0);
+    out->collector_ns = col_ns_done + (running ? thread_cpu_ns(col_clock) : 0);
     pp_mutex_unlock(&col_lock);
-    return ns;
 }
 
 static void *collector_main(void *arg)
@@ -120,7 +123,7 @@ static void *collector_main(void *arg)
 int pp_collector_attach_locked(pprof_recorder *r)
 {
     if (nactive == MAX_ACTIVE)
-        return PPROF_ELIMIT;
+        return pp_fail(PPROF_ELIMIT);
     pp_collector_drain_locked();
     if (!running) {
         pthread_t t;
@@ -143,7 +146,7 @@ int pp_collector_attach_locked(pprof_recorder *r)
         pthread_sigmask(SIG_SETMASK, &old, NULL);
         pthread_attr_destroy(&attr);
         if (rc)
-            return PPROF_ESYS;
+            return pp_fail(PPROF_ESYS);
         pthread_getcpuclockid(t, &col_clock);
         running = 1;
     }

@@ -96,10 +96,12 @@ void pp_contention_init(void)
     update_on();
 }
 
-int pprof_mutex_set_fraction(int f)
+int pprof_mutex_set_fraction(int64_t f64)
 {
-    if (f < 0)
-        return pp_error_detail(PPROF_EINVAL, "the mutex fraction must be >= 0 (0: off), not %d", f);
+    if (f64 < 0 || f64 > INT_MAX)
+        return pp_error_detail(PPROF_EINVAL, "the mutex fraction must be from 0 (off) to %d, not %lld", INT_MAX,
+                               (long long)f64);
+    int f = (int)f64;
     pp_mutex_lock(&conf_lock);
     env_fraction = f;
     if (!users[0])
@@ -144,7 +146,7 @@ void pprof_contention_stats_get(pprof_contention_stats *out)
     out->lost_to_fork = atomic_load(&pp_mutex_tab.lost) + atomic_load(&pp_block_tab.lost);
 }
 
-int pprof_mutex_fraction(void) { return atomic_load(&fraction); }
+int64_t pprof_mutex_fraction(void) { return atomic_load(&fraction); }
 int64_t pprof_block_rate(void) { return atomic_load(&block_rate); }
 
 int pp_contention_join(int kind, int64_t rate, int *turned_on)

@@ -26,7 +26,6 @@
 #include "labels.h"
 #include "lock.h"
 #include "profile.h"
-#include "thread_dump.h"
 #include "unwind.h"
 
 #include <dirent.h>
@@ -91,12 +90,23 @@ static void chain(int sig, siginfo_t *si, void *uc) /* async-signal-safe */
     }
 }
 
-/* The profiling signal handler. async-signal-safe */
+/* The handler of queued profiling signals (thread dumps), once one is
+ * registered. */
+static pp_queued_handler _Atomic queued_handler;
+
+void pp_cpu_set_queued_handler(pp_queued_handler fn)
+{
+    atomic_store(&queued_handler, fn);
+}
+
+/* The profiling signal handler: queued signals go to the registered
+ * handler, timer signals are CPU samples. async-signal-safe */
 static void on_signal(int sig, siginfo_t *si, void *uc)
 {
-    if (si->si_code == SI_QUEUE) {
+    pp_queued_handler queued = atomic_load_explicit(&queued_handler, memory_order_acquire);
+    if (si->si_code == SI_QUEUE && queued) {
         int saved = errno;
-        int dump = pp_thread_dump_on_signal(si, uc, gettid_cached());
+        int dump = queued(si, uc, gettid_cached());
         errno = saved;
         if (dump)
             return;
@@ -146,14 +156,14 @@ static int install_handler(void)
     if (installed)
         return 0;
     if (pp_ring_init(&pp_cpu_ring, RING_CELLS))
-        return PPROF_ENOMEM;
+        return pp_fail(PPROF_ENOMEM);
     struct sigaction sa;
     memset(&sa, 0, sizeof sa);
     sa.sa_sigaction = on_signal;
     sa.sa_flags = SA_SIGINFO | SA_RESTART;
     sigemptyset(&sa.sa_mask);
     if (sigaction(PP_SIGNAL, &sa, &old_action))
-        return PPROF_ESYS;
+        return pp_fail(PPROF_ESYS);
     installed = 1;
     return 0;
 }
@@ -229,7 +239,7 @@ static int arm_locked(int tid)
     }
     if (free_slot < 0) {
         if (nslots == MAX_THREADS)
-            return PPROF_ELIMIT;
+            return pp_fail(PPROF_ELIMIT);
         free_slot = nslots++;
     }
     struct sigevent ev;
@@ -240,7 +250,7 @@ static int arm_locked(int tid)
     ev._sigev_un._tid = tid; /* sigev_notify_thread_id */
     timer_t t;
     if (timer_create(thread_cpu_clock(tid), &ev, &t))
-        return PPROF_ESYS; /* errno says why (pp_cpu_enable reads it) */
+        return pp_fail(PPROF_ESYS); /* errno says why (pp_cpu_enable reads it) */
     int64_t p = period_ns(hz);
     int64_t first = 1 + (int64_t)(next_random() % (uint64_t)p);
     struct itimerspec its = {
@@ -251,7 +261,7 @@ static int arm_locked(int tid)
         int e = errno;
         timer_delete(t);
         errno = e;
-        return PPROF_ESYS;
+        return pp_fail(PPROF_ESYS);
     }
     slots[free_slot] = (tslot){.tid = tid, .timer = t};
     atomic_fetch_add(&st_threads, 1);
@@ -452,17 +462,14 @@ void pp_cpu_fork_child(void)
     pthread_sigmask(SIG_SETMASK, &fork_saved_mask, NULL);
 }
 
-void pprof_cpu_stats_get(pprof_cpu_stats *out)
+void pp_cpu_stats_fill(pprof_cpu_stats *out)
 {
-    if (!out)
-        return;
     memset(out, 0, sizeof *out);
     out->signals = atomic_load(&st_signals);
     out->samples = atomic_load(&st_samples);
     out->lost = atomic_load(&st_lost);
     out->truncated = atomic_load(&st_truncated);
     out->handler_ns = atomic_load(&st_handler_ns);
-    out->collector_ns = pp_collector_cpu_ns();
     out->threads_timed = atomic_load(&st_threads);
     out->hz = atomic_load(&cpu_hz);
     for (int i = 0; i < PPROF_CPU_HIST_BUCKETS; i++)

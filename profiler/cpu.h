@@ -3,6 +3,8 @@
 #define PP_CPU_H
 #include "ring.h"
 
+#include <signal.h>
+
 /* Records from the profiling signal handler; drained by the collector. */
 extern pp_ring pp_cpu_ring;
 
@@ -23,6 +25,13 @@ int pp_cpu_threads(void);
 int pp_cpu_install_handler(void);
 /* The signal the timers deliver (SIGPROF unless configured). */
 int pp_cpu_signal(void);
+/* A handler for the profiling signal sent with sigqueue (thread dumps
+ * ask running threads for their stacks that way): returns 1 if the signal
+ * was its own. async-signal-safe */
+typedef int (*pp_queued_handler)(const siginfo_t *si, void *uc, int tid);
+/* Registers it; the signal handler calls it first for queued signals.
+ * Thread-safe. */
+void pp_cpu_set_queued_handler(pp_queued_handler fn);
 /* Weighted samples lost to a full ring so far. */
 uint64_t pp_cpu_lost(void);
 
@@ -34,6 +43,7 @@ void pp_cpu_fork_prepare(void);
 void pp_cpu_fork_parent(void);
 void pp_cpu_fork_child(void);
 
-/* CPU time of the collector thread so far (collector.c). */
-uint64_t pp_collector_cpu_ns(void);
+/* The sampler's counters; pprof_cpu_stats_get (collector.c) adds the
+ * collector's CPU time. */
+void pp_cpu_stats_fill(pprof_cpu_stats *out);
 #endif

@@ -10,6 +10,7 @@
  */
 #define _GNU_SOURCE
 #include "ctab.h"
+#include "error.h"
 #include "labels.h"
 #include "profile.h"
 
@@ -85,7 +86,7 @@ int pp_ctab_snap(pp_ctab *t, pp_ccount **out, size_t *n)
         pp_mutex_unlock(&t->lock);
         pp_ccount *c = malloc((want + 1) * sizeof *c);
         if (!c)
-            return PPROF_ENOMEM;
+            return pp_fail(PPROF_ENOMEM);
         pp_mutex_lock(&t->lock);
         if (t->nrecords > want) {
             pp_mutex_unlock(&t->lock);

@@ -61,7 +61,7 @@ static int valid_name(const char *s)
 int pprof_custom_new(const char *name, pprof_custom **out)
 {
     if (!out)
-        return PPROF_EINVAL;
+        return pp_fail(PPROF_EINVAL);
     *out = NULL;
     if (!name || !valid_name(name))
         return pp_error_detail(PPROF_EINVAL, "a profile name is 1-63 letters, digits, '.', '_' or '-'");
@@ -70,7 +70,7 @@ int pprof_custom_new(const char *name, pprof_custom **out)
             return pp_error_detail(PPROF_EINVAL, "\"%s\" is a built-in profile", name);
     pprof_custom *c = calloc(1, sizeof *c);
     if (!c)
-        return PPROF_ENOMEM;
+        return pp_fail(PPROF_ENOMEM);
     strcpy(c->name, name);
     pp_mutex_lock(&reg_lock);
     int rc = 0;
@@ -128,7 +128,7 @@ static int grow(pprof_custom *c)
         cap = c->cap;
     entry *t = calloc(cap, sizeof *t);
     if (!t)
-        return PPROF_ENOMEM;
+        return pp_fail(PPROF_ENOMEM);
     for (size_t i = 0; i < c->cap; i++) {
         if (!c->t[i].key || c->t[i].removed)
             continue;
@@ -189,7 +189,7 @@ int pprof_custom_remove(pprof_custom *c, const void *key)
         return pp_error_detail(PPROF_EINVAL, "NULL profile or key");
     const pprof_labels *drop = NULL;
     pp_mutex_lock(&c->lock);
-    int rc = pp_error_detail(PPROF_EINVAL, "the key is not in profile \"%s\"", c->name);
+    int rc = PPROF_ENOTFOUND;
     if (c->cap)
         for (size_t j = slot_of(c->cap, key); c->t[j].key; j = (j + 1) & (c->cap - 1))
             if (c->t[j].key == key && !c->t[j].removed) {
@@ -202,7 +202,7 @@ int pprof_custom_remove(pprof_custom *c, const void *key)
             }
     pp_mutex_unlock(&c->lock);
     pprof_labels_unref((pprof_labels *)drop);
-    return rc;
+    return rc ? pp_error_detail(rc, "the key is not in profile \"%s\"", c->name) : 0;
 }
 
 size_t pprof_custom_count(pprof_custom *c)

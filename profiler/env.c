@@ -5,6 +5,7 @@
  * wins over the environment.
  */
 #include "env.h"
+#include "pprof.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -24,4 +25,16 @@ int pp_env_int(const char *name, int def, int min, int max)
         return def;
     }
     return (int)v;
+}
+
+static int cpu_hz = PPROF_CPU_DEFAULT_HZ;
+
+void pp_env_init(void)
+{
+    cpu_hz = pp_env_int("LIBPPROF_CPU_HZ", PPROF_CPU_DEFAULT_HZ, 0, PPROF_CPU_MAX_HZ);
+}
+
+int pp_env_cpu_hz(void)
+{
+    return cpu_hz;
 }

@@ -1,9 +1,10 @@
-/* error.c: pprof_strerror and the per-thread detail of the last failure.
+/* error.c: error texts and the calling thread's last failure.
  *
- * A failing call may leave one line of detail (pp_error_detail) that
- * pprof_strerror appends to the code's fixed text, so a PPROF_ERATE can say
- * which rate is in force. The detail is per thread, so concurrent failures
- * on other threads do not mix their messages.
+ * pprof_strerror gives a code's fixed text. Every failing call records its
+ * code on the calling thread, with one line of detail where it has one
+ * (pp_error_detail: which rate is in force, which name is taken) or none
+ * (pp_fail), so pprof_last_error never shows the detail of an earlier,
+ * unrelated failure. Per thread, so concurrent failures do not mix.
  */
 #include "error.h"
 
@@ -11,21 +12,31 @@
 #include <stdio.h>
 #include <string.h>
 
-static __thread char detail[160];
-static __thread int detail_code;
+static __thread int last_code;
+static __thread char last_detail[160];
 static __thread char message[256];
+
+/* async-signal-safe */
+int pp_fail(int code)
+{
+    if (code < 0) {
+        last_code = code;
+        last_detail[0] = 0;
+    }
+    return code;
+}
 
 int pp_error_detail(int code, const char *fmt, ...)
 {
     va_list ap;
     va_start(ap, fmt);
-    vsnprintf(detail, sizeof detail, fmt, ap);
+    vsnprintf(last_detail, sizeof last_detail, fmt, ap);
     va_end(ap);
-    detail_code = code;
+    last_code = code;
     return code;
 }
 
-static const char *base_text(int code)
+const char *pprof_strerror(int code)
 {
     switch (code) {
     case PPROF_OK: return "success";
@@ -39,15 +50,17 @@ static const char *base_text(int code)
     case PPROF_ENOTSUP: return "not supported";
     case PPROF_EADDR: return "cannot serve on that address";
     case PPROF_ELIMIT: return "limit reached";
+    case PPROF_ENOTFOUND: return "not found";
     default: return "unknown error";
     }
 }
 
-const char *pprof_strerror(int code)
+const char *pprof_last_error(void)
 {
-    if (code == detail_code && code != PPROF_OK && detail[0]) {
-        snprintf(message, sizeof message, "%s: %s", base_text(code), detail);
-        return message;
-    }
-    return base_text(code);
+    if (!last_code)
+        return "";
+    if (!last_detail[0])
+        return pprof_strerror(last_code);
+    snprintf(message, sizeof message, "%s: %s", pprof_strerror(last_code), last_detail);
+    return message;
 }

@@ -163,12 +163,13 @@ void pp_heap_init(void)
         set_rate(r);
 }
 
-int pprof_heap_set_rate(long r)
+int pprof_heap_set_rate(int64_t r)
 {
     if (r == 0)
         r = PPROF_HEAP_DEFAULT_RATE;
     if (r < 0 && r != PPROF_HEAP_OFF)
-        return pp_error_detail(PPROF_EINVAL, "the heap rate must be positive, 0 (the default) or PPROF_HEAP_OFF, not %ld", r);
+        return pp_error_detail(PPROF_EINVAL, "the heap rate must be positive, 0 (the default) or PPROF_HEAP_OFF, not %lld",
+                               (long long)r);
     int64_t want = r == PPROF_HEAP_OFF ? 0 : r, cur = atomic_load(&rate);
     if (want == cur)
         return 0;
@@ -181,9 +182,9 @@ int pprof_heap_set_rate(long r)
     return 0;
 }
 
-long pprof_heap_rate(void)
+int64_t pprof_heap_rate(void)
 {
-    return (long)atomic_load(&rate);
+    return atomic_load(&rate);
 }
 
 void pprof_heap_stats_get(pprof_heap_stats *out)
@@ -192,7 +193,7 @@ void pprof_heap_stats_get(pprof_heap_stats *out)
         return;
     pp_heap_table_stats ts;
     pp_heap_table_stats_get(&ts);
-    out->rate = (long)atomic_load(&rate);
+    out->rate = atomic_load(&rate);
     out->sampled = atomic_load(&n_sampled);
     out->unrecorded = atomic_load(&n_unrecorded);
     out->records = ts.records;

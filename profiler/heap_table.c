@@ -30,6 +30,7 @@
  */
 #define _GNU_SOURCE
 #include "heap.h"
+#include "error.h"
 #include "lock.h"
 
 #include <stdatomic.h>
@@ -342,7 +343,7 @@ int pp_heap_snap_take(pp_heap_snap *s)
         size_t cap = (size_t)atomic_load(&nrecords) + 64;
         pp_heap_count *c = malloc(cap * sizeof *c);
         if (!c)
-            return PPROF_ENOMEM;
+            return pp_fail(PPROF_ENOMEM);
         pp_mutex_lock(&lock);
         apply_deferred();
         size_t n = (size_t)atomic_load(&nrecords);

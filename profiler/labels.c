@@ -16,8 +16,10 @@
  * allocation); nested calls merge into a new set.
  */
 #include "labels.h"
+#include "error.h"
 
 #include <stdatomic.h>
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -26,6 +28,9 @@ struct pprof_labels {
     uint32_t n;
     pprof_label pairs[];
 };
+
+_Static_assert(offsetof(struct pprof_labels, n) == PP_LABELS_N_OFFSET, "label set layout (labels.h)");
+_Static_assert(offsetof(struct pprof_labels, pairs) == PP_LABELS_PAIRS_OFFSET, "label set layout (labels.h)");
 
 static __thread pprof_labels *current;
 static _Atomic uint64_t n_created, n_freed;
@@ -66,13 +71,13 @@ static int build(const pprof_label *base, size_t nbase, const pprof_label *extra
                  pprof_labels **out)
 {
     if (!out)
-        return PPROF_EINVAL;
+        return pp_fail(PPROF_EINVAL);
     *out = NULL;
     if (!valid_pairs(extra, nextra) || nbase + nextra > 1u << 20)
-        return PPROF_EINVAL;
+        return pp_fail(PPROF_EINVAL);
     pprof_label stack[16], *tmp = stack;
     if (nbase + nextra > 16 && !(tmp = malloc((nbase + nextra) * sizeof *tmp)))
-        return PPROF_ENOMEM;
+        return pp_fail(PPROF_ENOMEM);
     size_t n = 0;
     for (size_t i = 0; i < nbase; i++)
         put(tmp, &n, base[i]);
@@ -85,7 +90,7 @@ static int build(const pprof_label *base, size_t nbase, const pprof_label *extra
     if (!s) {
         if (tmp != stack)
             free(tmp);
-        return PPROF_ENOMEM;
+        return pp_fail(PPROF_ENOMEM);
     }
     atomic_init(&s->refs, 1);
     s->n = (uint32_t)n;
@@ -149,7 +154,7 @@ static pprof_labels *swap_current(pprof_labels *set)
 int pprof_do(const pprof_labels *add, void (*fn)(void *), void *arg)
 {
     if (!fn)
-        return PPROF_EINVAL;
+        return pp_fail(PPROF_EINVAL);
     pprof_labels *cur = current, *set;
     if (!cur || !add) {
         set = pprof_labels_ref((pprof_labels *)(cur ? cur : add));

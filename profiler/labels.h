@@ -19,8 +19,12 @@ void pp_labels_adopt(pprof_labels *set);
 /* The address of the calling thread's current-set pointer (thread dumps
  * read it for threads they do not interrupt; see thread_dump.c). */
 void *const *pp_labels_slot(void);
-/* The layout thread dumps copy a set by: a 32-bit reference count, a
- * 32-bit pair count, then the pairs (pprof_label). */
+/* The layout thread dumps copy a set by (through the kernel, as another
+ * thread may free it meanwhile): a 32-bit reference count, the 32-bit pair
+ * count at PP_LABELS_N_OFFSET, then the pairs (pprof_label) from
+ * PP_LABELS_PAIRS_OFFSET. labels.c asserts it. */
+#define PP_LABELS_N_OFFSET 4
+#define PP_LABELS_PAIRS_OFFSET 8
 /* The calling thread's current set without a reference (valid until the
  * thread changes it), or NULL. async-signal-safe */
 const pprof_labels *pp_labels_current_peek(void);

@@ -1,16 +1,17 @@
 /* lifecycle.c: start-up, fork and exit of the profiler core.
  *
  * The constructor prepares everything that must not happen later inside a
- * signal handler (libunwind's first use, the unwind table registrations,
- * the thread-exit key) and reads the environment. Fork handlers take every
+ * signal handler (the unwind table registrations, the thread-exit key) and
+ * reads the environment. Fork handlers take every
  * profiler lock around fork with the profiling signal blocked (frequent
  * signals can make fork restart forever) and reset the child, whose timers
  * did not survive. pp_fork_pending is raised before the first lock is
  * taken and lowered after the last is released: while it is up, hooks in
  * other threads never wait for a profiler lock (lock.h), since those
  * threads may hold a mutex that another library's prepare handler, run
- * after ours, waits for. At exit, profiling and the server stop before the host's
- * own destructors and atexit handlers run: exit() is wrapped, and so is
+ * after ours, waits for. At exit, profiling stops and the shutdown hooks
+ * (process.h: the server's stop) run before the host's own destructors
+ * and atexit handlers: exit() is wrapped, and so is
  * __libc_start_main, whose wrapped main stops everything when main returns
  * (libc then calls exit internally, where no wrapper sees it).
  */
@@ -22,6 +23,7 @@
 #include "heap.h"
 #include "labels.h"
 #include "lock.h"
+#include "process.h"
 #include "thread_dump.h"
 #include "threads.h"
 #include "unwind.h"
@@ -33,26 +35,10 @@
 #include <stdatomic.h>
 #include <stdlib.h>
 
-static int default_hz = PPROF_CPU_DEFAULT_HZ;
-_Atomic int pp_fork_pending;
-static _Atomic int shut_down;
-
-int pp_env_cpu_hz(void)
-{
-    return default_hz;
-}
-
-int pp_shutting_down(void)
-{
-    return atomic_load(&shut_down);
-}
-
+/* Profiling stops first, then the shutdown hooks run (the server's stop). */
 static void shutdown_all(void)
 {
-    if (atomic_exchange(&shut_down, 1))
-        return;
-    pp_cpu_disable();
-    pprof_server_stop();
+    pp_shutdown_run(pp_cpu_disable);
 }
 
 /* Lock order: collector, CPU thread registry, contention tables, label
@@ -98,11 +84,11 @@ static void fork_child(void)
 
 __attribute__((constructor(101))) static void pp_init(void)
 {
-    default_hz = pp_env_int("LIBPPROF_CPU_HZ", PPROF_CPU_DEFAULT_HZ, 0, PPROF_CPU_MAX_HZ);
+    pp_env_init();
     int signo = pp_env_int("LIBPPROF_SIGNAL", SIGPROF, 1, SIGRTMAX);
     if (signo != SIGPROF && pprof_cpu_set_signal(signo) != 0)
         fprintf(stderr, "libpprof: ignoring LIBPPROF_SIGNAL=%d: %s; using SIGPROF\n", signo,
-                pprof_strerror(PPROF_EINVAL));
+                pprof_last_error());
     pp_threads_init();
     pp_threads_register_main();
     pp_unwind_init();

@@ -10,6 +10,7 @@
  * look elsewhere. Nothing here runs in a signal handler.
  */
 #include "profile.h"
+#include "error.h"
 #include "symbolize.h"
 
 #include <stdlib.h>
@@ -138,7 +139,7 @@ static int grow_index(pprof_profile *p)
     size_t cap = b->index_cap ? b->index_cap * 2 : 1024;
     uint32_t *t = calloc(cap, sizeof *t);
     if (!t)
-        return PPROF_ENOMEM;
+        return pp_fail(PPROF_ENOMEM);
     for (size_t i = 0; i < p->nsamples; i++) {
         const pprof_sample *s = &p->samples[i];
         size_t j = sample_hash(b->pcs[i], b->npcs[i], s->labels, s->nlabels, s->num_labels, s->nnum_labels) &
@@ -159,15 +160,15 @@ static int grow_samples(pprof_profile *p)
     size_t cap = p->samples_cap ? p->samples_cap * 2 : 256;
     pprof_sample *s = realloc(p->samples, cap * sizeof *s);
     if (!s)
-        return PPROF_ENOMEM;
+        return pp_fail(PPROF_ENOMEM);
     p->samples = s;
     uint64_t **pcs = realloc(b->pcs, cap * sizeof *pcs);
     if (!pcs)
-        return PPROF_ENOMEM;
+        return pp_fail(PPROF_ENOMEM);
     b->pcs = pcs;
     size_t *npcs = realloc(b->npcs, cap * sizeof *npcs);
     if (!npcs)
-        return PPROF_ENOMEM;
+        return pp_fail(PPROF_ENOMEM);
     b->npcs = npcs;
     p->samples_cap = cap;
     return 0;
@@ -187,20 +188,20 @@ static int insert(pprof_profile *p, uint32_t *slot, const uint64_t *pcs, size_t 
 {
     struct pp_builder *b = p->b;
     if (p->nsamples == p->samples_cap && grow_samples(p))
-        return PPROF_ENOMEM;
+        return pp_fail(PPROF_ENOMEM);
     size_t i = p->nsamples;
     int64_t *v = pp_arena_alloc(p->arena, p->ntypes * sizeof *v + 1);
     uint64_t *c = borrow ? (uint64_t *)pcs : pp_arena_alloc(p->arena, npcs * sizeof *c + 1);
     pprof_label *l = nlabels ? pp_arena_alloc(p->arena, nlabels * sizeof *l) : NULL;
     pprof_num_label *nl = nnum ? pp_arena_alloc(p->arena, nnum * sizeof *nl) : NULL;
     if (!v || !c || (nlabels && !l) || (nnum && !nl))
-        return PPROF_ENOMEM;
+        return pp_fail(PPROF_ENOMEM);
     for (size_t k = 0; k < nnum; k++) {
         nl[k].key = intern(p, num[k].key);
         nl[k].unit = intern(p, num[k].unit);
         nl[k].value = num[k].value;
         if (!nl[k].key || !nl[k].unit)
-            return PPROF_ENOMEM;
+            return pp_fail(PPROF_ENOMEM);
     }
     memcpy(v, values, p->ntypes * sizeof *v);
     if (npcs && !borrow)
@@ -209,7 +210,7 @@ static int insert(pprof_profile *p, uint32_t *slot, const uint64_t *pcs, size_t 
         l[k].key = intern(p, labels[k].key);
         l[k].value = intern(p, labels[k].value);
         if (!l[k].key || !l[k].value)
-            return PPROF_ENOMEM;
+            return pp_fail(PPROF_ENOMEM);
     }
     p->samples[i] = (pprof_sample){.nvalues = p->ntypes, .values = v, .nlabels = nlabels, .labels = l,
                                    .nnum_labels = nnum, .num_labels = nl};
@@ -225,12 +226,12 @@ int pp_profile_add_num(pprof_profile *p, const uint64_t *pcs, size_t npcs, const
                        const pprof_label *labels, size_t nlabels, const pprof_num_label *num, size_t nnum)
 {
     if (!p || !p->b || (npcs && !pcs) || !values || (nlabels && !labels) || (nnum && !num))
-        return PPROF_EINVAL;
+        return pp_fail(PPROF_EINVAL);
     struct pp_builder *b = p->b;
     if (b->unindexed)
-        return PPROF_EINVAL;
+        return pp_fail(PPROF_EINVAL);
     if (p->nsamples * 2 >= b->index_cap && grow_index(p))
-        return PPROF_ENOMEM;
+        return pp_fail(PPROF_ENOMEM);
     size_t j = sample_hash(pcs, npcs, labels, nlabels, num, nnum) & (b->index_cap - 1);
     for (; b->index[j]; j = (j + 1) & (b->index_cap - 1)) {
         size_t i = b->index[j] - 1;
@@ -247,10 +248,10 @@ int pp_profile_add_num(pprof_profile *p, const uint64_t *pcs, size_t npcs, const
 int pp_profile_add_profile(pprof_profile *dst, const pprof_profile *src, int64_t sign)
 {
     if (!dst || !src || !src->b || dst->ntypes != src->ntypes)
-        return PPROF_EINVAL;
+        return pp_fail(PPROF_EINVAL);
     int64_t v[16];
     if (src->ntypes > 16)
-        return PPROF_EINVAL;
+        return pp_fail(PPROF_EINVAL);
     for (size_t i = 0; i < src->nsamples; i++) {
         const pprof_sample *s = &src->samples[i];
         for (size_t k = 0; k < src->ntypes; k++)
@@ -285,10 +286,10 @@ int pp_profile_append(pprof_profile *p, const uint64_t *pcs, size_t npcs, const 
                       const pprof_label *labels, size_t nlabels, const pprof_num_label *num, size_t nnum)
 {
     if (!p || !p->b || (npcs && !pcs) || !values || (nlabels && !labels) || (nnum && !num))
-        return PPROF_EINVAL;
+        return pp_fail(PPROF_EINVAL);
     if (p->nsamples)
         if (!p->b->unindexed)
-            return PPROF_EINVAL;
+            return pp_fail(PPROF_EINVAL);
     p->b->unindexed = 1;
     return insert(p, NULL, pcs, npcs, 1, values, labels, nlabels, num, nnum);
 }
@@ -296,11 +297,11 @@ int pp_profile_append(pprof_profile *p, const uint64_t *pcs, size_t npcs, const 
 int pp_profile_add_comment(pprof_profile *p, const char *comment)
 {
     if (!p || !p->b || !comment)
-        return PPROF_EINVAL;
+        return pp_fail(PPROF_EINVAL);
     const char **c = pp_arena_alloc(p->arena, (p->ncomments + 1) * sizeof *c);
     const char *s = intern(p, comment);
     if (!c || !s)
-        return PPROF_ENOMEM;
+        return pp_fail(PPROF_ENOMEM);
     if (p->ncomments)
         memcpy(c, p->comments, p->ncomments * sizeof *c);
     c[p->ncomments++] = s;
@@ -325,7 +326,7 @@ static int addr_map_find_or_add(addr_map *m, uint64_t addr, uint32_t next, uint3
         if (!k || !v) {
             free(k);
             free(v);
-            return PPROF_ENOMEM;
+            return pp_fail(PPROF_ENOMEM);
         }
         for (size_t i = 0; i < m->cap; i++) {
             if (!m->keys[i])
@@ -374,7 +375,7 @@ static int symbolize_location(pprof_profile *p, pp_sym_session *ss, uint64_t add
     if (addr <= PP_PC_PSEUDO_MAX) {
         pprof_line *l = pp_arena_alloc(p->arena, sizeof *l);
         if (!l)
-            return PPROF_ENOMEM;
+            return pp_fail(PPROF_ENOMEM);
         l->function = l->system_name = intern(p, pseudo_name(addr));
         l->filename = intern(p, "");
         loc->address = 0;
@@ -387,7 +388,7 @@ static int symbolize_location(pprof_profile *p, pp_sym_session *ss, uint64_t add
     if (r.nframes > 0) {
         pprof_line *l = pp_arena_alloc(p->arena, r.nframes * sizeof *l);
         if (!l)
-            return PPROF_ENOMEM;
+            return pp_fail(PPROF_ENOMEM);
         for (int i = 0; i < r.nframes; i++) {
             const pp_sym_frame *f = &r.frames[i];
             l[i].function = intern(p, f->function ? f->function : f->system_name);
@@ -408,7 +409,7 @@ static int build_mappings(pprof_profile *p, pp_sym_session *ss)
     size_t n = pp_sym_mappings(ss, &m);
     p->mappings = pp_arena_alloc(p->arena, n * sizeof *p->mappings + 1);
     if (!p->mappings)
-        return PPROF_ENOMEM;
+        return pp_fail(PPROF_ENOMEM);
     for (size_t i = 0; i < n; i++) {
         pprof_mapping *d = &p->mappings[i];
         d->id = i + 1;
@@ -445,7 +446,7 @@ static void note_mapping_flags(pprof_profile *p, const pprof_location *loc)
 int pp_profile_finish(pprof_profile *p)
 {
     if (!p || !p->b)
-        return PPROF_EINVAL;
+        return pp_fail(PPROF_EINVAL);
     struct pp_builder *b = p->b;
     addr_map am = {0};
     uint32_t *frame_loc = NULL;

@@ -13,6 +13,7 @@
 #include "cpu.h"
 #include "env.h"
 #include "error.h"
+#include "process.h"
 #include "profile.h"
 
 #include <stdlib.h>
@@ -28,20 +29,20 @@ static int64_t clock_ns(clockid_t c)
 int pprof_cpu_recorder_new(const pprof_cpu_config *cfg, pprof_recorder **out)
 {
     if (!out)
-        return PPROF_EINVAL;
+        return pp_fail(PPROF_EINVAL);
     *out = NULL;
     pprof_cpu_config c = cfg ? *cfg : (pprof_cpu_config){0};
     if (c.hz < 0 || c.hz > PPROF_CPU_MAX_HZ)
-        return pp_error_detail(PPROF_EINVAL, "hz must be from 1 to %d (0: the rate in force), not %d",
-                               PPROF_CPU_MAX_HZ, c.hz);
+        return pp_error_detail(PPROF_EINVAL, "hz must be from 1 to %d (0: the rate in force), not %lld",
+                               PPROF_CPU_MAX_HZ, (long long)c.hz);
     if (c.max_frames < 0 || c.max_frames > PPROF_MAX_FRAMES)
         return pp_error_detail(PPROF_EINVAL, "max_frames must be from 1 to %d (0: 64), not %d",
                                PPROF_MAX_FRAMES, c.max_frames);
     pprof_recorder *r = calloc(1, sizeof *r);
     if (!r)
-        return PPROF_ENOMEM;
+        return pp_fail(PPROF_ENOMEM);
     r->kind = PP_KIND_CPU;
-    r->cfg_hz = c.hz;
+    r->cfg_hz = (int)c.hz;
     r->cfg_frames = c.max_frames;
     *out = r;
     return 0;
@@ -95,9 +96,9 @@ static int join_sampler_locked(pprof_recorder *r)
 int pprof_recorder_start(pprof_recorder *r)
 {
     if (!r)
-        return PPROF_EINVAL;
+        return pp_fail(PPROF_EINVAL);
     if (r->running)
-        return PPROF_EBUSY;
+        return pp_fail(PPROF_EBUSY);
     if (pp_shutting_down())
         return pp_error_detail(PPROF_ESTATE, "the process is exiting");
     if (r->kind == PP_KIND_THREADS || r->kind == PP_KIND_THREADCREATE || r->kind == PP_KIND_CUSTOM)
@@ -147,7 +148,7 @@ int pprof_recorder_stop(pprof_recorder *r, pprof_profile **out)
     if (out)
         *out = NULL;
     if (!r)
-        return PPROF_EINVAL;
+        return pp_fail(PPROF_EINVAL);
     if (!r->running)
         return pp_error_detail(PPROF_ESTATE, "the recorder is not running");
     if (r->kind == PP_KIND_THREADS || r->kind == PP_KIND_THREADCREATE || r->kind == PP_KIND_CUSTOM)
@@ -170,7 +171,7 @@ int pprof_recorder_snapshot(pprof_recorder *r, pprof_profile **out)
     if (out)
         *out = NULL;
     if (!r)
-        return PPROF_EINVAL;
+        return pp_fail(PPROF_EINVAL);
     if (!r->running)
         return pp_error_detail(PPROF_ESTATE, "the recorder is not running");
     if (r->kind == PP_KIND_THREADS || r->kind == PP_KIND_THREADCREATE || r->kind == PP_KIND_CUSTOM)
@@ -181,7 +182,7 @@ int pprof_recorder_snapshot(pprof_recorder *r, pprof_profile **out)
         return pp_heap_recorder_end(r, 1, out);
     pprof_profile *next = new_cpu_window(r);
     if (!next)
-        return PPROF_ENOMEM;
+        return pp_fail(PPROF_ENOMEM);
     pp_collector_lock();
     pp_collector_drain_locked();
     pprof_profile *p = swap_window_locked(r, next);
@@ -189,10 +190,10 @@ int pprof_recorder_snapshot(pprof_recorder *r, pprof_profile **out)
     return pp_recorder_finish(p, out);
 }
 
-int pprof_recorder_rate(const pprof_recorder *r)
+int64_t pprof_recorder_rate(const pprof_recorder *r)
 {
     if (r && (r->kind == PP_KIND_ALLOC || r->kind == PP_KIND_HEAP))
-        return (int)pprof_heap_rate();
+        return pprof_heap_rate();
     if (r && r->kind == PP_KIND_MUTEX)
         return pprof_mutex_fraction();
     if (r && r->kind == PP_KIND_BLOCK)

@@ -32,14 +32,14 @@ static pp_ctab *table_of(const pprof_recorder *r)
 static int new_contention(pp_kind kind, const pprof_contention_config *cfg, pprof_recorder **out)
 {
     if (!out)
-        return PPROF_EINVAL;
+        return pp_fail(PPROF_EINVAL);
     *out = NULL;
-    long rate = cfg ? cfg->rate : 0;
+    int64_t rate = cfg ? cfg->rate : 0;
     if (rate < 0 || (kind == PP_KIND_MUTEX && rate > 1000000000))
-        return pp_error_detail(PPROF_EINVAL, "rate must be >= 0 (0: the rate in force), not %ld", rate);
+        return pp_error_detail(PPROF_EINVAL, "rate must be >= 0 (0: the rate in force), not %lld", (long long)rate);
     pprof_recorder *r = calloc(1, sizeof *r);
     if (!r)
-        return PPROF_ENOMEM;
+        return pp_fail(PPROF_ENOMEM);
     r->kind = kind;
     r->cfg_rate = rate;
     r->from_start = cfg ? cfg->from_start : 0;
@@ -134,7 +134,7 @@ int pp_contention_end(pprof_recorder *r, int reopen, pprof_profile **out)
         r->running = 0;
     }
     if (out && !p)
-        return PPROF_ENOMEM;
+        return pp_fail(PPROF_ENOMEM);
     return out ? pp_recorder_finish(p, out) : 0;
 }
 
@@ -151,7 +151,7 @@ int pp_contention_write_to(pprof_recorder *r, pprof_profile **out)
     pprof_profile *p = build(r, NULL, 0, now, n);
     free(now);
     if (!p)
-        return PPROF_ENOMEM;
+        return pp_fail(PPROF_ENOMEM);
     p->time_nanos = now_ns(CLOCK_REALTIME);
     return pp_recorder_finish(p, out);
 }

@@ -105,7 +105,7 @@ static int add_creators(pprof_profile *p)
     size_t n;
     pp_thread_entry *reg = pp_threads_copy(&n);
     if (!reg)
-        return PPROF_ENOMEM;
+        return pp_fail(PPROF_ENOMEM);
     int rc = 0;
     for (size_t i = 0; i < n && rc == 0; i++) {
         int64_t one = 1;
@@ -139,10 +139,10 @@ static pprof_profile *take(pprof_recorder *r, int *rc)
 static int new_counts(pp_kind kind, int per_thread, pprof_recorder **out)
 {
     if (!out)
-        return PPROF_EINVAL;
+        return pp_fail(PPROF_EINVAL);
     pprof_recorder *r = calloc(1, sizeof *r);
     if (!r)
-        return PPROF_ENOMEM;
+        return pp_fail(PPROF_ENOMEM);
     r->kind = kind;
     r->per_thread = per_thread;
     *out = r;

@@ -25,11 +25,12 @@ static int64_t now_ns(clockid_t c)
 static int new_heap_recorder(pp_kind kind, const pprof_heap_config *cfg, pprof_recorder **out)
 {
     if (!out)
-        return PPROF_EINVAL;
+        return pp_fail(PPROF_EINVAL);
     *out = NULL;
     pprof_heap_config c = cfg ? *cfg : (pprof_heap_config){0};
     if (c.rate < 0)
-        return pp_error_detail(PPROF_EINVAL, "rate must be positive (0: the rate in force), not %ld", c.rate);
+        return pp_error_detail(PPROF_EINVAL, "rate must be positive (0: the rate in force), not %lld",
+                               (long long)c.rate);
     int flags = c.raw ? PP_HEAP_RAW : 0;
     if (c.inuse_change) {
         if (kind != PP_KIND_ALLOC)
@@ -44,13 +45,13 @@ static int new_heap_recorder(pp_kind kind, const pprof_heap_config *cfg, pprof_r
     } else if (kind == PP_KIND_ALLOC) {
         flags |= PP_HEAP_ALLOCS;
     }
-    long in_force = pprof_heap_rate();
+    int64_t in_force = pprof_heap_rate();
     if (c.rate && in_force && c.rate != in_force)
-        return pp_error_detail(PPROF_ERATE, "heap sampling runs at a rate of %ld bytes; ask for %ld or 0",
-                               in_force, in_force);
+        return pp_error_detail(PPROF_ERATE, "heap sampling runs at a rate of %lld bytes; ask for %lld or 0",
+                               (long long)in_force, (long long)in_force);
     pprof_recorder *r = calloc(1, sizeof *r);
     if (!r)
-        return PPROF_ENOMEM;
+        return pp_fail(PPROF_ENOMEM);
     r->kind = kind;
     r->heap_flags = flags;
     r->from_start = c.from_start;
@@ -88,10 +89,10 @@ int pp_heap_recorder_start(pprof_recorder *r)
         return rc;
     pp_heap_snap *base = calloc(1, sizeof *base);
     if (!base)
-        return PPROF_ENOMEM;
+        return pp_fail(PPROF_ENOMEM);
     if (!r->from_start && pp_heap_snap_take(base) != 0) {
         free(base);
-        return PPROF_ENOMEM;
+        return pp_fail(PPROF_ENOMEM);
     }
     r->from_start = 0; /* only the first window */
     r->base = base;
@@ -109,7 +110,7 @@ int pp_heap_recorder_end(pprof_recorder *r, int reopen, pprof_profile **out)
     pp_heap_snap *now = calloc(1, sizeof *now);
     if (!now || pp_heap_snap_take(now) != 0) {
         free(now);
-        return PPROF_ENOMEM;
+        return pp_fail(PPROF_ENOMEM);
     }
     pprof_profile *p = out ? pp_heap_build(r->base, now, pprof_heap_rate(), r->heap_flags) : NULL;
     int64_t mono = now_ns(CLOCK_MONOTONIC), real = now_ns(CLOCK_REALTIME);
@@ -130,7 +131,7 @@ int pp_heap_recorder_end(pprof_recorder *r, int reopen, pprof_profile **out)
         r->running = 0;
     }
     if (out && !p)
-        return PPROF_ENOMEM;
+        return pp_fail(PPROF_ENOMEM);
     return pp_recorder_finish(p, out);
 }
 
@@ -146,7 +147,7 @@ void pp_heap_recorder_release(pprof_recorder *r)
 int pprof_recorder_write_to(pprof_recorder *r, pprof_profile **out)
 {
     if (!r || !out)
-        return PPROF_EINVAL;
+        return pp_fail(PPROF_EINVAL);
     *out = NULL;
     if (r->kind == PP_KIND_THREADS || r->kind == PP_KIND_THREADCREATE || r->kind == PP_KIND_CUSTOM)
         return pp_counts_write_to(r, out);
@@ -159,11 +160,11 @@ int pprof_recorder_write_to(pprof_recorder *r, pprof_profile **out)
         return rc;
     pp_heap_snap now;
     if (pp_heap_snap_take(&now) != 0)
-        return PPROF_ENOMEM;
+        return pp_fail(PPROF_ENOMEM);
     pprof_profile *p = pp_heap_build(NULL, &now, pprof_heap_rate(), r->heap_flags);
     pp_heap_snap_free(&now);
     if (!p)
-        return PPROF_ENOMEM;
+        return pp_fail(PPROF_ENOMEM);
     p->time_nanos = now_ns(CLOCK_REALTIME);
     return pp_recorder_finish(p, out);
 }

@@ -6,6 +6,7 @@
  * seq = pos + ncells, handing the cell to the producer of the next lap.
  */
 #include "ring.h"
+#include "error.h"
 
 #include <sys/mman.h>
 
@@ -14,7 +15,7 @@ int pp_ring_init(pp_ring *r, size_t ncells)
     void *m = mmap(NULL, ncells * sizeof(pp_ring_cell), PROT_READ | PROT_WRITE,
                    MAP_PRIVATE | MAP_ANONYMOUS | MAP_POPULATE, -1, 0);
     if (m == MAP_FAILED)
-        return PPROF_ENOMEM;
+        return pp_fail(PPROF_ENOMEM);
     r->cells = m;
     r->mask = ncells - 1;
     for (size_t i = 0; i < ncells; i++)

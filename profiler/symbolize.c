@@ -64,6 +64,7 @@
  */
 #define _GNU_SOURCE
 #include "symbolize.h"
+#include "error.h"
 
 #include <sys/uio.h>
 
@@ -85,6 +86,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <zlib.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -291,25 +293,11 @@ typedef struct maps_line {
 
 static bool parse_maps_line(const char *line, size_t len, maps_line *m);
 
-static uint32_t crc32_table[256];
-
-static void crc32_init(void)
-{
-    for (uint32_t i = 0; i < 256; i++) {
-        uint32_t c = i;
-        for (int k = 0; k < 8; k++)
-            c = (c & 1) ? 0xEDB88320u ^ (c >> 1) : c >> 1;
-        crc32_table[i] = c;
-    }
-}
-
-/* The CRC-32 that .gnu_debuglink records for its file. */
+/* The CRC-32 that .gnu_debuglink records for its file (zlib's). */
 static bool file_crc32(int fd, uint32_t *out)
 {
-    static pthread_once_t once = PTHREAD_ONCE_INIT;
-    pthread_once(&once, crc32_init);
     unsigned char buf[8192];
-    uint32_t crc = 0xFFFFFFFFu;
+    uLong crc = crc32(0L, Z_NULL, 0);
     off_t pos = 0;
     for (;;) {
         ssize_t n = pread(fd, buf, sizeof buf, pos);
@@ -319,11 +307,10 @@ static bool file_crc32(int fd, uint32_t *out)
             return false;
         if (n == 0)
             break;
-        for (ssize_t i = 0; i < n; i++)
-            crc = crc32_table[(crc ^ buf[i]) & 0xFF] ^ (crc >> 8);
+        crc = crc32(crc, buf, (uInt)n);
         pos += n;
     }
-    *out = crc ^ 0xFFFFFFFFu;
+    *out = (uint32_t)crc;
     return true;
 }
 
@@ -1573,7 +1560,7 @@ void pp_sym_end(pp_sym_session *s)
 PPROF_API int pprof_symbol_name(uint64_t addr, char *buf, size_t len)
 {
     if (buf == NULL || len == 0)
-        return PPROF_EINVAL;
+        return pp_fail(PPROF_EINVAL);
     buf[0] = '\0';
     pthread_once(&g_once, sym_init_once);
     struct pp_sym_session *s = &g_sym;
@@ -1590,7 +1577,7 @@ PPROF_API int pprof_symbol_name(uint64_t addr, char *buf, size_t len)
     }
     pp_sym_result res;
     pp_sym_lookup(s, addr, &res);
-    int rc = PPROF_EINVAL;
+    int rc = PPROF_ENOTFOUND;
     if (res.nframes > 0) {
         const pp_sym_frame *f = &res.frames[res.nframes - 1];
         const char *name = f->function ? f->function : f->system_name;
@@ -1604,5 +1591,5 @@ PPROF_API int pprof_symbol_name(uint64_t addr, char *buf, size_t len)
         }
     }
     pthread_mutex_unlock(&s->mu);
-    return rc;
+    return rc ? pp_fail(rc) : 0;
 }

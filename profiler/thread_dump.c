@@ -21,6 +21,7 @@
  */
 #define _GNU_SOURCE
 #include "thread_dump.h"
+#include "error.h"
 #include "cpu.h"
 #include "labels.h"
 #include "lock.h"
@@ -36,6 +37,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <stddef.h>
 #include <sys/syscall.h>
 #include <sys/uio.h>
 #include <time.h>
@@ -134,6 +136,7 @@ static void copy_labels(void *const *slot, pp_thread_stack *t)
     uint64_t set, head;
     if (!slot || !peek((uint64_t)(uintptr_t)slot, &set) || !set || !peek(set, &head))
         return;
+    _Static_assert(PP_LABELS_N_OFFSET == 4, "the count is the upper half of the first word (x86-64)");
     uint32_t n = (uint32_t)(head >> 32);
     if (n == 0 || n > 64)
         return;
@@ -142,7 +145,8 @@ static void copy_labels(void *const *slot, pp_thread_stack *t)
         return;
     for (uint32_t i = 0; i < n; i++) {
         uint64_t kv[2];
-        if (!peek(set + 8 + 16 * i, &kv[0]) || !peek(set + 16 + 16 * i, &kv[1]))
+        uint64_t pair = set + PP_LABELS_PAIRS_OFFSET + sizeof(pprof_label) * i;
+        if (!peek(pair + offsetof(pprof_label, key), &kv[0]) || !peek(pair + offsetof(pprof_label, value), &kv[1]))
             goto fail;
         for (int k = 0; k < 2; k++) {
             char buf[256];
@@ -296,20 +300,21 @@ __attribute__((noinline)) int pp_thread_dump(pp_thread_stack **out, size_t *n)
 {
     *out = NULL;
     *n = 0;
+    pp_cpu_set_queued_handler(pp_thread_dump_on_signal);
     pp_cpu_install_handler();
     size_t nreg;
     pp_thread_entry *reg = pp_threads_copy(&nreg);
     DIR *d = opendir("/proc/self/task");
     if (!d) {
         free(reg);
-        return PPROF_ESYS;
+        return pp_fail(PPROF_ESYS);
     }
     size_t cap = 64, count = 0;
     pp_thread_stack *t = calloc(cap, sizeof *t);
     if (!t) {
         closedir(d);
         free(reg);
-        return PPROF_ENOMEM;
+        return pp_fail(PPROF_ENOMEM);
     }
     pp_mutex_lock(&dump_lock);
     int64_t end = mono_ns() + TOTAL_NS;

@@ -133,7 +133,7 @@ static int sink_new(pprof_writer w, bool gzip, sink **out)
     /* Large buffers: on the heap, since callers may run on small stacks. */
     sink *s = malloc(sizeof *s);
     if (!s)
-        return PPROF_ENOMEM;
+        return pp_fail(PPROF_ENOMEM);
     s->base.append = sink_append;
     s->w = w;
     s->gzip = gzip;
@@ -168,16 +168,21 @@ static int sink_close(sink *s, bool finish)
     return err;
 }
 
+/* Appends a varint to b; returns the new end. */
+static unsigned char *varint_to(unsigned char *b, uint64_t v)
+{
+    while (v >= 0x80) {
+        *b++ = (unsigned char)(v | 0x80);
+        v >>= 7;
+    }
+    *b++ = (unsigned char)v;
+    return b;
+}
+
 static void put_varint(sink *s, uint64_t v)
 {
     unsigned char b[10];
-    size_t n = 0;
-    while (v >= 0x80) {
-        b[n++] = (unsigned char)(v | 0x80);
-        v >>= 7;
-    }
-    b[n++] = (unsigned char)v;
-    sink_put(s, b, n);
+    sink_put(s, b, (size_t)(varint_to(b, v) - b));
 }
 
 /* Writes one element of a repeated message field of Profile. */
@@ -466,17 +471,6 @@ static size_t varint_size(uint64_t v)
     return n;
 }
 
-/* Appends a varint to b; returns the new end. */
-static unsigned char *varint_to(unsigned char *b, uint64_t v)
-{
-    while (v >= 0x80) {
-        *b++ = (unsigned char)(v | 0x80);
-        v >>= 7;
-    }
-    *b++ = (unsigned char)v;
-    return b;
-}
-
 /* The Label message's size: key = 1, str = 2, num = 3, num_unit = 4. */
 static size_t label_size(int64_t key, int64_t str, int64_t num, int64_t unit)
 {
@@ -700,7 +694,7 @@ static int enc_scratch(enc *e, const maxima *mx)
     e->lines = malloc((mx->lines + 1) * sizeof *e->lines);
     e->line_ptrs = malloc((mx->lines + 1) * sizeof *e->line_ptrs);
     if (!e->lines || !e->line_ptrs)
-        return PPROF_ENOMEM;
+        return pp_fail(PPROF_ENOMEM);
     return 0;
 }
 
@@ -727,7 +721,7 @@ int pp_encode_proto(const pprof_profile *p, int gzip, pprof_writer w)
     e.p = p;
     if (strtab_init(&e.st) < 0 || enc_scratch(&e, &mx) < 0) {
         enc_free(&e);
-        return PPROF_ENOMEM;
+        return pp_fail(PPROF_ENOMEM);
     }
     rc = sink_new(w, gzip != 0, &e.s);
     if (rc) {

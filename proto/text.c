@@ -109,7 +109,7 @@ static int heap_text(const pprof_profile *p, out *o)
 {
     size_t *order = sorted_by(p, 3); /* in-use bytes */
     if (!order)
-        return PPROF_ENOMEM;
+        return pp_fail(PPROF_ENOMEM);
     int64_t t[4] = {0, 0, 0, 0};
     for (size_t i = 0; i < p->nsamples; i++)
         for (int k = 0; k < 4; k++)
@@ -136,7 +136,7 @@ static int count_text(const pprof_profile *p, out *o)
 {
     size_t *order = sorted_by(p, 0);
     if (!order)
-        return PPROF_ENOMEM;
+        return pp_fail(PPROF_ENOMEM);
     int64_t total = 0;
     for (size_t i = 0; i < p->nsamples; i++)
         total += p->samples[i].values[0];
@@ -212,7 +212,7 @@ static int contention_text(const pprof_profile *p, out *o)
         period = strtoll(num, NULL, 10);
     size_t *order = sorted_by(p, 1); /* delay */
     if (!order)
-        return PPROF_ENOMEM;
+        return pp_fail(PPROF_ENOMEM);
     put(o, "--- %s:\ncycles/second=1000000000\n", mutex ? "mutex" : "contention");
     if (mutex)
         put(o, "sampling period=%lld\n", period);

@@ -36,13 +36,13 @@ static void finish_window(pprof_recorder *rec, const void *arg, pp_reply *out)
     pprof_profile *p = NULL;
     int rc = pprof_recorder_stop(rec, &p);
     if (rc != 0) {
-        pp_reply_set_error(out, 500, "Could not stop profiling: %s", pprof_strerror(rc));
+        pp_reply_set_error(out, 500, "Could not stop profiling: %s", pprof_last_error());
         return;
     }
     rc = pprof_profile_write(p, PPROF_FORMAT_PROTO_GZIP, pp_reply_writer(out));
     pprof_profile_free(p);
     if (rc != 0 && !out->failed) {
-        pp_reply_set_error(out, 500, "Could not write profile: %s", pprof_strerror(rc));
+        pp_reply_set_error(out, 500, "Could not write profile: %s", pprof_last_error());
         return;
     }
     pp_reply_header(out, "Content-Type", "application/octet-stream");
@@ -61,7 +61,7 @@ int pp_serve_window(pp_req *q, pprof_recorder *rec, int seconds, const char *wha
     int rc = pprof_recorder_start(rec);
     if (rc != 0) {
         char why[256];
-        snprintf(why, sizeof why, "%s", pprof_strerror(rc)); /* before free can touch it */
+        snprintf(why, sizeof why, "%s", pprof_last_error()); /* before free can touch it */
         pprof_recorder_free(rec);
         pp_call_unreserve();
         return pp_reply_error(q, 500, "Could not enable %s profiling: %s", what, why);
@@ -69,7 +69,7 @@ int pp_serve_window(pp_req *q, pprof_recorder *rec, int seconds, const char *wha
     rc = pp_call_defer(q, rec, seconds, finish_window, disposition);
     if (rc != 0) {
         pprof_recorder_free(rec);
-        return pp_reply_error(q, 500, "Could not schedule the profile: %s", pprof_strerror(rc));
+        return pp_reply_error(q, 500, "Could not schedule the profile: %s", pprof_last_error());
     }
     return 0;
 }
@@ -82,7 +82,7 @@ int pp_send_profile(pp_req *q, pprof_profile *p, pprof_format fmt, const char *w
     pprof_profile_free(p);
     if (rc != 0) {
         pprof_buffer_free(&r.resp.body);
-        return pp_reply_error(q, 500, "Could not write the %s profile: %s", what, pprof_strerror(rc));
+        return pp_reply_error(q, 500, "Could not write the %s profile: %s", what, pprof_last_error());
     }
     if (fmt == PPROF_FORMAT_PROTO_GZIP || fmt == PPROF_FORMAT_PROTO) {
         pp_reply_header(&r, "Content-Type", "application/octet-stream");
@@ -102,7 +102,7 @@ int pp_serve_recorder(pp_req *q, pprof_recorder *rec, pprof_format fmt, const ch
     int rc = pprof_recorder_write_to(rec, &p);
     pprof_recorder_free(rec);
     if (rc != 0)
-        return pp_reply_error(q, 500, "Could not write the %s profile: %s", what, pprof_strerror(rc));
+        return pp_reply_error(q, 500, "Could not write the %s profile: %s", what, pprof_last_error());
     return pp_send_profile(q, p, fmt, what, disposition);
 }
 
@@ -125,7 +125,7 @@ int pp_serve_delta(pp_req *q, pprof_recorder **state, int (*make)(pprof_recorder
         rc = pprof_recorder_snapshot(*state, &p);
     char why[256];
     if (rc != 0)
-        snprintf(why, sizeof why, "%s", pprof_strerror(rc)); /* before the lock goes */
+        snprintf(why, sizeof why, "%s", pprof_last_error()); /* before the lock goes */
     pthread_mutex_unlock(&delta_lock);
     if (rc != 0)
         return pp_reply_error(q, 500, "Could not write the %s profile: %s", what, why);
@@ -142,7 +142,7 @@ static int h_profile(pp_req *q)
     pprof_cpu_config cc = {0}; /* hz 0: join the rate in force */
     int rc = pprof_cpu_recorder_new(&cc, &rec);
     if (rc != 0)
-        return pp_reply_error(q, 500, "Could not enable CPU profiling: %s", pprof_strerror(rc));
+        return pp_reply_error(q, 500, "Could not enable CPU profiling: %s", pprof_last_error());
     return pp_serve_window(q, rec, q->q.has_seconds ? q->q.seconds : PP_DEFAULT_SECONDS, "CPU",
                            "attachment; filename=\"profile\"");
 }
@@ -357,9 +357,9 @@ static void write_stats(pp_reply *r)
     pprof_labels_stats_get(&l);
     pprof_heap_stats_get(&h);
     pp_reply_printf(r,
-                    "<tr><td>CPU sampling</td><td>%d Hz now, %d threads timed; %llu signals, %llu samples, "
+                    "<tr><td>CPU sampling</td><td>%lld Hz now, %d threads timed; %llu signals, %llu samples, "
                     "%llu lost, %llu truncated; handler %.3f ms, collector %.3f ms of CPU</td></tr>\n",
-                    c.hz, c.threads_timed, (unsigned long long)c.signals, (unsigned long long)c.samples,
+                    (long long)c.hz, c.threads_timed, (unsigned long long)c.signals, (unsigned long long)c.samples,
                     (unsigned long long)c.lost, (unsigned long long)c.truncated, c.handler_ns / 1e6,
                     c.collector_ns / 1e6);
     pp_reply_printf(r,
@@ -368,9 +368,9 @@ static void write_stats(pp_reply *r)
                     (unsigned long long)l.live, (unsigned long long)l.created, (unsigned long long)l.freed,
                     (unsigned long long)l.kept, (unsigned long long)l.dropped);
     pp_reply_printf(r,
-                    "<tr><td>Heap sampling</td><td>%ld bytes between samples (0: off); %llu sampled, "
+                    "<tr><td>Heap sampling</td><td>%lld bytes between samples (0: off); %llu sampled, "
                     "%llu unrecorded; %llu records (%.1f MiB), %llu sampled objects live (%.1f MiB)</td></tr>\n",
-                    h.rate, (unsigned long long)h.sampled, (unsigned long long)h.unrecorded,
+                    (long long)h.rate, (unsigned long long)h.sampled, (unsigned long long)h.unrecorded,
                     (unsigned long long)h.records, h.table_bytes / 1048576.0, (unsigned long long)h.live_sampled,
                     h.live_table_bytes / 1048576.0);
 }

@@ -323,7 +323,7 @@ int pprof_http_handle(const pprof_server_config *cfg, const pprof_http_request *
     if (call)
         *call = NULL;
     if (!req || !req->method || !req->path || !done)
-        return PPROF_EINVAL;
+        return pp_fail(PPROF_EINVAL);
 
     pp_req q;
     memset(&q, 0, sizeof q);
@@ -333,7 +333,7 @@ int pprof_http_handle(const pprof_server_config *cfg, const pprof_http_request *
         q.cfg.prefix = PP_DEFAULT_PREFIX;
     size_t plen = strlen(q.cfg.prefix);
     if (plen == 0 || q.cfg.prefix[0] != '/' || q.cfg.prefix[plen - 1] != '/')
-        return PPROF_EINVAL;
+        return pp_fail(PPROF_EINVAL);
     if (q.cfg.max_seconds <= 0)
         q.cfg.max_seconds = PP_DEFAULT_MAX_SECONDS;
     if (q.cfg.max_concurrent <= 0)
@@ -583,7 +583,7 @@ static int start_thread_locked(void)
     pthread_sigmask(SIG_SETMASK, &old, NULL);
     pthread_attr_destroy(&attr);
     if (rc != 0)
-        return PPROF_ESYS;
+        return pp_fail(PPROF_ESYS);
     thread_running = 1;
     return 0;
 }
@@ -611,7 +611,7 @@ int pp_call_defer(pp_req *q, pprof_recorder *rec, int seconds, pp_finish_fn fini
     pprof_http_call *c = calloc(1, sizeof *c);
     if (!c) {
         pp_call_unreserve();
-        return PPROF_ENOMEM;
+        return pp_fail(PPROF_ENOMEM);
     }
     c->deadline = mono_ns() + (int64_t)seconds * 1000000000;
     c->state = CALL_PENDING;

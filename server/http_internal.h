@@ -12,7 +12,9 @@
  * callback; or, for windowed profiles, pp_call_defer, after which the
  * scheduler thread calls done when the window ends.
  *
- * Everything here uses only include/pprof.h and libc; nothing of profiler/.
+ * Everything here uses only include/pprof.h and libc, and of profiler/ only
+ * error.h (a failing call records its code for pprof_last_error) and
+ * process.h (the server stops when the host exits).
  */
 #ifndef PP_HTTP_INTERNAL_H
 #define PP_HTTP_INTERNAL_H
@@ -20,6 +22,8 @@
 #include <signal.h>
 #include <stdarg.h>
 
+#include "error.h"
+#include "process.h"
 #include "pprof.h"
 
 #define PP_DEFAULT_PREFIX "/debug/pprof/"
@@ -166,12 +170,5 @@ typedef struct pp_endpoint {
 
 /* The endpoint named `name` (exact match), or NULL. */
 const pp_endpoint *pp_endpoint_find(const char *name);
-
-/* ---------------------------------------------------------------- server */
-
-/* Text of the last pprof_server_start failure ("" if none), for the one
- * line preload mode prints. Thread-safe; the text may change under you if
- * several threads start servers at once. */
-const char *pp_server_start_error(void);
 
 #endif /* PP_HTTP_INTERNAL_H */

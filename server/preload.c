@@ -70,7 +70,5 @@ __attribute__((constructor)) static void preload_init(void)
     }
     if (rc == PPROF_EBUSY)
         return; /* someone started it already */
-    const char *why = pp_server_start_error();
-    fprintf(stderr, "libpprof: cannot serve on %s: %s; running unprofiled\n", addr,
-            *why ? why : pprof_strerror(rc));
+    fprintf(stderr, "libpprof: cannot serve on %s: %s; running unprofiled\n", addr, pprof_last_error());
 }

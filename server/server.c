@@ -30,6 +30,7 @@
  */
 #define _GNU_SOURCE
 #include "http_internal.h"
+#include "pprof_mhd.h"
 
 #include <errno.h>
 #include <microhttpd.h>
@@ -495,6 +496,12 @@ malformed:
     return -1;
 }
 
+/* The host exits: stop serving before its destructors run. */
+static void stop_at_exit(void)
+{
+    pprof_server_stop();
+}
+
 /* Thread-safe (serialized by the server lock). */
 int pprof_server_start(const pprof_server_config *cfg)
 {
@@ -502,7 +509,7 @@ int pprof_server_start(const pprof_server_config *cfg)
     pthread_mutex_lock(&srv.mu);
     if (srv.running) {
         pthread_mutex_unlock(&srv.mu);
-        return PPROF_EBUSY;
+        return pp_fail(PPROF_EBUSY);
     }
     srv.error[0] = '\0';
     pprof_server_config c = cfg ? *cfg : (pprof_server_config){0};
@@ -564,10 +571,13 @@ int pprof_server_start(const pprof_server_config *cfg)
     srv.port = port;
     srv.prefix = prefix;
     srv.running = 1;
+    pp_shutdown_hook_add(stop_at_exit);
     rc = 0;
 out:
     pthread_mutex_unlock(&srv.mu);
-    return rc;
+    if (rc)
+        return srv.error[0] ? pp_error_detail(rc, "%s", srv.error) : pp_fail(rc);
+    return 0;
 }
 
 static int64_t now_ns(void)
@@ -584,7 +594,7 @@ int pprof_server_stop(void)
     pthread_mutex_lock(&srv.mu);
     if (!srv.running) {
         pthread_mutex_unlock(&srv.mu);
-        return PPROF_ESTATE;
+        return pp_fail(PPROF_ESTATE);
     }
     atomic_store(&srv.stopping, 1);
     /* End pending profiles and wait until MHD has every parked connection
@@ -627,10 +637,5 @@ int pprof_server_port(void)
     pthread_mutex_lock(&srv.mu);
     int port = srv.running ? srv.port : PPROF_ESTATE;
     pthread_mutex_unlock(&srv.mu);
-    return port;
-}
-
-const char *pp_server_start_error(void)
-{
-    return srv.error;
+    return port < 0 ? pp_fail(port) : port;
 }

@@ -11,11 +11,9 @@
  */
 #define _GNU_SOURCE
 #include "pprof.h"
+#include "serve.h"
 
 #include <pthread.h>
-#include <signal.h>
-#include <stdio.h>
-#include <sys/prctl.h>
 
 static _Atomic int stop;
 static volatile double sink;
@@ -47,27 +45,16 @@ static void *worker(void *arg)
 
 int main(int argc, char **argv)
 {
-    /* Ends with the test that started it, even one killed outright. */
-    prctl(PR_SET_PDEATHSIG, SIGTERM);
     sigset_t set;
-    sigemptyset(&set);
-    sigaddset(&set, SIGTERM);
-    sigaddset(&set, SIGINT);
-    pthread_sigmask(SIG_BLOCK, &set, NULL);
-
+    serve_prepare(&set, NULL, 0);
     pprof_server_config cfg = {.addr = argc > 1 ? argv[1] : "127.0.0.1:0"};
-    int rc = pprof_server_start(&cfg);
-    if (rc != 0) {
-        fprintf(stderr, "prog_inline_linked: cannot serve: %s\n", pprof_strerror(rc));
+    if (serve_start("prog_inline_linked", &cfg) != 0)
         return 1;
-    }
     pthread_t t;
     pthread_create(&t, NULL, worker, NULL);
-    printf("port=%d\n", pprof_server_port());
-    fflush(stdout);
+    serve_announce();
 
-    int sig;
-    sigwait(&set, &sig);
+    serve_wait(&set);
     stop = 1;
     pthread_join(t, NULL);
     pprof_server_stop();

@@ -6,11 +6,9 @@
  */
 #define _GNU_SOURCE
 #include "pprof.h"
+#include "serve.h"
 
 #include <pthread.h>
-#include <signal.h>
-#include <stdio.h>
-#include <sys/prctl.h>
 #include <time.h>
 
 static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER, cmu = PTHREAD_MUTEX_INITIALIZER;
@@ -72,14 +70,10 @@ static void *signaller(void *arg)
 
 int main(void)
 {
-    prctl(PR_SET_PDEATHSIG, SIGTERM);
     sigset_t set;
-    sigemptyset(&set);
-    sigaddset(&set, SIGTERM);
-    sigaddset(&set, SIGINT);
-    pthread_sigmask(SIG_BLOCK, &set, NULL);
+    serve_prepare(&set, NULL, 0);
     pprof_server_config cfg = {.addr = "127.0.0.1:0"};
-    if (pprof_server_start(&cfg) != 0)
+    if (serve_start("prog_locks_linked", &cfg) != 0)
         return 1;
     pprof_label l = {"stage", "ingest"};
     pprof_labels *s;
@@ -89,9 +83,7 @@ int main(void)
         pthread_create(&t, NULL, fighter, s);
     pthread_create(&t, NULL, waiter, NULL);
     pthread_create(&t, NULL, signaller, NULL);
-    printf("port=%d\n", pprof_server_port());
-    fflush(stdout);
-    int sig;
-    sigwait(&set, &sig);
+    serve_announce();
+    serve_wait(&set);
     return 0;
 }

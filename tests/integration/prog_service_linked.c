@@ -16,13 +16,13 @@
  */
 #define _GNU_SOURCE
 #include "pprof.h"
+#include "serve.h"
 
 #include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/prctl.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -106,8 +106,10 @@ static int idle_end(void)
 
 int main(int argc, char **argv)
 {
-    /* Ends with the test that started it, even one killed outright. */
-    prctl(PR_SET_PDEATHSIG, SIGTERM);
+    /* The signals are taken by sigwaitinfo below; every thread inherits the
+     * blocked mask. */
+    sigset_t set;
+    serve_prepare(&set, (const int[]){SIGUSR1, SIGUSR2}, 2);
     pprof_server_config cfg = {.addr = "127.0.0.1:0"};
     int nbusy = 0, nidle_start = 0;
     for (int i = 1; i < argc; i++) {
@@ -121,21 +123,8 @@ int main(int argc, char **argv)
             nbusy = atoi(argv[++i]);
     }
 
-    /* The signals are taken by sigwaitinfo in main; every thread inherits
-     * the blocked mask. */
-    sigset_t set;
-    sigemptyset(&set);
-    sigaddset(&set, SIGUSR1);
-    sigaddset(&set, SIGUSR2);
-    sigaddset(&set, SIGTERM);
-    sigaddset(&set, SIGINT);
-    pthread_sigmask(SIG_BLOCK, &set, NULL);
-
-    int rc = pprof_server_start(&cfg);
-    if (rc != 0) {
-        fprintf(stderr, "prog_service_linked: cannot serve on %s: %s\n", cfg.addr, pprof_strerror(rc));
+    if (serve_start("prog_service_linked", &cfg) != 0)
         return 1;
-    }
     pthread_t busy[64];
     if (nbusy > 64)
         nbusy = 64;

@@ -16,6 +16,7 @@
  */
 #define _GNU_SOURCE
 #include "pprof.h"
+#include "serve.h"
 
 #include <errno.h>
 #include <poll.h>
@@ -26,7 +27,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <sys/epoll.h>
-#include <sys/prctl.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -141,20 +141,13 @@ static void *run(void *arg)
 
 int main(int argc, char **argv)
 {
-    prctl(PR_SET_PDEATHSIG, SIGTERM);
     sigset_t set;
-    sigemptyset(&set);
-    sigaddset(&set, SIGTERM);
-    sigaddset(&set, SIGINT);
-    pthread_sigmask(SIG_BLOCK, &set, NULL);
+    serve_prepare(&set, NULL, 0);
     sem_init(&never, 0, 0);
 
     pprof_server_config cfg = {.addr = argc > 1 ? argv[1] : "127.0.0.1:0"};
-    int rc = pprof_server_start(&cfg);
-    if (rc != 0) {
-        fprintf(stderr, "prog_threads_linked: cannot serve: %s\n", pprof_strerror(rc));
+    if (serve_start("prog_threads_linked", &cfg) != 0)
         return 1;
-    }
     pprof_custom *c;
     if (pprof_custom_new("open_files", &c) == 0) {
         open_log_files(c);
@@ -163,10 +156,8 @@ int main(int argc, char **argv)
     pthread_t t[5];
     for (long i = 0; i < 5; i++)
         pthread_create(&t[i], NULL, run, (void *)i);
-    printf("port=%d\n", pprof_server_port());
-    fflush(stdout);
-    int sig;
-    sigwait(&set, &sig);
+    serve_announce();
+    serve_wait(&set);
     printf("eintr=%d\n", atomic_load(&eintr));
     fflush(stdout);
     _exit(0); /* the parked threads never return */

@@ -549,7 +549,7 @@ bool encode(const pprof_profile *p, size_t *len)
     bool ok = rc == 0 && buf.len > 2 && (unsigned char)buf.data[0] == 0x1f &&
               (unsigned char)buf.data[1] == 0x8b;
     if (!ok)
-        fail("pprof_profile_write: rc %d (%s), %zu bytes", rc, rc ? pprof_strerror(rc) : "",
+        fail("pprof_profile_write: rc %d (%s), %zu bytes", rc, rc ? pprof_last_error() : "",
              buf.len);
     *len = buf.len;
     pprof_buffer_free(&buf);
@@ -622,7 +622,7 @@ int main(int argc, char **argv)
     scfg.addr = addr;
     int rc = pprof_server_start(&scfg);
     if (rc) {
-        fprintf(stderr, "torture: FAIL: pprof_server_start %s: %s\n", addr, pprof_strerror(rc));
+        fprintf(stderr, "torture: FAIL: pprof_server_start %s: %s\n", addr, pprof_last_error());
         return 1;
     }
     printf("torture: serving on 127.0.0.1:%d (pid %d)\n", pprof_server_port(), (int)getpid());
@@ -631,11 +631,11 @@ int main(int argc, char **argv)
     ccfg.hz = 1000;
     pprof_recorder *rec = nullptr;
     if ((rc = pprof_cpu_recorder_new(&ccfg, &rec)) || (profiling && (rc = pprof_recorder_start(rec)))) {
-        fprintf(stderr, "torture: FAIL: CPU recorder: %s\n", pprof_strerror(rc));
+        fprintf(stderr, "torture: FAIL: CPU recorder: %s\n", pprof_last_error());
         return 1;
     }
     if (profiling && pprof_recorder_rate(rec) != 1000)
-        fail("the recorder samples at %d Hz, want 1000", pprof_recorder_rate(rec));
+        fail("the recorder samples at %lld Hz, want 1000", (long long)pprof_recorder_rate(rec));
 
     void *probe = dlopen(plugin_path, RTLD_NOW | RTLD_LOCAL);
     if (!probe) {
@@ -683,7 +683,7 @@ int main(int argc, char **argv)
         /* The last window ends with stop, while the workers still run. */
         rc = s < seconds ? pprof_recorder_snapshot(rec, &p) : pprof_recorder_stop(rec, &p);
         if (rc || !p) {
-            fail("%s at %d s: %s", s < seconds ? "snapshot" : "stop", s, pprof_strerror(rc));
+            fail("%s at %d s: %s", s < seconds ? "snapshot" : "stop", s, pprof_last_error());
             continue;
         }
         ProfileInfo info = inspect(p);
@@ -774,7 +774,7 @@ int main(int argc, char **argv)
 
     rc = pprof_server_stop();
     if (rc)
-        fail("pprof_server_stop: %s", pprof_strerror(rc));
+        fail("pprof_server_stop: %s", pprof_last_error());
     if (failures.load()) {
         printf("torture: FAILED (%d failures)\n", failures.load());
         return 1;

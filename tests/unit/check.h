@@ -1,4 +1,4 @@
-/* check.h: the tiny assertion helpers the C unit tests share. */
+/* check.h: the tiny assertion helpers the C and C++ unit tests share. */
 #ifndef PP_CHECK_H
 #define PP_CHECK_H
 #include <stdio.h>
@@ -27,6 +27,32 @@ static int check_passed, check_failed;
             fputc('\n', stderr);                                                    \
         }                                                                           \
     } while (0)
+
+/* Named cases, for tests that report per case rather than per check: the
+ * checks between check_case_begin() and check_case_end(name) count as one
+ * check, passed when none of them failed; a failed case is also named on
+ * stderr. check_case_ok() says whether none has failed yet. */
+static int check_case_passed, check_case_failed;
+
+static inline void check_case_begin(void)
+{
+    check_case_passed = check_passed;
+    check_case_failed = check_failed;
+}
+
+static inline int check_case_ok(void)
+{
+    return check_failed == check_case_failed;
+}
+
+static inline void check_case_end(const char *name)
+{
+    int ok = check_case_ok();
+    check_passed = check_case_passed + ok;
+    check_failed = check_case_failed + !ok;
+    if (!ok)
+        fprintf(stderr, "FAIL %s\n", name);
+}
 
 #ifdef PPROF_H
 /* 1 if the sample's stack has a frame whose function is fn. */

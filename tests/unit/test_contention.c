@@ -180,7 +180,7 @@ int main(void)
     CHECK(pprof_mutex_fraction() == 5 && pprof_block_rate() == 4000000);
     CHECK(pprof_mutex_recorder_new(&(pprof_contention_config){.rate = 7}, &bad) == 0);
     CHECK(pprof_recorder_start(bad) == PPROF_ERATE);
-    CHECK(strstr(pprof_strerror(PPROF_ERATE), "1 in 5") != NULL);
+    CHECK(strstr(pprof_last_error(), "1 in 5") != NULL);
     pprof_recorder_free(bad);
 
     /* a lock nobody contends: nothing recorded */

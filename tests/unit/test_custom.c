@@ -52,11 +52,14 @@ int main(void)
     CHECK(pprof_custom_new("conns", &c) == 0);
     CHECK(pprof_custom_new("conns", &other) == PPROF_EBUSY);
     CHECK(pprof_custom_new("heap", &other) == PPROF_EINVAL);
-    CHECK(strstr(pprof_strerror(PPROF_EINVAL), "built-in") != NULL);
+    CHECK(strstr(pprof_last_error(), "built-in") != NULL);
     CHECK(pprof_custom_new("a/b", &other) == PPROF_EINVAL);
     CHECK(pprof_custom_new("", &other) == PPROF_EINVAL);
     CHECK(pprof_custom_new("..", &other) == PPROF_EINVAL);
     CHECK(pprof_custom_new(NULL, &other) == PPROF_EINVAL);
+    /* a bare failure after a detailed one shows no stale detail */
+    CHECK(pprof_custom_new("x", NULL) == PPROF_EINVAL && !strcmp(pprof_last_error(), "invalid argument"));
+    CHECK(!strcmp(pprof_strerror(PPROF_EINVAL), "invalid argument"));
     CHECK(pprof_custom_find("conns") == c && pprof_custom_find("nope") == NULL);
     CHECK(!strcmp(pprof_custom_name(c), "conns"));
 
@@ -71,7 +74,7 @@ int main(void)
     CHECK(pprof_do(set, open_five, NULL) == 0);
     CHECK(pprof_custom_count(c) == 8);
     CHECK(pprof_custom_add(c, &keys[0]) == PPROF_EBUSY);
-    CHECK(pprof_custom_remove(c, &keys[15]) == PPROF_EINVAL);
+    CHECK(pprof_custom_remove(c, &keys[15]) == PPROF_ENOTFOUND);
     CHECK(pprof_custom_add(c, NULL) == PPROF_EINVAL);
 
     pprof_profile *p;
@@ -109,7 +112,7 @@ int main(void)
     size_t before = pprof_custom_count(c);
     CHECK(pprof_custom_add(c, (const void *)1) == 0);
     CHECK(pprof_custom_remove(c, (const void *)1) == 0);
-    CHECK(pprof_custom_remove(c, (const void *)1) == PPROF_EINVAL);
+    CHECK(pprof_custom_remove(c, (const void *)1) == PPROF_ENOTFOUND);
     CHECK(pprof_custom_count(c) == before);
     /* many adds and removes: the table stays consistent */
     static char many[10000];

@@ -3,13 +3,11 @@
 // also when an exception leaves the scope).
 // test-labels: concurrency
 #include "pprof.h"
+#include "check.h"
 
 #include <cstdio>
 #include <cstring>
 #include <stdexcept>
-
-static int passed, failed;
-#define CHECK(c) ((c) ? (void)passed++ : (void)(failed++, std::fprintf(stderr, "%s:%d: %s\n", __FILE__, __LINE__, #c)))
 
 static const char *current(const char *key, char *buf, size_t len)
 {
@@ -51,6 +49,5 @@ int main()
     CHECK(!current("tenant", b, sizeof b));
     pprof_labels_unref(outer);
     pprof_labels_unref(inner);
-    std::printf("test_cxx: %d passed, %d failed\n", passed, failed);
-    return failed ? 1 : 0;
+    return check_summary("test_cxx");
 }

@@ -13,6 +13,7 @@
 #include "pprof.h"
 #include "profile.h"
 #include "proto/profile.pb-c.h"
+#include "check.h"
 
 #include <errno.h>
 #include <inttypes.h>
@@ -24,18 +25,6 @@
 #include <sys/socket.h>
 #include <unistd.h>
 #include <zlib.h>
-
-static int passed, failed;
-
-#define CHECK(cond)                                                            \
-    do {                                                                       \
-        if (cond) {                                                            \
-            passed++;                                                          \
-        } else {                                                               \
-            failed++;                                                          \
-            printf("FAIL %s:%d: %s\n", __FILE__, __LINE__, #cond);            \
-        }                                                                      \
-    } while (0)
 
 /* ------------------------------------------------------------ the profile */
 
@@ -473,7 +462,7 @@ static void test_errors(void)
     p.samples = short_sample;
     p.nsamples = 1;
     CHECK(pprof_profile_write(&p, PPROF_FORMAT_PROTO, pprof_writer_buffer(&b)) == PPROF_EINVAL);
-    CHECK(strstr(pprof_strerror(PPROF_EINVAL), "values") != NULL);
+    CHECK(strstr(pprof_last_error(), "values") != NULL);
     CHECK(b.len == 0);
     CHECK(pprof_profile_write(&p, PPROF_FORMAT_FOLDED, pprof_writer_buffer(&b)) == 0);
     CHECK(b.data && strcmp(b.data, "main;main;inlined_helper 3\n") == 0);
@@ -698,6 +687,5 @@ int main(void)
     test_errors();
     test_big();
     test_writers();
-    printf("test_encode: %d passed, %d failed\n", passed, failed);
-    return failed ? 1 : 0;
+    return check_summary("test_encode");
 }

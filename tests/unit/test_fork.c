@@ -13,6 +13,7 @@
 #define _GNU_SOURCE
 #include "pprof.h"
 #include "check.h"
+#include "burn.h"
 
 #include <dlfcn.h>
 #include <pthread.h>
@@ -22,24 +23,9 @@
 #include <time.h>
 #include <unistd.h>
 
-static volatile double sink;
 static _Atomic int quit;
 
-static double cpu_s(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
-    return ts.tv_sec + ts.tv_nsec / 1e9;
-}
-
-__attribute__((noinline)) static void burn(double s)
-{
-    double end = cpu_s() + s, x = 1;
-    while (cpu_s() < end)
-        for (int i = 0; i < 1000; i++)
-            x = x * 1.0000001 + 1.0 / (x + i);
-    sink += x;
-}
+__attribute__((noinline)) static void burn(double s) { burn_cpu(s, 1.0000001); }
 
 static void *busy(void *arg)
 {
@@ -58,9 +44,9 @@ static int child_profiles(void)
     pprof_recorder *r;
     if (pprof_cpu_recorder_new(&(pprof_cpu_config){.hz = 1000}, &r) || pprof_recorder_start(r))
         return 2;
-    double c0 = cpu_s();
+    double c0 = burn_thread_cpu_s();
     burn(0.5);
-    double used = cpu_s() - c0;
+    double used = burn_thread_cpu_s() - c0;
     pprof_profile *p;
     if (pprof_recorder_stop(r, &p))
         return 3;

@@ -224,7 +224,7 @@ static int rate_4k(void)
 
     /* the rate is fixed now */
     CHECK(pprof_heap_set_rate(8192) == PPROF_ERATE);
-    CHECK(strstr(pprof_strerror(PPROF_ERATE), "4096") != NULL);
+    CHECK(strstr(pprof_last_error(), "4096") != NULL);
     pprof_heap_config bad = {.rate = 8192};
     CHECK(pprof_alloc_recorder_new(&bad, &w) == PPROF_ERATE);
     CHECK(pprof_heap_set_rate(4096) == 0);

@@ -5,6 +5,7 @@
  * Uses only the public API of pprof.h.
  */
 #include "pprof.h"
+#include "check.h"
 
 #include <inttypes.h>
 #include <pthread.h>
@@ -14,20 +15,6 @@
 #include <strings.h>
 #include <time.h>
 #include <unistd.h>
-
-static int passed, failed;
-
-#define CHECK(cond, ...)                                                     \
-    do {                                                                     \
-        if (cond) {                                                          \
-            passed++;                                                        \
-        } else {                                                             \
-            failed++;                                                        \
-            fprintf(stderr, "FAIL %s:%d: %s: ", __FILE__, __LINE__, #cond);  \
-            fprintf(stderr, __VA_ARGS__);                                    \
-            fputc('\n', stderr);                                             \
-        }                                                                    \
-    } while (0)
 
 /* What a done callback saw. */
 typedef struct answer {
@@ -117,22 +104,22 @@ static void request(const pprof_server_config *cfg, const char *method, const ch
     pprof_http_request req = {method, path, query, body, body ? strlen(body) : 0};
     answer_init(a);
     int rc = pprof_http_handle(cfg, &req, on_done, a, NULL);
-    CHECK(rc == 0, "%s %s?%s: rc %d", method, path, query ? query : "", rc);
-    CHECK(a->calls == 1, "%s %s?%s: done called %d times synchronously", method, path,
+    CHECKF(rc == 0, "%s %s?%s: rc %d", method, path, query ? query : "", rc);
+    CHECKF(a->calls == 1, "%s %s?%s: done called %d times synchronously", method, path,
           query ? query : "", a->calls);
 }
 
 /* An error answer as the spec wants it. */
 static void check_error(const answer *a, int status, const char *text, const char *what)
 {
-    CHECK(a->status == status, "%s: status %d, want %d", what, a->status, status);
-    CHECK(header_is(a, "Content-Type", "text/plain; charset=utf-8"), "%s: content type", what);
-    CHECK(header_is(a, "X-Go-Pprof", "1"), "%s: X-Go-Pprof", what);
-    CHECK(header_is(a, "X-Content-Type-Options", "nosniff"), "%s: nosniff", what);
-    CHECK(a->len > 0 && a->body[a->len - 1] == '\n' && !memchr(a->body, '\n', a->len - 1),
+    CHECKF(a->status == status, "%s: status %d, want %d", what, a->status, status);
+    CHECKF(header_is(a, "Content-Type", "text/plain; charset=utf-8"), "%s: content type", what);
+    CHECKF(header_is(a, "X-Go-Pprof", "1"), "%s: X-Go-Pprof", what);
+    CHECKF(header_is(a, "X-Content-Type-Options", "nosniff"), "%s: nosniff", what);
+    CHECKF(a->len > 0 && a->body[a->len - 1] == '\n' && !memchr(a->body, '\n', a->len - 1),
           "%s: body is not one line: [%s]", what, a->body ? a->body : "");
     if (text)
-        CHECK(a->body && strncmp(a->body, text, strlen(text)) == 0 && a->body[strlen(text)] == '\n',
+        CHECKF(a->body && strncmp(a->body, text, strlen(text)) == 0 && a->body[strlen(text)] == '\n',
               "%s: body [%s], want [%s]", what, a->body ? a->body : "", text);
 }
 
@@ -158,26 +145,26 @@ static void test_routing(void)
     answer a;
     request(NULL, "PUT", "/debug/pprof/cmdline", NULL, NULL, &a);
     check_error(&a, 405, NULL, "PUT cmdline");
-    CHECK(header_is(&a, "Allow", "GET, HEAD"), "PUT cmdline: Allow");
+    CHECKF(header_is(&a, "Allow", "GET, HEAD"), "PUT cmdline: Allow");
     answer_free(&a);
     request(NULL, "POST", "/debug/pprof/profile", NULL, NULL, &a);
     check_error(&a, 405, NULL, "POST profile");
     answer_free(&a);
     request(NULL, "DELETE", "/debug/pprof/symbol", NULL, NULL, &a);
     check_error(&a, 405, NULL, "DELETE symbol");
-    CHECK(header_is(&a, "Allow", "GET, HEAD, POST"), "DELETE symbol: Allow");
+    CHECKF(header_is(&a, "Allow", "GET, HEAD, POST"), "DELETE symbol: Allow");
     answer_free(&a);
 
     /* A custom prefix: only its paths, and /symbolz at the root. */
     pprof_server_config cfg = {.prefix = "/prof/"};
     request(&cfg, "HEAD", "/prof/cmdline", NULL, NULL, &a);
-    CHECK(a.status == 200, "HEAD /prof/cmdline: %d", a.status);
+    CHECKF(a.status == 200, "HEAD /prof/cmdline: %d", a.status);
     answer_free(&a);
     request(&cfg, "GET", "/debug/pprof/cmdline", NULL, NULL, &a);
     check_error(&a, 404, NULL, "default path under a custom prefix");
     answer_free(&a);
     request(&cfg, "GET", "/symbolz", NULL, NULL, &a);
-    CHECK(a.status == 200 && strcmp(a.body, "num_symbols: 1\n") == 0, "/symbolz: %d [%s]", a.status,
+    CHECKF(a.status == 200 && strcmp(a.body, "num_symbols: 1\n") == 0, "/symbolz: %d [%s]", a.status,
           a.body);
     answer_free(&a);
 
@@ -185,10 +172,10 @@ static void test_routing(void)
     pprof_http_request req = {"GET", "/debug/pprof/", NULL, NULL, 0};
     pprof_server_config bad = {.prefix = "debug"};
     answer_init(&a);
-    CHECK(pprof_http_handle(&bad, &req, on_done, &a, NULL) == PPROF_EINVAL, "bad prefix");
-    CHECK(pprof_http_handle(NULL, NULL, on_done, &a, NULL) == PPROF_EINVAL, "NULL request");
-    CHECK(pprof_http_handle(NULL, &req, NULL, &a, NULL) == PPROF_EINVAL, "NULL done");
-    CHECK(a.calls == 0, "done called on invalid arguments");
+    CHECKF(pprof_http_handle(&bad, &req, on_done, &a, NULL) == PPROF_EINVAL, "bad prefix");
+    CHECKF(pprof_http_handle(NULL, NULL, on_done, &a, NULL) == PPROF_EINVAL, "NULL request");
+    CHECKF(pprof_http_handle(NULL, &req, NULL, &a, NULL) == PPROF_EINVAL, "NULL done");
+    CHECKF(a.calls == 0, "done called on invalid arguments");
     answer_free(&a);
 }
 
@@ -196,18 +183,18 @@ static void test_index(void)
 {
     answer a;
     request(NULL, "GET", "/debug/pprof/", NULL, NULL, &a);
-    CHECK(a.status == 200, "index status %d", a.status);
-    CHECK(header_is(&a, "Content-Type", "text/html; charset=utf-8"), "index content type");
-    CHECK(header_is(&a, "X-Content-Type-Options", "nosniff"), "index nosniff");
-    CHECK(!header(&a, "X-Go-Pprof"), "index has X-Go-Pprof");
-    CHECK(a.body && strstr(a.body, "CPU sampling") && strstr(a.body, "Label sets") &&
+    CHECKF(a.status == 200, "index status %d", a.status);
+    CHECKF(header_is(&a, "Content-Type", "text/html; charset=utf-8"), "index content type");
+    CHECKF(header_is(&a, "X-Content-Type-Options", "nosniff"), "index nosniff");
+    CHECKF(!header(&a, "X-Go-Pprof"), "index has X-Go-Pprof");
+    CHECKF(a.body && strstr(a.body, "CPU sampling") && strstr(a.body, "Label sets") &&
               strstr(a.body, " live, "),
           "index lacks the profiler's own counters");
     const char *links[] = {"href=\"profile?seconds=30\"", "href=\"cmdline\"", "href=\"symbol\"",
                            "href=\"trace\"", "<title>/debug/pprof/</title>"};
     for (size_t i = 0; i < sizeof links / sizeof links[0]; i++)
-        CHECK(a.body && strstr(a.body, links[i]), "index lacks %s", links[i]);
-    CHECK(a.body && !strstr(a.body, "{{"), "index has an unfilled placeholder");
+        CHECKF(a.body && strstr(a.body, links[i]), "index lacks %s", links[i]);
+    CHECKF(a.body && !strstr(a.body, "{{"), "index has an unfilled placeholder");
     answer_free(&a);
 }
 
@@ -226,10 +213,10 @@ static void test_cmdline(int argc, char **argv)
     }
     answer a;
     request(NULL, "GET", "/debug/pprof/cmdline", NULL, NULL, &a);
-    CHECK(a.status == 200, "cmdline status %d", a.status);
-    CHECK(header_is(&a, "Content-Type", "text/plain; charset=utf-8"), "cmdline content type");
-    CHECK(header_is(&a, "X-Content-Type-Options", "nosniff"), "cmdline nosniff");
-    CHECK(a.len == n && memcmp(a.body, want, n) == 0, "cmdline body (%zu bytes, want %zu)", a.len, n);
+    CHECKF(a.status == 200, "cmdline status %d", a.status);
+    CHECKF(header_is(&a, "Content-Type", "text/plain; charset=utf-8"), "cmdline content type");
+    CHECKF(header_is(&a, "X-Content-Type-Options", "nosniff"), "cmdline nosniff");
+    CHECKF(a.len == n && memcmp(a.body, want, n) == 0, "cmdline body (%zu bytes, want %zu)", a.len, n);
     answer_free(&a);
 }
 
@@ -242,14 +229,14 @@ static void test_symbol(void)
     answer a;
 
     request(NULL, "GET", "/debug/pprof/symbol", NULL, NULL, &a);
-    CHECK(a.status == 200 && strcmp(a.body, "num_symbols: 1\n") == 0, "symbol no query: [%s]", a.body);
-    CHECK(header_is(&a, "Content-Type", "text/plain; charset=utf-8"), "symbol content type");
+    CHECKF(a.status == 200 && strcmp(a.body, "num_symbols: 1\n") == 0, "symbol no query: [%s]", a.body);
+    CHECKF(header_is(&a, "Content-Type", "text/plain; charset=utf-8"), "symbol content type");
     answer_free(&a);
 
     snprintf(query, sizeof query, "0x%" PRIx64, mainaddr);
     snprintf(want, sizeof want, "num_symbols: 1\n0x%" PRIx64 " main\n", mainaddr);
     request(NULL, "GET", "/debug/pprof/symbol", query, NULL, &a);
-    CHECK(a.status == 200 && strcmp(a.body, want) == 0, "symbol GET main: [%s] want [%s]", a.body, want);
+    CHECKF(a.status == 200 && strcmp(a.body, want) == 0, "symbol GET main: [%s] want [%s]", a.body, want);
     answer_free(&a);
 
     /* POST like go tool pprof, with junk, zero, decimal and upper-case hex. */
@@ -257,12 +244,12 @@ static void test_symbol(void)
     snprintf(want, sizeof want, "num_symbols: 1\n0x%" PRIx64 " main\n0x%" PRIx64 " test_symbol\n",
              mainaddr, m + 1);
     request(NULL, "POST", "/debug/pprof/symbol", "0x1234", query, &a);
-    CHECK(a.status == 200 && strcmp(a.body, want) == 0, "symbol POST: [%s] want [%s]", a.body, want);
+    CHECKF(a.status == 200 && strcmp(a.body, want) == 0, "symbol POST: [%s] want [%s]", a.body, want);
     answer_free(&a);
 
     /* An address nothing covers is left out. */
     request(NULL, "POST", "/debug/pprof/symbol", NULL, "0x10", &a);
-    CHECK(a.status == 200 && strcmp(a.body, "num_symbols: 1\n") == 0, "symbol unmapped: [%s]", a.body);
+    CHECKF(a.status == 200 && strcmp(a.body, "num_symbols: 1\n") == 0, "symbol unmapped: [%s]", a.body);
     answer_free(&a);
 }
 
@@ -300,7 +287,7 @@ static pprof_http_call *start_async(const pprof_server_config *cfg, const char *
     pprof_http_call *call = NULL;
     answer_init(a);
     int rc = pprof_http_handle(cfg, &req, on_done, a, &call);
-    CHECK(rc == 0, "profile?%s: rc %d", query, rc);
+    CHECKF(rc == 0, "profile?%s: rc %d", query, rc);
     return call;
 }
 
@@ -324,29 +311,29 @@ static void test_profile(void)
     clock_gettime(CLOCK_MONOTONIC, &t0);
     /* Unknown parameters are ignored, escapes decoded: seconds=1. */
     pprof_http_call *call = start_async(NULL, "foo=%zz&seconds=%31&x", &a);
-    CHECK(call != NULL, "profile: no call handle");
-    CHECK(a.calls == 0, "profile answered synchronously (status %d: %s)", a.status,
+    CHECKF(call != NULL, "profile: no call handle");
+    CHECKF(a.calls == 0, "profile answered synchronously (status %d: %s)", a.status,
           a.body ? a.body : "");
     burn_ms(300);
-    CHECK(wait_done(&a, 5000) == 1, "profile not answered within 5 s");
+    CHECKF(wait_done(&a, 5000) == 1, "profile not answered within 5 s");
     clock_gettime(CLOCK_MONOTONIC, &t1);
     double secs = (double)(t1.tv_sec - t0.tv_sec) + (double)(t1.tv_nsec - t0.tv_nsec) / 1e9;
-    CHECK(secs >= 0.95 && secs < 4.0, "profile?seconds=1 took %.2f s", secs);
-    CHECK(a.status == 200, "profile status %d: %s", a.status, a.body ? a.body : "");
-    CHECK(a.len >= 2 && (unsigned char)a.body[0] == 0x1f && (unsigned char)a.body[1] == 0x8b,
+    CHECKF(secs >= 0.95 && secs < 4.0, "profile?seconds=1 took %.2f s", secs);
+    CHECKF(a.status == 200, "profile status %d: %s", a.status, a.body ? a.body : "");
+    CHECKF(a.len >= 2 && (unsigned char)a.body[0] == 0x1f && (unsigned char)a.body[1] == 0x8b,
           "profile body is not gzip (%zu bytes)", a.len);
-    CHECK(header_is(&a, "Content-Type", "application/octet-stream"), "profile content type");
-    CHECK(header_is(&a, "Content-Disposition", "attachment; filename=\"profile\""),
+    CHECKF(header_is(&a, "Content-Type", "application/octet-stream"), "profile content type");
+    CHECKF(header_is(&a, "Content-Disposition", "attachment; filename=\"profile\""),
           "profile content disposition");
-    CHECK(header_is(&a, "X-Content-Type-Options", "nosniff"), "profile nosniff");
-    CHECK(!header(&a, "X-Go-Pprof"), "profile has X-Go-Pprof");
+    CHECKF(header_is(&a, "X-Content-Type-Options", "nosniff"), "profile nosniff");
+    CHECKF(!header(&a, "X-Go-Pprof"), "profile has X-Go-Pprof");
     answer_free(&a);
     pprof_http_cancel(call); /* after done: releases the handle */
 
     /* Cancel: done never runs. */
     call = start_async(NULL, "seconds=1", &a);
     pprof_http_cancel(call);
-    CHECK(wait_done(&a, 1500) == 0, "done ran after cancel");
+    CHECKF(wait_done(&a, 1500) == 0, "done ran after cancel");
     answer_free(&a);
 
     /* The concurrency cap: two run, the third gets 503; freed by cancel. */
@@ -354,18 +341,18 @@ static void test_profile(void)
     answer b, c, d;
     pprof_http_call *cb = start_async(&cfg, "seconds=5", &b);
     pprof_http_call *cc = start_async(&cfg, "seconds=5", &c);
-    CHECK(b.calls == 0 && c.calls == 0, "two concurrent profiles: %d/%d answered at once (%s%s)",
+    CHECKF(b.calls == 0 && c.calls == 0, "two concurrent profiles: %d/%d answered at once (%s%s)",
           b.status, c.status, b.body ? b.body : "", c.body ? c.body : "");
     pprof_http_call *cd = start_async(&cfg, "seconds=5", &d);
-    CHECK(cd == NULL && d.calls == 1, "third profile not refused");
+    CHECKF(cd == NULL && d.calls == 1, "third profile not refused");
     check_error(&d, 503, NULL, "profile beyond max_concurrent");
     answer_free(&d);
     pprof_http_cancel(cb);
     pprof_http_cancel(cc);
     cd = start_async(&cfg, "seconds=5", &d);
-    CHECK(cd != NULL && d.calls == 0, "profile refused after cancels freed the places");
+    CHECKF(cd != NULL && d.calls == 0, "profile refused after cancels freed the places");
     pprof_http_cancel(cd);
-    CHECK(b.calls == 0 && c.calls == 0 && d.calls == 0, "done ran after cancel");
+    CHECKF(b.calls == 0 && c.calls == 0 && d.calls == 0, "done ran after cancel");
     answer_free(&b);
     answer_free(&c);
     answer_free(&d);
@@ -384,9 +371,9 @@ static void test_cancel_race(void)
         pthread_mutex_lock(&a.mu);
         int calls = a.calls, st = a.status;
         pthread_mutex_unlock(&a.mu);
-        CHECK(calls == 0 || (calls == 1 && st == 200), "race %d: calls %d status %d", i, calls, st);
+        CHECKF(calls == 0 || (calls == 1 && st == 200), "race %d: calls %d status %d", i, calls, st);
         usleep(100000);
-        CHECK(a.calls == calls, "race %d: done ran after cancel returned", i);
+        CHECKF(a.calls == calls, "race %d: done ran after cancel returned", i);
         answer_free(&a);
     }
 }
@@ -400,6 +387,5 @@ int main(int argc, char **argv)
     test_query_errors();
     test_profile();
     test_cancel_race();
-    printf("test_http: %d passed, %d failed\n", passed, failed);
-    return failed ? 1 : 0;
+    return check_summary("test_http");
 }

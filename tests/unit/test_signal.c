@@ -11,6 +11,7 @@
 #define _GNU_SOURCE
 #include "pprof.h"
 #include "check.h"
+#include "burn.h"
 
 #include <signal.h>
 #include <stdatomic.h>
@@ -20,7 +21,6 @@
 #include <time.h>
 
 static _Atomic int host_prof, host_rt;
-static volatile double sink;
 
 static void on_prof(int s) { (void)s; atomic_fetch_add(&host_prof, 1); }
 static void on_rt(int s) { (void)s; atomic_fetch_add(&host_rt, 1); }
@@ -52,15 +52,7 @@ int main(void)
     CHECK(pprof_cpu_recorder_new(&(pprof_cpu_config){.hz = 1000}, &r) == 0);
     CHECK(pprof_recorder_start(r) == 0);
     CHECK(timers_on(rt) >= 1 && timers_on(SIGPROF) == 0);
-    struct timespec t0, t;
-    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t0);
-    double x = 1;
-    do {
-        for (int i = 0; i < 1000; i++)
-            x = x * 1.0000001 + 1.0 / (x + i);
-        clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t);
-    } while ((t.tv_sec - t0.tv_sec) * 1e9 + (t.tv_nsec - t0.tv_nsec) < 3e8);
-    sink += x;
+    burn_cpu(0.3, 1.0000001);
     raise(rt); /* not a timer's: chained to the host */
     CHECK(pprof_cpu_set_signal(SIGPROF) == PPROF_EBUSY);
     CHECK(pprof_cpu_set_signal(rt) == 0);

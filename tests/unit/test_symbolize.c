@@ -14,6 +14,7 @@
 #define _GNU_SOURCE
 #include "pprof.h"
 #include "symbolize.h"
+#include "check.h"
 
 #include <dlfcn.h>
 #include <elf.h>
@@ -29,29 +30,6 @@
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
-
-static int g_passed, g_failed;
-
-#define CHECK(cond, ...)                                                   \
-    do {                                                                   \
-        if (!(cond)) {                                                     \
-            fprintf(stderr, "test_symbolize: %s:%d: check failed: %s: ",   \
-                    __FILE__, __LINE__, #cond);                            \
-            fprintf(stderr, __VA_ARGS__);                                  \
-            fputc('\n', stderr);                                           \
-            ok = 0;                                                        \
-        }                                                                  \
-    } while (0)
-
-static void report(const char *name, int ok)
-{
-    if (ok) {
-        g_passed++;
-    } else {
-        g_failed++;
-        fprintf(stderr, "test_symbolize: FAIL %s\n", name);
-    }
-}
 
 static int ends_with(const char *s, const char *suffix)
 {
@@ -109,104 +87,104 @@ static __attribute__((noinline, noclone)) int symbolize_inline_caller(int x)
 
 static void test_static_function(void)
 {
-    int ok = 1;
+    check_case_begin();
     int (*volatile fp)(int) = symbolize_static_target;
     fp(1);
     uint64_t addr = (uint64_t)(uintptr_t)fp;
     pp_sym_session *s = pp_sym_begin();
-    CHECK(s != NULL, "pp_sym_begin returned NULL");
+    CHECKF(s != NULL, "pp_sym_begin returned NULL");
     if (s) {
         pp_sym_result r;
         pp_sym_lookup(s, addr, &r);
-        CHECK(r.mapping >= 0, "no mapping for %#llx", (unsigned long long)addr);
-        CHECK(r.nframes == 1, "nframes %d", r.nframes);
+        CHECKF(r.mapping >= 0, "no mapping for %#llx", (unsigned long long)addr);
+        CHECKF(r.nframes == 1, "nframes %d", r.nframes);
         if (r.nframes >= 1) {
             const pp_sym_frame *f = &r.frames[r.nframes - 1];
-            CHECK(f->function && strcmp(f->function, "symbolize_static_target") == 0,
+            CHECKF(f->function && strcmp(f->function, "symbolize_static_target") == 0,
                   "function %s", f->function ? f->function : "(null)");
-            CHECK(f->system_name && strcmp(f->system_name, "symbolize_static_target") == 0,
+            CHECKF(f->system_name && strcmp(f->system_name, "symbolize_static_target") == 0,
                   "system_name %s", f->system_name ? f->system_name : "(null)");
-            CHECK(f->filename && ends_with(f->filename, "test_symbolize.c"), "filename %s",
+            CHECKF(f->filename && ends_with(f->filename, "test_symbolize.c"), "filename %s",
                   f->filename ? f->filename : "(null)");
-            CHECK(f->line >= static_fn_line && f->line <= static_fn_line + 3,
+            CHECKF(f->line >= static_fn_line && f->line <= static_fn_line + 3,
                   "line %d, function starts at %d", f->line, static_fn_line);
         }
         /* A second lookup comes from the cache: same strings. */
         pp_sym_result r2;
         pp_sym_lookup(s, addr, &r2);
-        CHECK(r2.nframes == r.nframes && r2.mapping == r.mapping &&
+        CHECKF(r2.nframes == r.nframes && r2.mapping == r.mapping &&
                   (r.nframes == 0 || r2.frames[0].function == r.frames[0].function),
               "cached result differs");
-        if (!ok)
+        if (!check_case_ok())
             dump("static function", &r);
         pp_sym_end(s);
     }
-    report("static function", ok);
+    check_case_end("static function");
 }
 
 static void test_inlined(void)
 {
-    int ok = 1;
+    check_case_begin();
     g_pc = 0;
     symbolize_inline_caller(5);
-    CHECK(g_pc != 0, "record_pc did not run");
+    CHECKF(g_pc != 0, "record_pc did not run");
     uint64_t addr = (uint64_t)g_pc - 1;
     pp_sym_session *s = pp_sym_begin();
-    CHECK(s != NULL, "pp_sym_begin returned NULL");
+    CHECKF(s != NULL, "pp_sym_begin returned NULL");
     if (s && g_pc) {
         pp_sym_result r;
         pp_sym_lookup(s, addr, &r);
-        CHECK(r.nframes >= 2, "nframes %d", r.nframes);
+        CHECKF(r.nframes >= 2, "nframes %d", r.nframes);
         if (r.nframes >= 2) {
             const pp_sym_frame *in = &r.frames[0], *out = &r.frames[r.nframes - 1];
-            CHECK(in->function && strcmp(in->function, "symbolize_inlined_leaf") == 0,
+            CHECKF(in->function && strcmp(in->function, "symbolize_inlined_leaf") == 0,
                   "innermost %s", in->function ? in->function : "(null)");
-            CHECK(in->line == inlined_call_line, "innermost line %d, want %d", in->line,
+            CHECKF(in->line == inlined_call_line, "innermost line %d, want %d", in->line,
                   inlined_call_line);
-            CHECK(in->filename && ends_with(in->filename, "test_symbolize.c"), "file %s",
+            CHECKF(in->filename && ends_with(in->filename, "test_symbolize.c"), "file %s",
                   in->filename ? in->filename : "(null)");
-            CHECK(out->function && strcmp(out->function, "symbolize_inline_caller") == 0,
+            CHECKF(out->function && strcmp(out->function, "symbolize_inline_caller") == 0,
                   "outer %s", out->function ? out->function : "(null)");
-            CHECK(r.frames[1].line == caller_call_line, "caller line %d, want %d",
+            CHECKF(r.frames[1].line == caller_call_line, "caller line %d, want %d",
                   r.frames[1].line, caller_call_line);
-            CHECK(r.frames[1].filename && ends_with(r.frames[1].filename, "test_symbolize.c"),
+            CHECKF(r.frames[1].filename && ends_with(r.frames[1].filename, "test_symbolize.c"),
                   "caller file %s", r.frames[1].filename ? r.frames[1].filename : "(null)");
         }
-        if (!ok)
+        if (!check_case_ok())
             dump("inlined", &r);
     }
     if (s)
         pp_sym_end(s);
-    report("inlined frames", ok);
+    check_case_end("inlined frames");
 }
 
 static void test_libc(void)
 {
-    int ok = 1;
+    check_case_begin();
     void *fn = dlsym(RTLD_DEFAULT, "getpid");
-    CHECK(fn != NULL, "dlsym(getpid) failed");
+    CHECKF(fn != NULL, "dlsym(getpid) failed");
     pp_sym_session *s = pp_sym_begin();
-    CHECK(s != NULL, "pp_sym_begin returned NULL");
+    CHECKF(s != NULL, "pp_sym_begin returned NULL");
     if (s && fn) {
         pp_sym_result r;
         pp_sym_lookup(s, (uint64_t)(uintptr_t)fn, &r);
         const pp_sym_mapping *maps;
         size_t n = pp_sym_mappings(s, &maps);
-        CHECK(r.mapping >= 0 && (size_t)r.mapping < n, "mapping %d of %zu", r.mapping, n);
+        CHECKF(r.mapping >= 0 && (size_t)r.mapping < n, "mapping %d of %zu", r.mapping, n);
         if (r.mapping >= 0 && (size_t)r.mapping < n)
-            CHECK(strstr(maps[r.mapping].path, "libc") != NULL, "mapping path %s",
+            CHECKF(strstr(maps[r.mapping].path, "libc") != NULL, "mapping path %s",
                   maps[r.mapping].path);
-        CHECK(r.nframes >= 1, "nframes %d", r.nframes);
+        CHECKF(r.nframes >= 1, "nframes %d", r.nframes);
         if (r.nframes >= 1) {
             const char *name = r.frames[r.nframes - 1].function;
-            CHECK(name && strstr(name, "getpid"), "function %s", name ? name : "(null)");
+            CHECKF(name && strstr(name, "getpid"), "function %s", name ? name : "(null)");
         }
-        if (!ok)
+        if (!check_case_ok())
             dump("getpid", &r);
     }
     if (s)
         pp_sym_end(s);
-    report("libc symbol", ok);
+    check_case_end("libc symbol");
 }
 
 /* The GNU build ID of the main program, from the note the loader mapped. */
@@ -239,7 +217,7 @@ static int main_build_id_cb(struct dl_phdr_info *info, size_t size, void *data)
 
 static void test_mappings(void)
 {
-    int ok = 1;
+    check_case_begin();
     char want_id[129] = "";
     dl_iterate_phdr(main_build_id_cb, want_id);
     char exe[4096];
@@ -247,37 +225,37 @@ static void test_mappings(void)
     exe[elen > 0 ? elen : 0] = '\0';
 
     pp_sym_session *s = pp_sym_begin();
-    CHECK(s != NULL, "pp_sym_begin returned NULL");
+    CHECKF(s != NULL, "pp_sym_begin returned NULL");
     if (s) {
         const pp_sym_mapping *maps;
         size_t n = pp_sym_mappings(s, &maps);
-        CHECK(n >= 2, "only %zu mappings", n);
+        CHECKF(n >= 2, "only %zu mappings", n);
         int vdso = 0;
         for (size_t i = 0; i < n; i++) {
-            CHECK(maps[i].start < maps[i].limit, "mapping %zu empty", i);
+            CHECKF(maps[i].start < maps[i].limit, "mapping %zu empty", i);
             if (i > 0)
-                CHECK(maps[i - 1].limit <= maps[i].start, "mappings %zu and %zu overlap or are unsorted",
+                CHECKF(maps[i - 1].limit <= maps[i].start, "mappings %zu and %zu overlap or are unsorted",
                       i - 1, i);
-            CHECK(maps[i].path && maps[i].build_id, "mapping %zu has NULL strings", i);
-            CHECK(!strstr(maps[i].path, "(deleted)") && strcmp(maps[i].path, "[vsyscall]") != 0,
+            CHECKF(maps[i].path && maps[i].build_id, "mapping %zu has NULL strings", i);
+            CHECKF(!strstr(maps[i].path, "(deleted)") && strcmp(maps[i].path, "[vsyscall]") != 0,
                   "path %s", maps[i].path);
             vdso += strcmp(maps[i].path, "[vdso]") == 0;
         }
         /* No vDSO under valgrind, for one. */
-        CHECK(vdso == (getauxval(AT_SYSINFO_EHDR) != 0), "%d [vdso] mappings", vdso);
+        CHECKF(vdso == (getauxval(AT_SYSINFO_EHDR) != 0), "%d [vdso] mappings", vdso);
         uint64_t main_addr = (uint64_t)(uintptr_t)&test_mappings;
         pp_sym_result r;
         pp_sym_lookup(s, main_addr, &r);
-        CHECK(r.mapping >= 0, "no mapping holds this program's code");
+        CHECKF(r.mapping >= 0, "no mapping holds this program's code");
         if (r.mapping >= 0) {
             const pp_sym_mapping *m = &maps[r.mapping];
             size_t len = strlen(m->build_id);
-            CHECK(len == 40, "build id '%s' has length %zu", m->build_id, len);
-            CHECK(strspn(m->build_id, "0123456789abcdef") == len, "build id '%s' not lowercase hex",
+            CHECKF(len == 40, "build id '%s' has length %zu", m->build_id, len);
+            CHECKF(strspn(m->build_id, "0123456789abcdef") == len, "build id '%s' not lowercase hex",
                   m->build_id);
-            CHECK(want_id[0] == '\0' || strcmp(m->build_id, want_id) == 0,
+            CHECKF(want_id[0] == '\0' || strcmp(m->build_id, want_id) == 0,
                   "build id %s, loader's note says %s", m->build_id, want_id);
-            CHECK(strcmp(m->path, exe) == 0, "path %s, /proc/self/exe %s", m->path, exe);
+            CHECKF(strcmp(m->path, exe) == 0, "path %s, /proc/self/exe %s", m->path, exe);
         }
         /* Batches that see the same layout share one snapshot. */
         pp_sym_mapping first[64];
@@ -290,31 +268,31 @@ static void test_mappings(void)
         int same_layout = n2 == n && n <= 64;
         for (size_t i = 0; same_layout && i < n; i++)
             same_layout = maps2[i].start == first[i].start && maps2[i].limit == first[i].limit;
-        CHECK(!same_layout || maps2 == maps, "snapshot rebuilt without a layout change");
+        CHECKF(!same_layout || maps2 == maps, "snapshot rebuilt without a layout change");
         pp_sym_end(s);
     }
-    report("mappings and build ID", ok);
+    check_case_end("mappings and build ID");
 }
 
 static void test_symbol_name(void)
 {
-    int ok = 1;
+    check_case_begin();
     char buf[256];
     int rc = pprof_symbol_name((uint64_t)(uintptr_t)symbolize_static_target + 1, buf, sizeof buf);
-    CHECK(rc == 0 && strcmp(buf, "symbolize_static_target") == 0, "rc %d name '%s'", rc, buf);
+    CHECKF(rc == 0 && strcmp(buf, "symbolize_static_target") == 0, "rc %d name '%s'", rc, buf);
     /* For inlined code the name is the out-of-line function. */
     rc = pprof_symbol_name((uint64_t)g_pc - 1, buf, sizeof buf);
-    CHECK(rc == 0 && strcmp(buf, "symbolize_inline_caller") == 0, "rc %d name '%s'", rc, buf);
+    CHECKF(rc == 0 && strcmp(buf, "symbolize_inline_caller") == 0, "rc %d name '%s'", rc, buf);
     rc = pprof_symbol_name(16, buf, sizeof buf);
-    CHECK(rc == PPROF_EINVAL, "address 16 gave %d '%s'", rc, buf);
+    CHECKF(rc == PPROF_ENOTFOUND, "address 16 gave %d '%s'", rc, buf);
     rc = pprof_symbol_name((uint64_t)(uintptr_t)symbolize_static_target, NULL, 10);
-    CHECK(rc == PPROF_EINVAL, "NULL buffer gave %d", rc);
+    CHECKF(rc == PPROF_EINVAL, "NULL buffer gave %d", rc);
     rc = pprof_symbol_name((uint64_t)(uintptr_t)symbolize_static_target, buf, 0);
-    CHECK(rc == PPROF_EINVAL, "zero length gave %d", rc);
+    CHECKF(rc == PPROF_EINVAL, "zero length gave %d", rc);
     char small[6];
     rc = pprof_symbol_name((uint64_t)(uintptr_t)symbolize_static_target, small, sizeof small);
-    CHECK(rc == 0 && strcmp(small, "symbo") == 0, "truncated: rc %d '%s'", rc, small);
-    report("pprof_symbol_name", ok);
+    CHECKF(rc == 0 && strcmp(small, "symbo") == 0, "truncated: rc %d '%s'", rc, small);
+    check_case_end("pprof_symbol_name");
 }
 
 /* Concurrent callers each get a consistent answer. */
@@ -333,74 +311,74 @@ static void *name_thread(void *arg)
 
 static void test_threads(void)
 {
-    int ok = 1;
+    check_case_begin();
     pthread_t t[4];
     for (int i = 0; i < 4; i++)
-        CHECK(pthread_create(&t[i], NULL, name_thread, NULL) == 0, "pthread_create");
+        CHECKF(pthread_create(&t[i], NULL, name_thread, NULL) == 0, "pthread_create");
     for (int i = 0; i < 4; i++) {
         void *ret = (void *)1;
         pthread_join(t[i], &ret);
-        CHECK(ret == NULL, "thread %d got a wrong name", i);
+        CHECKF(ret == NULL, "thread %d got a wrong name", i);
     }
-    report("concurrent pprof_symbol_name", ok);
+    check_case_end("concurrent pprof_symbol_name");
 }
 
 /* A library loaded after the first batch is seen by the next one. */
 static void test_dlopen(void)
 {
-    int ok = 1;
+    check_case_begin();
     void *h = dlopen("libcrypt.so.1", RTLD_NOW | RTLD_LOCAL);
     if (!h) {
         printf("test_symbolize: dlopen(libcrypt.so.1) failed, refresh check skipped\n");
-        report("refresh after dlopen", ok);
+        check_case_end("refresh after dlopen");
         return;
     }
     void *fn = dlsym(h, "crypt");
-    CHECK(fn != NULL, "dlsym(crypt)");
+    CHECKF(fn != NULL, "dlsym(crypt)");
     pp_sym_session *s = pp_sym_begin();
     if (s && fn) {
         pp_sym_result r;
         pp_sym_lookup(s, (uint64_t)(uintptr_t)fn, &r);
         const pp_sym_mapping *maps;
         size_t n = pp_sym_mappings(s, &maps);
-        CHECK(r.mapping >= 0 && (size_t)r.mapping < n && strstr(maps[r.mapping].path, "libcrypt"),
+        CHECKF(r.mapping >= 0 && (size_t)r.mapping < n && strstr(maps[r.mapping].path, "libcrypt"),
               "mapping %d", r.mapping);
-        CHECK(r.nframes >= 1 && r.frames[r.nframes - 1].function &&
+        CHECKF(r.nframes >= 1 && r.frames[r.nframes - 1].function &&
                   strstr(r.frames[r.nframes - 1].function, "crypt"),
               "nframes %d", r.nframes);
-        if (!ok)
+        if (!check_case_ok())
             dump("crypt", &r);
     }
     if (s)
         pp_sym_end(s);
-    report("refresh after dlopen", ok);
+    check_case_end("refresh after dlopen");
 }
 
 /* Anonymous executable memory (JIT code) is a mapping with no path and no
  * build ID, known only while it exists. */
 static void test_anonymous_exec(void)
 {
-    int ok = 1;
+    check_case_begin();
     size_t len = (size_t)sysconf(_SC_PAGESIZE);
     void *p = mmap(NULL, len, PROT_READ | PROT_EXEC, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-    CHECK(p != MAP_FAILED, "mmap failed");
+    CHECKF(p != MAP_FAILED, "mmap failed");
     if (p == MAP_FAILED) {
-        report("anonymous executable mapping", ok);
+        check_case_end("anonymous executable mapping");
         return;
     }
     uint64_t addr = (uint64_t)(uintptr_t)p + 16;
     pp_sym_session *s = pp_sym_begin();
-    CHECK(s != NULL, "pp_sym_begin returned NULL");
+    CHECKF(s != NULL, "pp_sym_begin returned NULL");
     if (s) {
         const pp_sym_mapping *maps;
         size_t n = pp_sym_mappings(s, &maps);
         pp_sym_result r;
         pp_sym_lookup(s, addr, &r);
-        CHECK(r.mapping >= 0 && (size_t)r.mapping < n, "no mapping for the JIT page");
+        CHECKF(r.mapping >= 0 && (size_t)r.mapping < n, "no mapping for the JIT page");
         if (r.mapping >= 0 && (size_t)r.mapping < n)
-            CHECK(maps[r.mapping].path[0] == '\0' && maps[r.mapping].build_id[0] == '\0',
+            CHECKF(maps[r.mapping].path[0] == '\0' && maps[r.mapping].build_id[0] == '\0',
                   "path '%s' build id '%s'", maps[r.mapping].path, maps[r.mapping].build_id);
-        CHECK(r.nframes == 0, "nframes %d", r.nframes);
+        CHECKF(r.nframes == 0, "nframes %d", r.nframes);
         pp_sym_end(s);
     }
     munmap(p, len);
@@ -408,10 +386,10 @@ static void test_anonymous_exec(void)
     if (s) {
         pp_sym_result r;
         pp_sym_lookup(s, addr, &r);
-        CHECK(r.mapping == -1, "unmapped page still in mapping %d", r.mapping);
+        CHECKF(r.mapping == -1, "unmapped page still in mapping %d", r.mapping);
         pp_sym_end(s);
     }
-    report("anonymous executable mapping", ok);
+    check_case_end("anonymous executable mapping");
 }
 
 /* A library deleted after loading (as when a package is upgraded under a
@@ -419,7 +397,7 @@ static void test_anonymous_exec(void)
  * kernel's " (deleted)" suffix. */
 static void test_deleted_library(void)
 {
-    int ok = 1;
+    check_case_begin();
     const char *src = NULL;
     static const char *const candidates[] = {"/usr/lib/x86_64-linux-gnu/libcrypt.so.1",
                                              "/lib/x86_64-linux-gnu/libcrypt.so.1",
@@ -430,23 +408,23 @@ static void test_deleted_library(void)
     char dir[] = "/tmp/test_symbolize.XXXXXX";
     if (!src || !mkdtemp(dir)) {
         printf("test_symbolize: no libcrypt.so.1 to copy, deleted-library check skipped\n");
-        report("deleted library", ok);
+        check_case_end("deleted library");
         return;
     }
     char path[128];
     snprintf(path, sizeof path, "%s/libcopy.so", dir);
     int in = open(src, O_RDONLY), out = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0755);
-    CHECK(in >= 0 && out >= 0, "cannot copy %s", src);
+    CHECKF(in >= 0 && out >= 0, "cannot copy %s", src);
     char buf[65536];
     ssize_t n;
     while (in >= 0 && out >= 0 && (n = read(in, buf, sizeof buf)) > 0)
-        CHECK(write(out, buf, (size_t)n) == n, "short write");
+        CHECKF(write(out, buf, (size_t)n) == n, "short write");
     if (in >= 0)
         close(in);
     if (out >= 0)
         close(out);
-    void *h = ok ? dlopen(path, RTLD_NOW | RTLD_LOCAL) : NULL;
-    CHECK(h != NULL, "dlopen(%s): %s", path, dlerror());
+    void *h = check_case_ok() ? dlopen(path, RTLD_NOW | RTLD_LOCAL) : NULL;
+    CHECKF(h != NULL, "dlopen(%s): %s", path, dlerror());
     void *fn = h ? dlsym(h, "crypt") : NULL;
     unlink(path);
     rmdir(dir);
@@ -456,29 +434,29 @@ static void test_deleted_library(void)
         pp_sym_lookup(s, (uint64_t)(uintptr_t)fn, &r);
         const pp_sym_mapping *maps;
         size_t nm = pp_sym_mappings(s, &maps);
-        CHECK(r.mapping >= 0 && (size_t)r.mapping < nm, "mapping %d", r.mapping);
+        CHECKF(r.mapping >= 0 && (size_t)r.mapping < nm, "mapping %d", r.mapping);
         if (r.mapping >= 0 && (size_t)r.mapping < nm) {
-            CHECK(strcmp(maps[r.mapping].path, path) == 0, "path '%s'", maps[r.mapping].path);
-            CHECK(strlen(maps[r.mapping].build_id) == 40, "build id '%s'",
+            CHECKF(strcmp(maps[r.mapping].path, path) == 0, "path '%s'", maps[r.mapping].path);
+            CHECKF(strlen(maps[r.mapping].build_id) == 40, "build id '%s'",
                   maps[r.mapping].build_id);
         }
-        CHECK(r.nframes >= 1 && r.frames[r.nframes - 1].function &&
+        CHECKF(r.nframes >= 1 && r.frames[r.nframes - 1].function &&
                   strcmp(r.frames[r.nframes - 1].function, "crypt") == 0,
               "nframes %d", r.nframes);
-        if (!ok)
+        if (!check_case_ok())
             dump("deleted crypt", &r);
         pp_sym_end(s);
     }
-    report("deleted library", ok);
+    check_case_end("deleted library");
 }
 
 /* A forked child symbolizes on its own (the lock is not inherited held,
  * and the pid change rebuilds the symbolizer). */
 static void test_fork(void)
 {
-    int ok = 1;
+    check_case_begin();
     pid_t pid = fork();
-    CHECK(pid >= 0, "fork failed");
+    CHECKF(pid >= 0, "fork failed");
     if (pid == 0) {
         char buf[128];
         int rc = pprof_symbol_name((uint64_t)(uintptr_t)symbolize_static_target, buf, sizeof buf);
@@ -490,10 +468,10 @@ static void test_fork(void)
     }
     int status = 0;
     if (pid > 0) {
-        CHECK(waitpid(pid, &status, 0) == pid, "waitpid");
-        CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0, "child status %#x", status);
+        CHECKF(waitpid(pid, &status, 0) == pid, "waitpid");
+        CHECKF(WIFEXITED(status) && WEXITSTATUS(status) == 0, "child status %#x", status);
     }
-    report("fork", ok);
+    check_case_end("fork");
 }
 
 static double now_ms(void)
@@ -507,11 +485,11 @@ static double now_ms(void)
  * reasonable and cached ones fast. The bounds are loose on purpose. */
 static void test_bulk(void)
 {
-    int ok = 1;
+    check_case_begin();
     pp_sym_session *s = pp_sym_begin();
-    CHECK(s != NULL, "pp_sym_begin returned NULL");
+    CHECKF(s != NULL, "pp_sym_begin returned NULL");
     if (!s) {
-        report("bulk lookups", ok);
+        check_case_end("bulk lookups");
         return;
     }
     const pp_sym_mapping *maps;
@@ -529,7 +507,7 @@ static void test_bulk(void)
     for (int i = 0; i < N; i++) {
         pp_sym_result r;
         pp_sym_lookup(s, addrs[i], &r);
-        CHECK(r.mapping >= 0, "address %#llx lost its mapping", (unsigned long long)addrs[i]);
+        CHECKF(r.mapping >= 0, "address %#llx lost its mapping", (unsigned long long)addrs[i]);
         named += r.nframes > 0;
     }
     double t1 = now_ms();
@@ -542,9 +520,9 @@ static void test_bulk(void)
     printf("test_symbolize: %d addresses in %zu mappings: first pass %.1f ms (%d named), "
            "cached pass %.2f ms\n",
            N, n, t1 - t0, named, t2 - t1);
-    CHECK(t1 - t0 < 20000, "first pass took %.0f ms", t1 - t0);
-    CHECK(t2 - t1 < 200, "cached pass took %.0f ms", t2 - t1);
-    report("bulk lookups", ok);
+    CHECKF(t1 - t0 < 20000, "first pass took %.0f ms", t1 - t0);
+    CHECKF(t2 - t1 < 200, "cached pass took %.0f ms", t2 - t1);
+    check_case_end("bulk lookups");
 }
 
 int main(void)
@@ -560,6 +538,5 @@ int main(void)
     test_deleted_library();
     test_fork();
     test_bulk();
-    printf("test_symbolize: %d passed, %d failed\n", g_passed, g_failed);
-    return g_failed ? 1 : 0;
+    return check_summary("test_symbolize");
 }

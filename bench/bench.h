@@ -1,0 +1,80 @@
+/* bench.h: helpers the benchmark drivers share: sorting and medians of
+ * their figures, and running one worker as a child process (this program
+ * again, /proc/self/exe) to read the line it prints. */
+#ifndef PP_BENCH_H
+#define PP_BENCH_H
+#include <stdio.h>
+#include <stdlib.h>
+#include <sys/types.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+static inline int bench_cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return x < y ? -1 : x > y;
+}
+
+/* Sorts v[0..n) in increasing order. */
+static inline void bench_sort(double *v, int n)
+{
+    qsort(v, (size_t)n, sizeof *v, bench_cmp_double);
+}
+
+/* The median of v[0..n) (sorted in place): the middle value, or the mean of
+ * the two middle values when n is even. NAN-free input; n >= 1. */
+static inline double bench_median(double *v, int n)
+{
+    bench_sort(v, n);
+    return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+}
+
+/* Runs /proc/self/exe with argv in a child process and waits for it. In
+ * the child, setup(arg) runs first when setup is not NULL (to set its
+ * environment), its stdout goes to a pipe and its stderr to err_fd when
+ * err_fd >= 0. What the child writes to stdout is read until it closes it:
+ * the first outsz - 1 bytes into out, NUL-terminated, the rest dropped.
+ * Returns 0 when the child exited with status 0, else -1. */
+static inline int bench_run_self(char *const argv[], void (*setup)(void *), void *arg, int err_fd,
+                                 char *out, size_t outsz)
+{
+    int pfd[2];
+    if (pipe(pfd))
+        return -1;
+    fflush(stdout);
+    pid_t pid = fork();
+    if (pid < 0) {
+        close(pfd[0]);
+        close(pfd[1]);
+        return -1;
+    }
+    if (pid == 0) {
+        dup2(pfd[1], 1);
+        close(pfd[0]);
+        close(pfd[1]);
+        if (err_fd >= 0) {
+            dup2(err_fd, 2);
+            if (err_fd != 2)
+                close(err_fd);
+        }
+        if (setup)
+            setup(arg);
+        execv("/proc/self/exe", argv);
+        _exit(127);
+    }
+    close(pfd[1]);
+    size_t len = 0;
+    ssize_t k;
+    char drain[256];
+    while ((k = read(pfd[0], len < outsz - 1 ? out + len : drain,
+                     len < outsz - 1 ? outsz - 1 - len : sizeof drain)) > 0)
+        if (len < outsz - 1)
+            len += (size_t)k;
+    out[len] = 0;
+    close(pfd[0]);
+    int status;
+    if (waitpid(pid, &status, 0) != pid)
+        return -1;
+    return WIFEXITED(status) && WEXITSTATUS(status) == 0 ? 0 : -1;
+}
+#endif

@@ -1,0 +1,41 @@
+/* pprof_mhd.h: mounting libpprof's endpoints on a service's own
+ * libmicrohttpd daemon.
+ *
+ * A service that already runs libmicrohttpd serves /debug/pprof/ from its
+ * own daemon instead of starting libpprof's (pprof_server_start): its
+ * access handler passes every URL under the prefix to pprof_mhd_handle.
+ * The rest of the API is in pprof.h.
+ */
+#ifndef PPROF_MHD_H
+#define PPROF_MHD_H
+
+#include "pprof.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* Adapter for a service's own libmicrohttpd daemon (which must be started
+ * with MHD_ALLOW_SUSPEND_RESUME). Call it from the daemon's access handler
+ * for every URL under the prefix, passing the handler's arguments through;
+ * it returns an MHD_Result. Long profiles suspend the connection and resume
+ * it when done. Thread-safe. */
+struct MHD_Connection;
+PPROF_API int pprof_mhd_handle(const pprof_server_config *cfg, struct MHD_Connection *connection,
+                               const char *url, const char *method,
+                               const char *upload_data, size_t *upload_data_size,
+                               void **con_cls);
+/* Companion for MHD_OPTION_NOTIFY_COMPLETED: frees per-request state and
+ * cancels a profile whose connection closed. Pass `con_cls` through. */
+PPROF_API void pprof_mhd_completed(void **con_cls);
+/* Ends the profiles still pending on `daemon` and hands their connections
+ * back to it. libmicrohttpd refuses to stop a daemon with suspended
+ * connections: call this right before MHD_stop_daemon (after
+ * MHD_quiesce_daemon, so that no new request starts). Thread-safe. */
+struct MHD_Daemon;
+PPROF_API void pprof_mhd_release(struct MHD_Daemon *daemon);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* PPROF_MHD_H */
