@@ -18,7 +18,9 @@
  * Contention, for the mutex and block profiles (which the demo turns on
  * unless LIBPPROF_MUTEX_FRACTION / LIBPPROF_BLOCK_RATE say otherwise):
  * every checkout reserves inventory under one lock for about a
- * millisecond (reserve_inventory), so the two workers wait for each other.
+ * millisecond (reserve_inventory), and a restock job holds the same lock
+ * for 5 ms of every 50 (restock_inventory), so checkouts wait for it and
+ * for each other: about one checkout in ten waits.
  *
  *   LIBPPROF_ADDR   HOST:PORT to serve on (default 127.0.0.1:6060)
  */
@@ -107,6 +109,25 @@ __attribute__((noinline)) static void reserve_inventory(void)
     struct timespec ts = {0, 1000000};
     nanosleep(&ts, NULL);
     pthread_mutex_unlock(&inventory_lock);
+}
+
+/* The restock job: every 50 ms, 5 ms under the inventory lock. */
+__attribute__((noinline)) static void restock_inventory(void)
+{
+    pthread_mutex_lock(&inventory_lock);
+    struct timespec ts = {0, 5000000};
+    nanosleep(&ts, NULL);
+    pthread_mutex_unlock(&inventory_lock);
+}
+
+static void *restocker(void *arg)
+{
+    (void)arg;
+    while (!stop) {
+        restock_inventory();
+        usleep(45 * 1000);
+    }
+    return NULL;
 }
 
 static void checkout(void *arg)
@@ -210,9 +231,10 @@ int main(int argc, char **argv)
         pprof_block_set_rate(100000); /* waits of 100 us and more are all kept */
 
     make_labels();
-    pthread_t t[2];
+    pthread_t t[3];
     for (int i = 0; i < 2; i++)
         pthread_create(&t[i], NULL, worker, (void *)(uintptr_t)i);
+    pthread_create(&t[2], NULL, restocker, NULL);
 
     struct MHD_Daemon *d = NULL;
     if (builtin) {
@@ -241,7 +263,7 @@ int main(int argc, char **argv)
     fflush(stdout);
     while (!stop)
         pause();
-    for (int i = 0; i < 2; i++)
+    for (int i = 0; i < 3; i++)
         pthread_join(t[i], NULL);
     if (d) {
         MHD_quiesce_daemon(d);
