@@ -36,8 +36,8 @@
  */
 #include "encode.h"
 
-#include "error.h"
-#include "profile.h"
+#include "base/base.h"
+#include "model/model.h"
 #include "proto/profile.pb-c.h"
 
 #include <inttypes.h>

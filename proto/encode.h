@@ -1,4 +1,4 @@
-/* encode.h: serializers of the in-memory profile (profiler/profile.h).
+/* encode.h: serializers of the in-memory profile (profiler/model/).
  *
  * pprof_profile_write (include/pprof.h) is the public entry point and
  * dispatches to the functions below; they are declared here for the parts

@@ -16,8 +16,8 @@
  */
 #define _GNU_SOURCE /* qsort_r */
 #include "encode.h"
-#include "error.h"
-#include "profile.h"
+#include "base/base.h"
+#include "model/model.h"
 
 #include <inttypes.h>
 #include <stdarg.h>

@@ -48,7 +48,7 @@ for f in profiler/*/*.[ch] proto/*.[ch] server/*.[ch]; do
     done < <(sed -n 's/^[[:space:]]*#[[:space:]]*include[[:space:]]*"\([^"]*\)".*/\1/p' "$f")
 done
 if ! tsort "$edges" >/dev/null 2>"$edges.err"; then
-    bad "the subsystems use each other in a cycle: $(tr '\n' ' ' <"$edges.err")"
+    bad "the subsystems use each other in a cycle: $(sed -n 's/^tsort: \([a-z]*\)$/\1/p' "$edges.err" | sort -u | tr '\n' ' ')"
 fi
 rm -f "$edges.err"
 exit "$fail"

@@ -22,8 +22,7 @@
 #include <signal.h>
 #include <stdarg.h>
 
-#include "error.h"
-#include "process.h"
+#include "base/base.h"
 #include "pprof.h"
 
 #define PP_DEFAULT_PREFIX "/debug/pprof/"

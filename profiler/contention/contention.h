@@ -1,4 +1,13 @@
-/* contention.h: the mutex and block samplers (contention.c, lock_hooks.c). */
+/* contention.h: the interface of contention/, the mutex and block samplers.
+ *
+ * The lock hooks (interpose/lock_hooks.c) report each contended
+ * acquisition and each wait; contention.c samples them as Go does and adds
+ * the kept ones, scaled, to cumulative tables keyed by (stack, labels)
+ * (ctab.c). Recorders snapshot the tables and diff windows.
+ *
+ * Invariants: recording is malloc-safe (lock hooks run inside allocators)
+ * and never waits for a fork; with both profiles off a hook costs one load.
+ */
 #ifndef PP_CONTENTION_H
 #define PP_CONTENTION_H
 #include "ctab.h"

@@ -10,9 +10,9 @@
  */
 #define _GNU_SOURCE
 #include "ctab.h"
-#include "error.h"
-#include "labels.h"
-#include "profile.h"
+#include "base/base.h"
+#include "labels/labels.h"
+#include "model/model.h"
 
 #include <stdlib.h>
 #include <string.h>

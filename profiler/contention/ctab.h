@@ -1,7 +1,7 @@
 /* ctab.h: cumulative tables of contention records (ctab.c). */
 #ifndef PP_CTAB_H
 #define PP_CTAB_H
-#include "lock.h"
+#include "base/base.h"
 #include "pprof.h"
 #include <stddef.h>
 #include <stdint.h>

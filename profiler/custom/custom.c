@@ -9,11 +9,10 @@
  */
 #define _GNU_SOURCE
 #include "custom.h"
-#include "error.h"
-#include "labels.h"
-#include "lock.h"
-#include "profile.h"
-#include "unwind.h"
+#include "base/base.h"
+#include "labels/labels.h"
+#include "model/model.h"
+#include "unwind/unwind.h"
 
 #include <stdint.h>
 #include <stdlib.h>

@@ -1,4 +1,10 @@
-/* custom.h: custom profiles as the recorders see them (custom.c). */
+/* custom.h: the interface of custom/, programs' own profiles.
+ *
+ * pprof_custom_* (custom.c): a registered profile counts entries keyed by
+ * pointer, each with the stack and labels of the call that added it; a
+ * recorder reads the entries as counts per (stack, labels). Profiles live
+ * as long as the process. Not for signal handlers or malloc hooks.
+ */
 #ifndef PP_CUSTOM_H
 #define PP_CUSTOM_H
 #include "pprof.h"

@@ -1,5 +1,17 @@
-/* heap.h: the heap profiler's parts (heap_next.c, heap_hooks.c,
- * heap_sample.c, heap_table.c, heap_profile.c) as they see each other. */
+/* heap.h: the interface of heap/, heap and allocation sampling.
+ *
+ * The allocation hooks (interpose/heap_hooks*.c) forward to the next
+ * allocator (heap_next.c) and sample a Poisson process with a thread-local
+ * countdown (heap_sample.c); a sampled object is placed page-aligned and
+ * recorded by (stack, labels, size) with its address in a live table
+ * (heap_table.c); profiles unsample the raw counts as Go does
+ * (heap_profile.c). Windows are differences of record snapshots, with
+ * in-use values always absolute.
+ *
+ * Invariants: everything the hooks reach is malloc-safe (no malloc, mmap'd
+ * memory, one futex lock never held while calling out and never waited
+ * for during a fork); the fast path of an allocation is one countdown.
+ */
 #ifndef PP_HEAP_H
 #define PP_HEAP_H
 #include "pprof.h"

@@ -16,8 +16,8 @@
  * read in place (records never move).
  */
 #include "heap.h"
-#include "labels.h"
-#include "profile.h"
+#include "labels/labels.h"
+#include "model/model.h"
 
 #include <math.h>
 

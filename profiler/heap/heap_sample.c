@@ -20,11 +20,10 @@
  */
 #define _GNU_SOURCE
 #include "heap.h"
-#include "env.h"
-#include "error.h"
-#include "labels.h"
-#include "profile.h"
-#include "unwind.h"
+#include "base/base.h"
+#include "labels/labels.h"
+#include "model/model.h"
+#include "unwind/unwind.h"
 
 #include <errno.h>
 #include <limits.h>

@@ -30,8 +30,7 @@
  */
 #define _GNU_SOURCE
 #include "heap.h"
-#include "error.h"
-#include "lock.h"
+#include "base/base.h"
 
 #include <stdatomic.h>
 #include <stdlib.h>

@@ -15,7 +15,7 @@
  */
 #ifndef PPROF_NO_HOOKS /* sanitizer builds: their runtime owns malloc */
 #define _GNU_SOURCE
-#include "heap.h"
+#include "heap/heap.h"
 
 #include <errno.h>
 #include <stdint.h>

@@ -13,7 +13,7 @@
  */
 #ifndef PPROF_NO_HOOKS /* sanitizer builds: their runtime owns malloc */
 #define _GNU_SOURCE
-#include "heap.h"
+#include "heap/heap.h"
 
 #include <dlfcn.h>
 #include <malloc.h>

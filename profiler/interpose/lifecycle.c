@@ -16,17 +16,14 @@
  * (libc then calls exit internally, where no wrapper sees it).
  */
 #define _GNU_SOURCE
-#include "collector.h"
-#include "cpu.h"
-#include "contention.h"
-#include "env.h"
-#include "heap.h"
-#include "labels.h"
-#include "lock.h"
-#include "process.h"
-#include "thread_dump.h"
-#include "threads.h"
-#include "unwind.h"
+#include "recorder/recorder.h"
+#include "sampling/sampling.h"
+#include "contention/contention.h"
+#include "base/base.h"
+#include "heap/heap.h"
+#include "labels/labels.h"
+#include "threads/threads.h"
+#include "unwind/unwind.h"
 
 #include <dlfcn.h>
 #include <pthread.h>

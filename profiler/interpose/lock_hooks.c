@@ -17,7 +17,7 @@
  */
 #ifndef PPROF_NO_HOOKS /* sanitizer builds: their runtime intercepts these */
 #define _GNU_SOURCE
-#include "contention.h"
+#include "contention/contention.h"
 
 #include <dlfcn.h>
 #include <errno.h>

@@ -16,7 +16,7 @@
  * allocation); nested calls merge into a new set.
  */
 #include "labels.h"
-#include "error.h"
+#include "base/base.h"
 
 #include <stdatomic.h>
 #include <stddef.h>

@@ -1,4 +1,14 @@
-/* labels.h: thread-current label sets, as the samplers see them (labels.c). */
+/* labels.h: the interface of labels/, label sets as the samplers see them.
+ *
+ * Label sets are immutable and reference-counted (labels.c, the public
+ * pprof_labels_* API); each thread has a current set in an initial-exec
+ * thread-local. Samplers take the current set without locks; cumulative
+ * tables (heap, contention) map it to a kept set through a bounded table
+ * (labels_cap.c) so per-request labels cannot grow them without end.
+ *
+ * Invariants: reading the current set is async-signal-safe; mapping to a
+ * kept set is malloc-safe and never waits for a fork (lock.h).
+ */
 #ifndef PP_LABELS_H
 #define PP_LABELS_H
 #include <stddef.h>

@@ -14,7 +14,7 @@
  * (pp_labels_cap_init), and the lock is a futex lock held for a lookup.
  */
 #include "labels.h"
-#include "lock.h"
+#include "base/base.h"
 
 #include <stdatomic.h>
 #include <stdlib.h>

@@ -10,8 +10,8 @@
  * look elsewhere. Nothing here runs in a signal handler.
  */
 #include "profile.h"
-#include "error.h"
-#include "symbolize.h"
+#include "base/base.h"
+#include "symbolize/symbolize.h"
 
 #include <stdlib.h>
 #include <string.h>

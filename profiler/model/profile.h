@@ -25,7 +25,7 @@
 #define PP_PC_NO_CREATOR 6  /* a thread not created through pthread_create */
 #define PP_PC_PSEUDO_MAX 15
 
-#include "arena.h"
+#include "base/base.h"
 
 struct pprof_profile {
     pp_arena *arena;

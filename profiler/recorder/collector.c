@@ -16,11 +16,11 @@
  */
 #define _GNU_SOURCE
 #include "collector.h"
-#include "error.h"
-#include "cpu.h"
-#include "labels.h"
-#include "profile.h"
-#include "unwind.h"
+#include "base/base.h"
+#include "sampling/sampling.h"
+#include "labels/labels.h"
+#include "model/model.h"
+#include "unwind/unwind.h"
 
 #include <pthread.h>
 #include <signal.h>

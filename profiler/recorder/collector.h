@@ -1,7 +1,7 @@
 /* collector.h: the thread that moves samples from the ring to recorders. */
 #ifndef PP_COLLECTOR_H
 #define PP_COLLECTOR_H
-#include "lock.h"
+#include "base/base.h"
 #include "recorder.h"
 
 /* The collector lock guards the set of running CPU recorders and their
@@ -13,11 +13,6 @@ void pp_collector_drain_locked(void);
 /* Adds a recorder to the running set, starting the collector thread if
  * needed (lock held). Returns 0 or a PPROF_E* code. */
 int pp_collector_attach_locked(pprof_recorder *r);
-/* fork handlers (lifecycle.c): the lock is held across fork; the child,
- * which has no collector thread, starts with no running recorder. */
-void pp_collector_fork_prepare(void);
-void pp_collector_fork_parent(void);
-void pp_collector_fork_child(void);
 /* Removes it after a final drain; returns how many remain (lock held). */
 int pp_collector_detach_locked(pprof_recorder *r);
 #endif

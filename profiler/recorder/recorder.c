@@ -10,11 +10,9 @@
  */
 #define _GNU_SOURCE
 #include "collector.h"
-#include "cpu.h"
-#include "env.h"
-#include "error.h"
-#include "process.h"
-#include "profile.h"
+#include "sampling/sampling.h"
+#include "base/base.h"
+#include "model/model.h"
 
 #include <stdlib.h>
 #include <time.h>

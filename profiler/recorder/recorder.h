@@ -1,4 +1,17 @@
-/* recorder.h: the recorder object shared by recorder.c and collector.c. */
+/* recorder.h: the interface of recorder/, recorders and the collector.
+ *
+ * A recorder (recorder.c) is configured once, then started, snapshotted,
+ * stopped or written; several of one kind share one sampler and its rate.
+ * CPU samples reach recorders through the collector thread (collector.c),
+ * which drains the signal handler's ring into every running CPU window.
+ * Heap, contention and count kinds (recorder_heap.c,
+ * recorder_contention.c, recorder_counts.c) diff snapshots of their tables
+ * at the window's ends, on raw records, before anything is serialized.
+ * Finished profiles are symbolized (model/).
+ *
+ * Invariants: windows of one recorder never overlap and leave no gap; the
+ * collector lock is never taken in a signal handler or a malloc hook.
+ */
 #ifndef PP_RECORDER_H
 #define PP_RECORDER_H
 #include "pprof.h"
@@ -57,4 +70,11 @@ int pp_contention_end(pprof_recorder *r, int reopen, pprof_profile **out);
 int pp_contention_write_to(pprof_recorder *r, pprof_profile **out);
 /* Symbolizes p into *out (or frees it when out is NULL). */
 int pp_recorder_finish(pprof_profile *p, pprof_profile **out);
+
+/* The collector's fork handlers (lifecycle.c): its lock is held across
+ * fork; the child, which has no collector thread, starts with no running
+ * recorder. */
+void pp_collector_fork_prepare(void);
+void pp_collector_fork_parent(void);
+void pp_collector_fork_child(void);
 #endif

@@ -8,9 +8,9 @@
  * recorder that asked for it stops; another rate gets PPROF_ERATE. A
  * profile that is off gives an empty profile with a comment saying so.
  */
-#include "contention.h"
-#include "error.h"
-#include "profile.h"
+#include "contention/contention.h"
+#include "base/base.h"
+#include "model/model.h"
 #include "recorder.h"
 
 #include <stdio.h>

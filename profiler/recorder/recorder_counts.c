@@ -10,12 +10,11 @@
  * labels it with its id, name and state (Go's debug=2 dump).
  */
 #define _GNU_SOURCE
-#include "custom.h"
-#include "error.h"
-#include "profile.h"
+#include "custom/custom.h"
+#include "base/base.h"
+#include "model/model.h"
 #include "recorder.h"
-#include "thread_dump.h"
-#include "threads.h"
+#include "threads/threads.h"
 
 #include <stdio.h>
 #include <stdlib.h>

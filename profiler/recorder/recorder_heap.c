@@ -6,9 +6,9 @@
  * the process's (fixed at start-up); a recorder configured with another
  * fails with PPROF_ERATE.
  */
-#include "error.h"
-#include "heap.h"
-#include "profile.h"
+#include "base/base.h"
+#include "heap/heap.h"
+#include "model/model.h"
 #include "recorder.h"
 
 #include <stdlib.h>

@@ -22,11 +22,10 @@
  */
 #define _GNU_SOURCE
 #include "cpu.h"
-#include "error.h"
-#include "labels.h"
-#include "lock.h"
-#include "profile.h"
-#include "unwind.h"
+#include "base/base.h"
+#include "labels/labels.h"
+#include "model/model.h"
+#include "unwind/unwind.h"
 
 #include <dirent.h>
 #include <errno.h>

@@ -6,7 +6,7 @@
  * seq = pos + ncells, handing the cell to the producer of the next lap.
  */
 #include "ring.h"
-#include "error.h"
+#include "base/base.h"
 
 #include <sys/mman.h>
 

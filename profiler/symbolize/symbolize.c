@@ -64,7 +64,7 @@
  */
 #define _GNU_SOURCE
 #include "symbolize.h"
-#include "error.h"
+#include "base/base.h"
 
 #include <sys/uio.h>
 

@@ -1,4 +1,5 @@
-/* symbolize.h: addresses of this process -> mappings, functions, files, lines.
+/* symbolize.h: the interface of symbolize/: addresses of this process ->
+ * mappings, functions, files, lines.
  *
  * One process-wide symbolizer, built on elfutils' libdw/libdwfl. It reads
  * /proc/self/maps (re-reading when the set of loaded objects changes), each

@@ -21,13 +21,12 @@
  */
 #define _GNU_SOURCE
 #include "thread_dump.h"
-#include "error.h"
-#include "cpu.h"
-#include "labels.h"
-#include "lock.h"
-#include "profile.h"
+#include "base/base.h"
+#include "sampling/sampling.h"
+#include "labels/labels.h"
+#include "model/model.h"
 #include "threads.h"
-#include "unwind.h"
+#include "unwind/unwind.h"
 
 #include <dirent.h>
 #include <errno.h>

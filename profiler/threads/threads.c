@@ -16,11 +16,11 @@
  */
 #define _GNU_SOURCE
 #include "threads.h"
-#include "cpu.h"
-#include "labels.h"
-#include "unwind.h"
+#include "sampling/sampling.h"
+#include "labels/labels.h"
+#include "unwind/unwind.h"
 
-#include "lock.h"
+#include "base/base.h"
 
 #include <dlfcn.h>
 #include <pthread.h>

@@ -1,4 +1,16 @@
-/* threads.h: thread creation/exit tracking (see threads.c). */
+/* threads.h: the interface of threads/, threads and their stacks.
+ *
+ * threads.c wraps pthread_create so every new thread arms its CPU timer,
+ * takes its creator's labels and is entered in a registry with the stack
+ * that created it (threadcreate); a thread-exit key undoes it.
+ * thread_dump.c takes every live thread's stack for the goroutine/threads
+ * profiles: threads waiting in the kernel are walked from /proc without a
+ * signal, running ones answer a queued profiling signal (registered with
+ * sampling/).
+ *
+ * Invariants: the registry is fixed-size and never allocates; a dump never
+ * interrupts a thread that waits in the kernel.
+ */
 #ifndef PP_THREADS_H
 #define PP_THREADS_H
 #include <stddef.h>
@@ -26,4 +38,7 @@ pp_thread_entry *pp_threads_copy(size_t *n);
 void pp_threads_fork_prepare(void);
 void pp_threads_fork_parent(void);
 void pp_threads_fork_child(void);
+
+/* Thread dumps (thread_dump.c) are part of this folder's interface. */
+#include "thread_dump.h"
 #endif

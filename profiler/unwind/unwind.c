@@ -30,7 +30,7 @@
 #define _GNU_SOURCE
 #include "unwind.h"
 #include "cfi.h"
-#include "lock.h"
+#include "base/base.h"
 
 #include <dlfcn.h>
 #include <link.h>

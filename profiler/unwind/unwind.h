@@ -1,4 +1,17 @@
-/* unwind.h: stack capture from a signal's ucontext (see unwind.c). */
+/* unwind.h: the interface of unwind/, stack capture.
+ *
+ * Stacks are walked with the objects' DWARF call-frame information
+ * (.eh_frame_hdr, cfi.c) and fall back to frame pointers where there is
+ * none; a walk starts from a signal's ucontext (CPU samples, thread dumps)
+ * or from a hooked function's caller (malloc, locks). The loaded objects
+ * are kept in two sets that the collector refreshes; dlclose is wrapped
+ * so no handler walks code being unmapped.
+ *
+ * Invariants: the walk is async-signal-safe and malloc-safe (no lock, no
+ * allocation, no TLS through __tls_get_addr), bounded in depth, and reads
+ * memory only inside known stacks or through the kernel. x86-64 only: the
+ * register rules are its (see unwind.c for the architecture seam).
+ */
 #ifndef PP_UNWIND_H
 #define PP_UNWIND_H
 #include <stdint.h>

@@ -1,0 +1,20 @@
+/* base.h: the interface of base/, what every part of the library stands on.
+ *
+ * Nothing here knows any profile kind. It holds the error codes' texts and
+ * the calling thread's last failure (error.h), the futex lock that the
+ * profiler uses instead of pthread mutexes, with the hook variant that never
+ * waits for a fork (lock.h), the process-wide state: a fork under way and
+ * the shutdown hooks (process.h), the LIBPPROF_* environment (env.h), an
+ * arena for builders (arena.h), and the public writers (writer.c).
+ *
+ * Invariants: lock.h and pp_fail are usable inside signal handlers and
+ * malloc; nothing in base/ calls into another folder.
+ */
+#ifndef PP_BASE_H
+#define PP_BASE_H
+#include "arena.h"
+#include "env.h"
+#include "error.h"
+#include "lock.h"
+#include "process.h"
+#endif
