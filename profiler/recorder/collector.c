@@ -30,7 +30,7 @@
 #define MAX_ACTIVE 256
 
 static pp_mutex col_lock = PP_MUTEX_INIT;
-static pprof_recorder *active[MAX_ACTIVE];
+static pp_cpu_window *active[MAX_ACTIVE];
 static int nactive;
 static int running;
 static clockid_t col_clock;
@@ -47,9 +47,9 @@ static void add_to_all(const uint64_t *pcs, size_t npcs, uint64_t weight, const 
     if (!npairs)
         pairs = NULL;
     for (int i = 0; i < nactive; i++) {
-        pprof_recorder *r = active[i];
-        int64_t v[2] = {(int64_t)weight, (int64_t)weight * r->period_ns};
-        pp_profile_add(r->window, pcs, npcs, v, pairs, npairs);
+        pp_cpu_window *w = active[i];
+        int64_t v[2] = {(int64_t)weight, (int64_t)weight * w->period_ns};
+        pp_profile_add(w->profile, pcs, npcs, v, pairs, npairs);
     }
 }
 
@@ -120,7 +120,7 @@ static void *collector_main(void *arg)
     }
 }
 
-int pp_collector_attach_locked(pprof_recorder *r)
+int pp_collector_attach_locked(pp_cpu_window *w)
 {
     if (nactive == MAX_ACTIVE)
         return pp_fail(PPROF_ELIMIT);
@@ -150,7 +150,7 @@ int pp_collector_attach_locked(pprof_recorder *r)
         pthread_getcpuclockid(t, &col_clock);
         running = 1;
     }
-    active[nactive++] = r;
+    active[nactive++] = w;
     return 0;
 }
 
@@ -174,11 +174,11 @@ void pp_collector_fork_child(void)
     lost_seen = pp_cpu_lost();
 }
 
-int pp_collector_detach_locked(pprof_recorder *r)
+int pp_collector_detach_locked(pp_cpu_window *w)
 {
     pp_collector_drain_locked();
     for (int i = 0; i < nactive; i++)
-        if (active[i] == r) {
+        if (active[i] == w) {
             active[i] = active[--nactive];
             break;
         }

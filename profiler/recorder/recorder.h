@@ -15,59 +15,42 @@
 #ifndef PP_RECORDER_H
 #define PP_RECORDER_H
 #include "pprof.h"
+#include <stddef.h>
 #include <stdint.h>
+#include <time.h>
 
-typedef enum pp_kind {
-    PP_KIND_CPU = 1,
-    PP_KIND_ALLOC,  /* windowed heap: allocations over a window, live heap at its end */
-    PP_KIND_HEAP,   /* instant heap: write_to */
-    PP_KIND_THREADS,      /* live threads' stacks: write_to, or a window of differences */
-    PP_KIND_THREADCREATE, /* the stacks that created live threads: likewise */
-    PP_KIND_CUSTOM,       /* a custom profile's entries: likewise */
-    PP_KIND_MUTEX,        /* contended locks: windows or totals */
-    PP_KIND_BLOCK,        /* waits: windows or totals */
-} pp_kind;
+/* What a kind does, filled in by its own file (recorder.c: CPU,
+ * recorder_heap.c, recorder_contention.c, recorder_counts.c). The public
+ * calls check the arguments and state, then dispatch here. */
+typedef struct pp_recorder_ops {
+    /* Opens a window (running is 0); NULL: the kind is instant only. */
+    int (*start)(pprof_recorder *r);
+    /* Closes the window into *out (out may be NULL: discard) and, with
+     * reopen, opens the next at the same instant (running is 1). */
+    int (*end)(pprof_recorder *r, int reopen, pprof_profile **out);
+    /* The state now; NULL: the kind is windowed only. */
+    int (*write_to)(pprof_recorder *r, pprof_profile **out);
+    /* The rate in force for this recorder; NULL: 0. */
+    int64_t (*rate)(const pprof_recorder *r);
+    /* Frees what the kind keeps (the recorder is stopped); may be NULL. */
+    void (*release)(pprof_recorder *r);
+} pp_recorder_ops;
 
-struct pp_ccount;
-
-struct pp_heap_snap;
-
+/* What every recorder has; each kind's own struct begins with it. */
 struct pprof_recorder {
-    pp_kind kind;
-    int cfg_hz, cfg_frames;     /* as configured (0: join / default) */
-    int hz;                     /* in effect while running */
-    int64_t period_ns;
+    const pp_recorder_ops *ops;
     int running;
-    pprof_profile *window;      /* the open window (collector lock) */
-    int64_t window_mono_ns;
+    int64_t window_mono_ns; /* the open window's start */
     int64_t window_real_ns;
-    /* heap kinds */
-    int heap_flags;
-    int from_start;
-    struct pp_heap_snap *base;  /* counts at the window's start */
-    /* count kinds (threads, threadcreate) */
-    int per_thread;
-    pprof_custom *custom;
-    pprof_profile *count_base;  /* unfinished: the counts at the window's start */
-    /* contention kinds (mutex, block) */
-    long cfg_rate;
-    int turned_on;
-    struct pp_ccount *cbase;
-    size_t ncbase;
 };
 
-/* Heap kinds (recorder_heap.c), dispatched to from recorder.c. */
-int pp_heap_recorder_start(pprof_recorder *r);
-int pp_heap_recorder_end(pprof_recorder *r, int reopen, pprof_profile **out);
-void pp_heap_recorder_release(pprof_recorder *r);
-/* Count kinds (recorder_counts.c). */
-int pp_counts_write_to(pprof_recorder *r, pprof_profile **out);
-int pp_counts_start(pprof_recorder *r);
-int pp_counts_end(pprof_recorder *r, int reopen, pprof_profile **out);
-/* Contention kinds (recorder_contention.c). */
-int pp_contention_start(pprof_recorder *r);
-int pp_contention_end(pprof_recorder *r, int reopen, pprof_profile **out);
-int pp_contention_write_to(pprof_recorder *r, pprof_profile **out);
+/* A zeroed recorder of `size` bytes (the kind's struct) with its ops, or
+ * NULL (PPROF_ENOMEM recorded). */
+pprof_recorder *pp_recorder_new(size_t size, const pp_recorder_ops *ops);
+/* Marks the window's start: now. */
+void pp_recorder_window_begin(pprof_recorder *r);
+/* The monotonic and real-time clocks in ns. */
+int64_t pp_now_ns(clockid_t c);
 /* Symbolizes p into *out (or frees it when out is NULL). */
 int pp_recorder_finish(pprof_profile *p, pprof_profile **out);
 

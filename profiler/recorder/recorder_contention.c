@@ -17,61 +17,40 @@
 #include <stdlib.h>
 #include <time.h>
 
-static int64_t now_ns(clockid_t c)
+typedef struct contention_recorder {
+    pprof_recorder base;
+    int block;          /* 1: block profile, 0: mutex profile */
+    int64_t cfg_rate;   /* as configured (0: join) */
+    int from_start;     /* the first window begins at process start */
+    int turned_on;      /* this recorder turned the profile on */
+    pp_ccount *snap;    /* the counts at the open window's start */
+    size_t nsnap;
+} contention_recorder;
+
+static pp_ctab *table_of(const contention_recorder *c)
 {
-    struct timespec ts;
-    clock_gettime(c, &ts);
-    return (int64_t)ts.tv_sec * 1000000000ll + ts.tv_nsec;
+    return c->block ? &pp_block_tab : &pp_mutex_tab;
 }
 
-static pp_ctab *table_of(const pprof_recorder *r)
+static int64_t contention_rate(const pprof_recorder *r)
 {
-    return r->kind == PP_KIND_MUTEX ? &pp_mutex_tab : &pp_block_tab;
+    return ((const contention_recorder *)r)->block ? pp_block_rate() : pp_mutex_fraction();
 }
 
-static int new_contention(pp_kind kind, const pprof_contention_config *cfg, pprof_recorder **out)
-{
-    if (!out)
-        return pp_fail(PPROF_EINVAL);
-    *out = NULL;
-    int64_t rate = cfg ? cfg->rate : 0;
-    if (rate < 0 || (kind == PP_KIND_MUTEX && rate > 1000000000))
-        return pp_error_detail(PPROF_EINVAL, "rate must be >= 0 (0: the rate in force), not %lld", (long long)rate);
-    pprof_recorder *r = calloc(1, sizeof *r);
-    if (!r)
-        return pp_fail(PPROF_ENOMEM);
-    r->kind = kind;
-    r->cfg_rate = rate;
-    r->from_start = cfg ? cfg->from_start : 0;
-    *out = r;
-    return 0;
-}
-
-int pprof_mutex_recorder_new(const pprof_contention_config *cfg, pprof_recorder **out)
-{
-    return new_contention(PP_KIND_MUTEX, cfg, out);
-}
-
-int pprof_block_recorder_new(const pprof_contention_config *cfg, pprof_recorder **out)
-{
-    return new_contention(PP_KIND_BLOCK, cfg, out);
-}
-
-static pprof_profile *build(pprof_recorder *r, const pp_ccount *base, size_t nbase, const pp_ccount *now,
+static pprof_profile *build(contention_recorder *c, const pp_ccount *base, size_t nbase, const pp_ccount *now,
                             size_t nnow)
 {
-    pprof_profile *p = pp_ctab_build(table_of(r), base, nbase, now, nnow);
-    int64_t rate = r->kind == PP_KIND_MUTEX ? pp_mutex_fraction() : pp_block_rate();
-    char c[96];
+    pprof_profile *p = pp_ctab_build(table_of(c), base, nbase, now, nnow);
+    int64_t rate = contention_rate(&c->base);
+    char text[96];
     /* The first comment names the kind and rate (the text format reads it). */
-    snprintf(c, sizeof c, r->kind == PP_KIND_MUTEX ? "mutex profile, sampling period %lld"
-                                                   : "block profile, rate %lld ns", (long long)rate);
+    snprintf(text, sizeof text, c->block ? "block profile, rate %lld ns" : "mutex profile, sampling period %lld",
+             (long long)rate);
     if (p)
-        pp_profile_add_comment(p, c);
+        pp_profile_add_comment(p, text);
     if (p && !rate)
-        pp_profile_add_comment(p, r->kind == PP_KIND_MUTEX
-                                      ? "mutex profiling is off (LIBPPROF_MUTEX_FRACTION=0)"
-                                      : "block profiling is off (LIBPPROF_BLOCK_RATE=0)");
+        pp_profile_add_comment(p, c->block ? "block profiling is off (LIBPPROF_BLOCK_RATE=0)"
+                                           : "mutex profiling is off (LIBPPROF_MUTEX_FRACTION=0)");
     return p;
 }
 
@@ -84,53 +63,51 @@ static int check_hooks(void)
 #endif
 }
 
-int pp_contention_start(pprof_recorder *r)
+static int contention_start(pprof_recorder *r)
 {
+    contention_recorder *c = (contention_recorder *)r;
     int rc = check_hooks();
     if (rc)
         return rc;
-    rc = pp_contention_join(r->kind == PP_KIND_BLOCK, r->cfg_rate, &r->turned_on);
+    rc = pp_contention_join(c->block, c->cfg_rate, &c->turned_on);
     if (rc)
         return rc;
-    r->cbase = NULL;
-    r->ncbase = 0;
-    rc = r->from_start ? 0 : pp_ctab_snap(table_of(r), &r->cbase, &r->ncbase);
-    r->from_start = 0; /* only the first window */
+    c->snap = NULL;
+    c->nsnap = 0;
+    rc = c->from_start ? 0 : pp_ctab_snap(table_of(c), &c->snap, &c->nsnap);
+    c->from_start = 0; /* only the first window */
     if (rc) {
-        pp_contention_leave(r->kind == PP_KIND_BLOCK, r->turned_on);
+        pp_contention_leave(c->block, c->turned_on);
         return rc;
     }
-    r->window_mono_ns = now_ns(CLOCK_MONOTONIC);
-    r->window_real_ns = now_ns(CLOCK_REALTIME);
+    pp_recorder_window_begin(r);
     r->running = 1;
     return 0;
 }
 
-int pp_contention_end(pprof_recorder *r, int reopen, pprof_profile **out)
+static int contention_end(pprof_recorder *r, int reopen, pprof_profile **out)
 {
-    if (out)
-        *out = NULL;
+    contention_recorder *c = (contention_recorder *)r;
     pp_ccount *now;
     size_t n;
-    int rc = pp_ctab_snap(table_of(r), &now, &n);
+    int rc = pp_ctab_snap(table_of(c), &now, &n);
     if (rc)
         return rc;
-    pprof_profile *p = out ? build(r, r->cbase, r->ncbase, now, n) : NULL;
+    pprof_profile *p = out ? build(c, c->snap, c->nsnap, now, n) : NULL;
     if (p) {
         p->time_nanos = r->window_real_ns;
-        p->duration_nanos = now_ns(CLOCK_MONOTONIC) - r->window_mono_ns;
+        p->duration_nanos = pp_now_ns(CLOCK_MONOTONIC) - r->window_mono_ns;
     }
-    free(r->cbase);
-    r->cbase = NULL;
+    free(c->snap);
+    c->snap = NULL;
     if (reopen) {
-        r->cbase = now;
-        r->ncbase = n;
-        r->window_mono_ns = now_ns(CLOCK_MONOTONIC);
-        r->window_real_ns = now_ns(CLOCK_REALTIME);
+        c->snap = now;
+        c->nsnap = n;
+        pp_recorder_window_begin(r);
     } else {
         free(now);
-        pp_contention_leave(r->kind == PP_KIND_BLOCK, r->turned_on);
-        r->turned_on = 0;
+        pp_contention_leave(c->block, c->turned_on);
+        c->turned_on = 0;
         r->running = 0;
     }
     if (out && !p)
@@ -138,20 +115,62 @@ int pp_contention_end(pprof_recorder *r, int reopen, pprof_profile **out)
     return out ? pp_recorder_finish(p, out) : 0;
 }
 
-int pp_contention_write_to(pprof_recorder *r, pprof_profile **out)
+static int contention_write_to(pprof_recorder *r, pprof_profile **out)
 {
+    contention_recorder *c = (contention_recorder *)r;
     int rc = check_hooks();
     if (rc)
         return rc;
     pp_ccount *now;
     size_t n;
-    rc = pp_ctab_snap(table_of(r), &now, &n);
+    rc = pp_ctab_snap(table_of(c), &now, &n);
     if (rc)
         return rc;
-    pprof_profile *p = build(r, NULL, 0, now, n);
+    pprof_profile *p = build(c, NULL, 0, now, n);
     free(now);
     if (!p)
         return pp_fail(PPROF_ENOMEM);
-    p->time_nanos = now_ns(CLOCK_REALTIME);
+    p->time_nanos = pp_now_ns(CLOCK_REALTIME);
     return pp_recorder_finish(p, out);
+}
+
+static void contention_release(pprof_recorder *r)
+{
+    contention_recorder *c = (contention_recorder *)r;
+    free(c->snap);
+    c->snap = NULL;
+}
+
+static const pp_recorder_ops contention_ops = {.start = contention_start,
+                                               .end = contention_end,
+                                               .write_to = contention_write_to,
+                                               .rate = contention_rate,
+                                               .release = contention_release};
+
+static int new_contention(int block, const pprof_contention_config *cfg, pprof_recorder **out)
+{
+    if (!out)
+        return pp_fail(PPROF_EINVAL);
+    *out = NULL;
+    int64_t rate = cfg ? cfg->rate : 0;
+    if (rate < 0 || (!block && rate > 1000000000))
+        return pp_error_detail(PPROF_EINVAL, "rate must be >= 0 (0: the rate in force), not %lld", (long long)rate);
+    contention_recorder *c = (contention_recorder *)pp_recorder_new(sizeof *c, &contention_ops);
+    if (!c)
+        return PPROF_ENOMEM;
+    c->block = block;
+    c->cfg_rate = rate;
+    c->from_start = cfg ? cfg->from_start : 0;
+    *out = &c->base;
+    return 0;
+}
+
+int pprof_mutex_recorder_new(const pprof_contention_config *cfg, pprof_recorder **out)
+{
+    return new_contention(0, cfg, out);
+}
+
+int pprof_block_recorder_new(const pprof_contention_config *cfg, pprof_recorder **out)
+{
+    return new_contention(1, cfg, out);
 }

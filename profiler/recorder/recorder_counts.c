@@ -21,23 +21,26 @@
 #include <string.h>
 #include <time.h>
 
-static int64_t now_ns(clockid_t c)
+enum what { THREADS, THREADCREATE, CUSTOM };
+
+typedef struct counts_recorder {
+    pprof_recorder base;
+    enum what what;
+    int per_thread;       /* threads: every thread apart (debug=2) */
+    pprof_custom *custom; /* custom: the profile */
+    pprof_profile *snap;  /* unfinished: the counts at the open window's start */
+} counts_recorder;
+
+static const char *kind_type(const counts_recorder *c)
 {
-    struct timespec ts;
-    clock_gettime(c, &ts);
-    return (int64_t)ts.tv_sec * 1000000000ll + ts.tv_nsec;
+    if (c->what == CUSTOM)
+        return pprof_custom_name(c->custom);
+    return c->what == THREADCREATE ? "threadcreate" : "goroutine";
 }
 
-static const char *kind_type(const pprof_recorder *r)
+static pprof_profile *new_count_profile(const counts_recorder *c)
 {
-    if (r->kind == PP_KIND_CUSTOM)
-        return pprof_custom_name(r->custom);
-    return r->kind == PP_KIND_THREADCREATE ? "threadcreate" : "goroutine";
-}
-
-static pprof_profile *new_count_profile(const pprof_recorder *r)
-{
-    pprof_value_type t = {kind_type(r), "count"};
+    pprof_value_type t = {kind_type(c), "count"};
     return pp_profile_new(&t, 1, t, 1);
 }
 
@@ -117,101 +120,68 @@ static int add_creators(pprof_profile *p)
 }
 
 /* The state now, unfinished. */
-static pprof_profile *take(pprof_recorder *r, int *rc)
+static pprof_profile *take(counts_recorder *c, int *rc)
 {
-    pprof_profile *p = new_count_profile(r);
+    pprof_profile *p = new_count_profile(c);
     if (!p) {
-        *rc = PPROF_ENOMEM;
+        *rc = pp_fail(PPROF_ENOMEM);
         return NULL;
     }
-    *rc = r->kind == PP_KIND_CUSTOM         ? pp_custom_add_to(r->custom, p)
-          : r->kind == PP_KIND_THREADCREATE ? add_creators(p)
-                                            : add_threads(p, r->per_thread);
+    *rc = c->what == CUSTOM         ? pp_custom_add_to(c->custom, p)
+          : c->what == THREADCREATE ? add_creators(p)
+                                    : add_threads(p, c->per_thread);
     if (*rc) {
         pprof_profile_free(p);
         return NULL;
     }
-    p->time_nanos = now_ns(CLOCK_REALTIME);
+    p->time_nanos = pp_now_ns(CLOCK_REALTIME);
     return p;
 }
 
-static int new_counts(pp_kind kind, int per_thread, pprof_recorder **out)
-{
-    if (!out)
-        return pp_fail(PPROF_EINVAL);
-    pprof_recorder *r = calloc(1, sizeof *r);
-    if (!r)
-        return pp_fail(PPROF_ENOMEM);
-    r->kind = kind;
-    r->per_thread = per_thread;
-    *out = r;
-    return 0;
-}
-
-int pprof_threads_recorder_new(const pprof_threads_config *cfg, pprof_recorder **out)
-{
-    return new_counts(PP_KIND_THREADS, cfg ? cfg->per_thread : 0, out);
-}
-
-int pprof_threadcreate_recorder_new(pprof_recorder **out)
-{
-    return new_counts(PP_KIND_THREADCREATE, 0, out);
-}
-
-int pprof_custom_recorder_new(pprof_custom *c, pprof_recorder **out)
-{
-    if (!c)
-        return pp_error_detail(PPROF_EINVAL, "NULL custom profile");
-    int rc = new_counts(PP_KIND_CUSTOM, 0, out);
-    if (rc == 0)
-        (*out)->custom = c;
-    return rc;
-}
-
-int pp_counts_write_to(pprof_recorder *r, pprof_profile **out)
+static int counts_write_to(pprof_recorder *r, pprof_profile **out)
 {
     int rc;
-    pprof_profile *p = take(r, &rc);
+    pprof_profile *p = take((counts_recorder *)r, &rc);
     return p ? pp_recorder_finish(p, out) : rc;
 }
 
-int pp_counts_start(pprof_recorder *r)
+static int counts_start(pprof_recorder *r)
 {
-    if (r->per_thread)
+    counts_recorder *c = (counts_recorder *)r;
+    if (c->per_thread)
         return pp_error_detail(PPROF_ENOTSUP, "a per-thread dump has no window");
     int rc;
-    r->count_base = take(r, &rc);
-    if (!r->count_base)
+    c->snap = take(c, &rc);
+    if (!c->snap)
         return rc;
-    r->window_mono_ns = now_ns(CLOCK_MONOTONIC);
+    r->window_mono_ns = pp_now_ns(CLOCK_MONOTONIC);
     r->running = 1;
     return 0;
 }
 
-int pp_counts_end(pprof_recorder *r, int reopen, pprof_profile **out)
+static int counts_end(pprof_recorder *r, int reopen, pprof_profile **out)
 {
-    if (out)
-        *out = NULL;
+    counts_recorder *c = (counts_recorder *)r;
     int rc;
-    pprof_profile *now = take(r, &rc);
+    pprof_profile *now = take(c, &rc);
     if (!now)
         return rc;
-    pprof_profile *diff = out ? new_count_profile(r) : NULL;
+    pprof_profile *diff = out ? new_count_profile(c) : NULL;
     if (diff) {
         rc = pp_profile_add_profile(diff, now, 1);
         if (rc == 0)
-            rc = pp_profile_add_profile(diff, r->count_base, -1);
+            rc = pp_profile_add_profile(diff, c->snap, -1);
         pp_profile_drop_zero(diff);
-        diff->time_nanos = r->count_base->time_nanos;
-        diff->duration_nanos = now_ns(CLOCK_MONOTONIC) - r->window_mono_ns;
+        diff->time_nanos = c->snap->time_nanos;
+        diff->duration_nanos = pp_now_ns(CLOCK_MONOTONIC) - r->window_mono_ns;
     } else if (out) {
-        rc = PPROF_ENOMEM;
+        rc = pp_fail(PPROF_ENOMEM);
     }
-    pprof_profile_free(r->count_base);
-    r->count_base = NULL;
+    pprof_profile_free(c->snap);
+    c->snap = NULL;
     if (reopen) {
-        r->count_base = now;
-        r->window_mono_ns = now_ns(CLOCK_MONOTONIC);
+        c->snap = now;
+        r->window_mono_ns = pp_now_ns(CLOCK_MONOTONIC);
     } else {
         pprof_profile_free(now);
         r->running = 0;
@@ -221,4 +191,46 @@ int pp_counts_end(pprof_recorder *r, int reopen, pprof_profile **out)
         return rc;
     }
     return out ? pp_recorder_finish(diff, out) : 0;
+}
+
+static void counts_release(pprof_recorder *r)
+{
+    counts_recorder *c = (counts_recorder *)r;
+    pprof_profile_free(c->snap);
+    c->snap = NULL;
+}
+
+static const pp_recorder_ops counts_ops = {
+    .start = counts_start, .end = counts_end, .write_to = counts_write_to, .release = counts_release};
+
+static int new_counts(enum what what, int per_thread, pprof_custom *custom, pprof_recorder **out)
+{
+    if (!out)
+        return pp_fail(PPROF_EINVAL);
+    *out = NULL;
+    counts_recorder *c = (counts_recorder *)pp_recorder_new(sizeof *c, &counts_ops);
+    if (!c)
+        return PPROF_ENOMEM;
+    c->what = what;
+    c->per_thread = per_thread;
+    c->custom = custom;
+    *out = &c->base;
+    return 0;
+}
+
+int pprof_threads_recorder_new(const pprof_threads_config *cfg, pprof_recorder **out)
+{
+    return new_counts(THREADS, cfg ? cfg->per_thread : 0, NULL, out);
+}
+
+int pprof_threadcreate_recorder_new(pprof_recorder **out)
+{
+    return new_counts(THREADCREATE, 0, NULL, out);
+}
+
+int pprof_custom_recorder_new(pprof_custom *c, pprof_recorder **out)
+{
+    if (!c)
+        return pp_error_detail(PPROF_EINVAL, "NULL custom profile");
+    return new_counts(CUSTOM, 0, c, out);
 }

@@ -15,59 +15,12 @@
 #include <string.h>
 #include <time.h>
 
-static int64_t now_ns(clockid_t c)
-{
-    struct timespec ts;
-    clock_gettime(c, &ts);
-    return (int64_t)ts.tv_sec * 1000000000ll + ts.tv_nsec;
-}
-
-static int new_heap_recorder(pp_kind kind, const pprof_heap_config *cfg, pprof_recorder **out)
-{
-    if (!out)
-        return pp_fail(PPROF_EINVAL);
-    *out = NULL;
-    pprof_heap_config c = cfg ? *cfg : (pprof_heap_config){0};
-    if (c.rate < 0)
-        return pp_error_detail(PPROF_EINVAL, "rate must be positive (0: the rate in force), not %lld",
-                               (long long)c.rate);
-    int flags = c.raw ? PP_HEAP_RAW : 0;
-    if (c.inuse_change) {
-        if (kind != PP_KIND_ALLOC)
-            return pp_error_detail(PPROF_EINVAL, "inuse_change needs a window: use an allocation recorder");
-        flags |= PP_HEAP_INUSE_CHANGE;
-    }
-    if (c.default_type) {
-        if (!strcmp(c.default_type, "alloc_space"))
-            flags |= PP_HEAP_ALLOCS;
-        else if (strcmp(c.default_type, "inuse_space"))
-            return pp_error_detail(PPROF_EINVAL, "default_type must be \"alloc_space\" or \"inuse_space\"");
-    } else if (kind == PP_KIND_ALLOC) {
-        flags |= PP_HEAP_ALLOCS;
-    }
-    int64_t in_force = pprof_heap_rate();
-    if (c.rate && in_force && c.rate != in_force)
-        return pp_error_detail(PPROF_ERATE, "heap sampling runs at a rate of %lld bytes; ask for %lld or 0",
-                               (long long)in_force, (long long)in_force);
-    pprof_recorder *r = calloc(1, sizeof *r);
-    if (!r)
-        return pp_fail(PPROF_ENOMEM);
-    r->kind = kind;
-    r->heap_flags = flags;
-    r->from_start = c.from_start;
-    *out = r;
-    return 0;
-}
-
-int pprof_alloc_recorder_new(const pprof_heap_config *cfg, pprof_recorder **out)
-{
-    return new_heap_recorder(PP_KIND_ALLOC, cfg, out);
-}
-
-int pprof_heap_recorder_new(const pprof_heap_config *cfg, pprof_recorder **out)
-{
-    return new_heap_recorder(PP_KIND_HEAP, cfg, out);
-}
+typedef struct heap_recorder {
+    pprof_recorder base;
+    int flags;          /* PP_HEAP_* */
+    int from_start;     /* the first window begins at process start */
+    pp_heap_snap *snap; /* the counts at the open window's start */
+} heap_recorder;
 
 static int heap_available(void)
 {
@@ -80,54 +33,55 @@ static int heap_available(void)
 #endif
 }
 
-int pp_heap_recorder_start(pprof_recorder *r)
+static void snap_free(pp_heap_snap *s)
 {
-    if (r->kind != PP_KIND_ALLOC)
-        return pp_error_detail(PPROF_ENOTSUP, "a heap recorder is instant: use pprof_recorder_write_to");
+    if (s) {
+        pp_heap_snap_free(s);
+        free(s);
+    }
+}
+
+static int alloc_start(pprof_recorder *r)
+{
+    heap_recorder *h = (heap_recorder *)r;
     int rc = heap_available();
     if (rc)
         return rc;
     pp_heap_snap *base = calloc(1, sizeof *base);
     if (!base)
         return pp_fail(PPROF_ENOMEM);
-    if (!r->from_start && pp_heap_snap_take(base) != 0) {
+    if (!h->from_start && pp_heap_snap_take(base) != 0) {
         free(base);
         return pp_fail(PPROF_ENOMEM);
     }
-    r->from_start = 0; /* only the first window */
-    r->base = base;
-    r->window_mono_ns = now_ns(CLOCK_MONOTONIC);
-    r->window_real_ns = now_ns(CLOCK_REALTIME);
+    h->from_start = 0; /* only the first window */
+    h->snap = base;
+    pp_recorder_window_begin(r);
     r->running = 1;
     return 0;
 }
 
 /* Ends the window (reopen: begins the next at the same instant). */
-int pp_heap_recorder_end(pprof_recorder *r, int reopen, pprof_profile **out)
+static int alloc_end(pprof_recorder *r, int reopen, pprof_profile **out)
 {
-    if (out)
-        *out = NULL;
+    heap_recorder *h = (heap_recorder *)r;
     pp_heap_snap *now = calloc(1, sizeof *now);
     if (!now || pp_heap_snap_take(now) != 0) {
         free(now);
         return pp_fail(PPROF_ENOMEM);
     }
-    pprof_profile *p = out ? pp_heap_build(r->base, now, pprof_heap_rate(), r->heap_flags) : NULL;
-    int64_t mono = now_ns(CLOCK_MONOTONIC), real = now_ns(CLOCK_REALTIME);
+    pprof_profile *p = out ? pp_heap_build(h->snap, now, pprof_heap_rate(), h->flags) : NULL;
     if (p) {
         p->time_nanos = r->window_real_ns;
-        p->duration_nanos = mono - r->window_mono_ns;
+        p->duration_nanos = pp_now_ns(CLOCK_MONOTONIC) - r->window_mono_ns;
     }
-    pp_heap_snap_free(r->base);
-    free(r->base);
-    r->base = NULL;
+    snap_free(h->snap);
+    h->snap = NULL;
     if (reopen) {
-        r->base = now;
-        r->window_mono_ns = mono;
-        r->window_real_ns = real;
+        h->snap = now;
+        pp_recorder_window_begin(r);
     } else {
-        pp_heap_snap_free(now);
-        free(now);
+        snap_free(now);
         r->running = 0;
     }
     if (out && !p)
@@ -135,36 +89,82 @@ int pp_heap_recorder_end(pprof_recorder *r, int reopen, pprof_profile **out)
     return pp_recorder_finish(p, out);
 }
 
-void pp_heap_recorder_release(pprof_recorder *r)
+static int heap_write_to(pprof_recorder *r, pprof_profile **out)
 {
-    if (r->base) {
-        pp_heap_snap_free(r->base);
-        free(r->base);
-        r->base = NULL;
-    }
-}
-
-int pprof_recorder_write_to(pprof_recorder *r, pprof_profile **out)
-{
-    if (!r || !out)
-        return pp_fail(PPROF_EINVAL);
-    *out = NULL;
-    if (r->kind == PP_KIND_THREADS || r->kind == PP_KIND_THREADCREATE || r->kind == PP_KIND_CUSTOM)
-        return pp_counts_write_to(r, out);
-    if (r->kind == PP_KIND_MUTEX || r->kind == PP_KIND_BLOCK)
-        return pp_contention_write_to(r, out);
-    if (r->kind != PP_KIND_HEAP)
-        return pp_error_detail(PPROF_ENOTSUP, "a windowed recorder: use start, snapshot and stop");
     int rc = heap_available();
     if (rc)
         return rc;
     pp_heap_snap now;
     if (pp_heap_snap_take(&now) != 0)
         return pp_fail(PPROF_ENOMEM);
-    pprof_profile *p = pp_heap_build(NULL, &now, pprof_heap_rate(), r->heap_flags);
+    pprof_profile *p = pp_heap_build(NULL, &now, pprof_heap_rate(), ((heap_recorder *)r)->flags);
     pp_heap_snap_free(&now);
     if (!p)
         return pp_fail(PPROF_ENOMEM);
-    p->time_nanos = now_ns(CLOCK_REALTIME);
+    p->time_nanos = pp_now_ns(CLOCK_REALTIME);
     return pp_recorder_finish(p, out);
+}
+
+static int64_t heap_rate(const pprof_recorder *r)
+{
+    (void)r;
+    return pprof_heap_rate();
+}
+
+static void heap_release(pprof_recorder *r)
+{
+    heap_recorder *h = (heap_recorder *)r;
+    snap_free(h->snap);
+    h->snap = NULL;
+}
+
+/* Allocations: windows only. The live heap: the state now only. */
+static const pp_recorder_ops alloc_ops = {
+    .start = alloc_start, .end = alloc_end, .rate = heap_rate, .release = heap_release};
+static const pp_recorder_ops heap_ops = {.write_to = heap_write_to, .rate = heap_rate};
+
+static int new_heap_recorder(int windowed, const pprof_heap_config *cfg, pprof_recorder **out)
+{
+    if (!out)
+        return pp_fail(PPROF_EINVAL);
+    *out = NULL;
+    pprof_heap_config c = cfg ? *cfg : (pprof_heap_config){0};
+    if (c.rate < 0)
+        return pp_error_detail(PPROF_EINVAL, "rate must be positive (0: the rate in force), not %lld",
+                               (long long)c.rate);
+    int flags = c.raw ? PP_HEAP_RAW : 0;
+    if (c.inuse_change) {
+        if (!windowed)
+            return pp_error_detail(PPROF_EINVAL, "inuse_change needs a window: use an allocation recorder");
+        flags |= PP_HEAP_INUSE_CHANGE;
+    }
+    if (c.default_type) {
+        if (!strcmp(c.default_type, "alloc_space"))
+            flags |= PP_HEAP_ALLOCS;
+        else if (strcmp(c.default_type, "inuse_space"))
+            return pp_error_detail(PPROF_EINVAL, "default_type must be \"alloc_space\" or \"inuse_space\"");
+    } else if (windowed) {
+        flags |= PP_HEAP_ALLOCS;
+    }
+    int64_t in_force = pprof_heap_rate();
+    if (c.rate && in_force && c.rate != in_force)
+        return pp_error_detail(PPROF_ERATE, "heap sampling runs at a rate of %lld bytes; ask for %lld or 0",
+                               (long long)in_force, (long long)in_force);
+    heap_recorder *h = (heap_recorder *)pp_recorder_new(sizeof *h, windowed ? &alloc_ops : &heap_ops);
+    if (!h)
+        return PPROF_ENOMEM;
+    h->flags = flags;
+    h->from_start = c.from_start;
+    *out = &h->base;
+    return 0;
+}
+
+int pprof_alloc_recorder_new(const pprof_heap_config *cfg, pprof_recorder **out)
+{
+    return new_heap_recorder(1, cfg, out);
+}
+
+int pprof_heap_recorder_new(const pprof_heap_config *cfg, pprof_recorder **out)
+{
+    return new_heap_recorder(0, cfg, out);
 }

@@ -174,6 +174,11 @@ int main(void)
     /* both off by default; recorders turn them on */
     CHECK(pprof_mutex_fraction() == 0 && pprof_block_rate() == 0);
     pprof_recorder *m, *b, *bad;
+    /* a block rate above 2^31 ns is reported whole */
+    CHECK(pprof_block_recorder_new(&(pprof_contention_config){.rate = 3000000000ll}, &bad) == 0);
+    CHECK(pprof_recorder_start(bad) == 0 && pprof_recorder_rate(bad) == 3000000000ll);
+    pprof_recorder_free(bad);
+    CHECK(pprof_block_rate() == 0);
     CHECK(pprof_mutex_recorder_new(&(pprof_contention_config){.rate = 5}, &m) == 0);
     CHECK(pprof_block_recorder_new(&(pprof_contention_config){.rate = 4000000}, &b) == 0);
     CHECK(pprof_recorder_start(m) == 0 && pprof_recorder_start(b) == 0);
