@@ -411,7 +411,8 @@ typedef struct pprof_contention_stats {
     int64_t block_rate;        /* in force (ns), 0 when off */
     uint64_t mutex_records;    /* distinct (stack, labels) records */
     uint64_t block_records;
-    uint64_t lost_to_fork;     /* events not recorded: another thread's fork held the tables */
+    uint64_t lost;             /* kept events not recorded: the tables were full, or held by
+                                  another thread's fork */
 } pprof_contention_stats;
 
 /* Counters of the contention profiles. Thread-safe. */

@@ -21,7 +21,8 @@
 #include <limits.h>
 #include <time.h>
 
-pp_ctab pp_mutex_tab, pp_block_tab;
+pp_store pp_mutex_tab = PP_STORE_INIT(256ull << 20, 1u << 14);
+pp_store pp_block_tab = PP_STORE_INIT(256ull << 20, 1u << 14);
 _Atomic int pp_contention_on;
 static _Atomic int fraction;
 static _Atomic int64_t block_rate;
@@ -56,14 +57,14 @@ static uint64_t random64(void)
 }
 
 /* malloc-safe */
-static void record(pp_ctab *t, uint64_t caller, int64_t count, int64_t delay)
+static void record(pp_store *t, uint64_t caller, int64_t count, int64_t delay)
 {
     uint64_t pcs[PPROF_DEFAULT_MAX_FRAMES + 1];
     int truncated;
     int n = pp_unwind_here(caller, pcs, PPROF_DEFAULT_MAX_FRAMES, &truncated);
     if (truncated)
         pcs[n++] = PP_PC_TRUNCATED;
-    pp_ctab_add(t, pcs, (size_t)n, pp_labels_cumulative(pp_labels_current_peek()), count, delay);
+    pp_store_add(t, pcs, (size_t)n, pp_labels_cumulative(pp_labels_current_peek()), 0, count, delay);
 }
 
 /* malloc-safe */
@@ -142,7 +143,30 @@ void pprof_contention_stats_get(pprof_contention_stats *out)
     pp_mutex_lock(&pp_block_tab.lock);
     out->block_records = pp_block_tab.nrecords;
     pp_mutex_unlock(&pp_block_tab.lock);
-    out->lost_to_fork = atomic_load(&pp_mutex_tab.lost) + atomic_load(&pp_block_tab.lost);
+    out->lost = atomic_load(&pp_mutex_tab.lost) + atomic_load(&pp_block_tab.lost);
+}
+
+pprof_profile *pp_contention_build(const pp_store *t, const pp_store_snap *base, const pp_store_snap *now)
+{
+    static const pprof_value_type types[] = {{"contentions", "count"}, {"delay", "nanoseconds"}};
+    pprof_profile *p = pp_profile_new(types, 2, types[0], 1);
+    if (!p)
+        return NULL;
+    size_t cursor = 0;
+    for (size_t i = 0; i < now->n; i++) {
+        const pp_store_count *c = &now->c[i], *b = pp_store_base(base, &cursor, c->rec);
+        int64_t v[2] = {c->c[0] - (b ? b->c[0] : 0), c->c[1] - (b ? b->c[1] : 0)};
+        if (!v[0] && !v[1])
+            continue;
+        const pp_rec *r = pp_store_rec(t, c->rec);
+        const pprof_label *pairs = NULL;
+        size_t np = r->labels ? pp_labels_pairs(r->labels, &pairs) : 0;
+        if (pp_profile_append(p, r->pcs, r->nframes, v, pairs, np, NULL, 0)) {
+            pprof_profile_free(p);
+            return NULL;
+        }
+    }
+    return p;
 }
 
 int64_t pprof_mutex_fraction(void) { return atomic_load(&fraction); }
@@ -192,19 +216,19 @@ void pp_contention_leave(int kind, int turned_on)
 
 void pp_contention_fork_prepare(void)
 {
-    pp_ctab_fork_prepare(&pp_mutex_tab);
-    pp_ctab_fork_prepare(&pp_block_tab);
+    pp_store_fork_prepare(&pp_mutex_tab);
+    pp_store_fork_prepare(&pp_block_tab);
 }
 
 void pp_contention_fork_parent(void)
 {
-    pp_ctab_fork_parent(&pp_block_tab);
-    pp_ctab_fork_parent(&pp_mutex_tab);
+    pp_store_fork_parent(&pp_block_tab);
+    pp_store_fork_parent(&pp_mutex_tab);
 }
 
 void pp_contention_fork_child(void)
 {
-    pp_ctab_fork_child(&pp_block_tab);
-    pp_ctab_fork_child(&pp_mutex_tab);
+    pp_store_fork_child(&pp_block_tab);
+    pp_store_fork_child(&pp_mutex_tab);
     conf_lock = (pp_mutex)PP_MUTEX_INIT;
 }

@@ -2,19 +2,20 @@
  *
  * The lock hooks (interpose/lock_hooks.c) report each contended
  * acquisition and each wait; contention.c samples them as Go does and adds
- * the kept ones, scaled, to cumulative tables keyed by (stack, labels)
- * (ctab.c). Recorders snapshot the tables and diff windows.
+ * the kept ones, scaled, to two record stores keyed by (stack, labels)
+ * (store/). Recorders snapshot the stores and diff windows.
  *
  * Invariants: recording is malloc-safe (lock hooks run inside allocators)
  * and never waits for a fork; with both profiles off a hook costs one load.
  */
 #ifndef PP_CONTENTION_H
 #define PP_CONTENTION_H
-#include "ctab.h"
+#include "store/store.h"
 #include <stdatomic.h>
 #include <stdint.h>
 
-extern pp_ctab pp_mutex_tab, pp_block_tab;
+/* Counters: events and delay (ns), scaled when recorded. */
+extern pp_store pp_mutex_tab, pp_block_tab;
 /* Non-zero while either profile samples: the hooks' only check when off. */
 extern _Atomic int pp_contention_on;
 
@@ -36,4 +37,7 @@ void pp_contention_fork_child(void);
  * last recorder that needed it stops. kind: 0 mutex, 1 block. */
 int pp_contention_join(int kind, int64_t rate, int *turned_on);
 void pp_contention_leave(int kind, int turned_on);
+/* The profile of now - base (base NULL: totals) of one store, records with
+ * all-zero differences dropped; unfinished. NULL when out of memory. */
+pprof_profile *pp_contention_build(const pp_store *t, const pp_store_snap *base, const pp_store_snap *now);
 #endif

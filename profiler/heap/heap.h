@@ -15,6 +15,7 @@
 #ifndef PP_HEAP_H
 #define PP_HEAP_H
 #include "pprof.h"
+#include "store/store.h"
 #include <stdatomic.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -82,17 +83,10 @@ void pp_heap_guard_enter(int64_t *saved);
 void pp_heap_guard_leave(const int64_t *saved);
 
 /* --- the tables (heap_table.c) --- */
-/* One raw record: the sampled allocations and frees of one (stack, labels,
- * size). Stack, labels and size never change once made. */
-typedef struct pp_heap_rec {
-    uint32_t next;          /* bucket chain, a record id; 0 ends */
-    uint32_t nframes;
-    uint64_t hash;
-    uint64_t size;
-    const pprof_labels *labels; /* kept set (pp_labels_cumulative) or NULL */
-    uint64_t allocs, frees; /* sampled counts, under the table lock */
-    uint64_t pcs[];
-} pp_heap_rec;
+/* The raw records are the store's (store/): one per (stack, labels, size),
+ * key = the object size, c[0] = sampled allocations, c[1] = sampled frees;
+ * a snapshot is the store's. */
+typedef pp_store_snap pp_heap_snap;
 
 /* Counts one sampled allocation of `size` at (pcs, labels) and enters p in
  * the live table; an entry already there for p (freed where the hooks could
@@ -135,21 +129,12 @@ static inline int pp_heap_table_maybe_live(const void *p) /* malloc-safe */
     return __atomic_load_n(&pp_live_buckets[pp_live_bucket(p)], __ATOMIC_RELAXED) != 0;
 }
 
-/* A copy of every record's counts, in record order. */
-typedef struct pp_heap_count {
-    uint32_t rec;
-    uint64_t allocs, frees;
-} pp_heap_count;
-typedef struct pp_heap_snap {
-    pp_heap_count *c;
-    size_t n;
-} pp_heap_snap;
-/* Copies the counts (allocates outside the table lock). Returns 0 or
- * PPROF_ENOMEM. */
+/* Copies every record's counts, in record order, after applying deferred
+ * frees (allocates outside the table lock). Returns 0 or PPROF_ENOMEM. */
 int pp_heap_snap_take(pp_heap_snap *s);
 void pp_heap_snap_free(pp_heap_snap *s);
 /* The record with id `rec` (immutable fields only outside the lock). */
-const pp_heap_rec *pp_heap_rec_get(uint32_t rec);
+const pp_rec *pp_heap_rec_get(uint32_t rec);
 
 typedef struct pp_heap_table_stats {
     uint64_t records, live, table_bytes, live_bytes;

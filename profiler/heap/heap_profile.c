@@ -48,24 +48,18 @@ pprof_profile *pp_heap_build(const pp_heap_snap *base, const pp_heap_snap *now, 
         return NULL;
     p->default_type = (flags & PP_HEAP_ALLOCS) ? 1 : change ? 3 : -1;
     int64_t scale_rate = (flags & PP_HEAP_RAW) ? 1 : rate;
-    size_t j = 0;
+    size_t cursor = 0;
     for (size_t i = 0; i < now->n; i++) {
-        const pp_heap_count *c = &now->c[i];
-        uint64_t a0 = 0, f0 = 0;
-        while (base && j < base->n && base->c[j].rec < c->rec)
-            j++;
-        if (base && j < base->n && base->c[j].rec == c->rec) {
-            a0 = base->c[j].allocs;
-            f0 = base->c[j].frees;
-        }
-        const pp_heap_rec *r = pp_heap_rec_get(c->rec);
-        int64_t alloc = (int64_t)(c->allocs - a0), inuse = (int64_t)(c->allocs - c->frees);
-        int64_t delta = inuse - (int64_t)(a0 - f0);
+        const pp_store_count *c = &now->c[i], *b = pp_store_base(base, &cursor, c->rec);
+        int64_t a0 = b ? b->c[0] : 0, f0 = b ? b->c[1] : 0;
+        const pp_rec *r = pp_heap_rec_get(c->rec);
+        int64_t alloc = c->c[0] - a0, inuse = c->c[0] - c->c[1];
+        int64_t delta = inuse - (a0 - f0);
         int64_t v[6];
-        unsample(alloc, r->size, scale_rate, &v[0], &v[1]);
-        unsample(inuse, r->size, scale_rate, &v[2], &v[3]);
+        unsample(alloc, r->key, scale_rate, &v[0], &v[1]);
+        unsample(inuse, r->key, scale_rate, &v[2], &v[3]);
         if (change) {
-            unsample(delta < 0 ? -delta : delta, r->size, scale_rate, &v[4], &v[5]);
+            unsample(delta < 0 ? -delta : delta, r->key, scale_rate, &v[4], &v[5]);
             if (delta < 0)
                 v[4] = -v[4], v[5] = -v[5];
         }
@@ -76,7 +70,7 @@ pprof_profile *pp_heap_build(const pp_heap_snap *base, const pp_heap_snap *now, 
             continue;
         const pprof_label *pairs = NULL;
         size_t npairs = r->labels ? pp_labels_pairs(r->labels, &pairs) : 0;
-        pprof_num_label bytes = {"bytes", (int64_t)r->size, ""};
+        pprof_num_label bytes = {"bytes", (int64_t)r->key, ""};
         if (pp_profile_append(p, r->pcs, r->nframes, v, pairs, npairs, &bytes, 1) != 0) {
             pprof_profile_free(p);
             return NULL;

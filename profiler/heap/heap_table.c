@@ -1,11 +1,9 @@
 /* heap_table.c: the raw heap records and the table of live sampled objects.
  *
- * Records are keyed by (stack, labels, size), so an object's size is exact
- * and the profiles' `bytes` label needs no averaging. They are appended to
- * one mmap'd reservation and never move or go away, so a record's stack,
- * labels and size can be read without the lock once it is published; only
- * its two counters (sampled allocations and frees) change, under the lock.
- * Record ids are offsets into the store in 16-byte units (0 is none).
+ * Records live in a record store (store/) keyed by (stack, labels, size),
+ * so an object's size is exact and the profiles' `bytes` label needs no
+ * averaging; their counters are sampled allocations (c[0]) and frees
+ * (c[1]). The store's lock also guards the live table.
  *
  * The live table maps each sampled object's address to its record: chained
  * buckets of nodes taken from a second reservation with a free list. Only
@@ -37,8 +35,6 @@
 #include <string.h>
 #include <sys/mman.h>
 
-#define STORE_MAX (1ull << 30)     /* records: address space reserved */
-#define REC_BUCKETS (1u << 17)
 #define LIVE_MAX (1u << 24)         /* live sampled objects */
 #define LIVE_BUCKETS (1u << PP_LIVE_BUCKET_BITS)
 
@@ -48,12 +44,7 @@ typedef struct live_node {
     uint32_t next; /* node index + 1 */
 } live_node;
 
-static pp_mutex lock = PP_MUTEX_INIT;
-static char *store;                /* reserved STORE_MAX, committed as used */
-static size_t store_used = 16;     /* id 0 is none */
-static uint32_t rec_buckets[REC_BUCKETS];
-static _Atomic uint64_t nrecords;
-static size_t last_rec;            /* the newest record's id */
+static pp_store recs = PP_STORE_INIT(1ull << 30, 1u << 17);
 
 static live_node *nodes;           /* reserved LIVE_MAX */
 static uint32_t nodes_used, free_nodes;
@@ -82,56 +73,15 @@ static void *reserve(size_t bytes)
 }
 
 /* malloc-safe */
-static uint64_t stack_hash(const uint64_t *pcs, size_t n, const void *labels, size_t size)
+static pp_rec *rec_at(uint32_t id)
 {
-    uint64_t h = 0x84222325cbf29ce4ull ^ n ^ ((uint64_t)size << 17) ^ (uint64_t)(uintptr_t)labels;
-    for (size_t i = 0; i < n; i++)
-        h = (h ^ pcs[i]) * 0x100000001b3ull, h ^= h >> 29;
-    return h;
+    return pp_store_rec(&recs, id);
 }
 
 /* malloc-safe */
-static pp_heap_rec *rec_at(uint32_t id)
-{
-    return (pp_heap_rec *)(store + (size_t)id * 16);
-}
-
-/* malloc-safe */
-const pp_heap_rec *pp_heap_rec_get(uint32_t id)
+const pp_rec *pp_heap_rec_get(uint32_t id)
 {
     return id ? rec_at(id) : NULL;
-}
-
-/* The record for the key, made if new (lock held). 0 when full. malloc-safe */
-static uint32_t find_or_add(const uint64_t *pcs, size_t n, const pprof_labels *labels, size_t size)
-{
-    if (!store && !(store = reserve(STORE_MAX)))
-        return 0;
-    uint64_t h = stack_hash(pcs, n, labels, size);
-    uint32_t *b = &rec_buckets[h & (REC_BUCKETS - 1)];
-    for (uint32_t id = *b; id; id = rec_at(id)->next) {
-        pp_heap_rec *r = rec_at(id);
-        if (r->hash == h && r->size == size && r->labels == labels && r->nframes == n &&
-            memcmp(r->pcs, pcs, n * sizeof *pcs) == 0)
-            return id;
-    }
-    size_t bytes = (sizeof(pp_heap_rec) + n * sizeof *pcs + 15) & ~(size_t)15;
-    if (store_used + bytes > STORE_MAX || (store_used + bytes) / 16 > UINT32_MAX)
-        return 0;
-    uint32_t id = (uint32_t)(store_used / 16);
-    pp_heap_rec *r = rec_at(id);
-    r->nframes = (uint32_t)n;
-    r->hash = h;
-    r->size = size;
-    r->labels = labels;
-    r->allocs = r->frees = 0;
-    memcpy(r->pcs, pcs, n * sizeof *pcs);
-    r->next = *b;
-    *b = id;
-    store_used += bytes;
-    last_rec = id;
-    atomic_store(&nrecords, atomic_load(&nrecords) + 1);
-    return id;
 }
 
 /* Unlinks p's node (lock held); returns its record or 0. malloc-safe */
@@ -199,7 +149,7 @@ static void apply_deferred(void)
         for (int i = 0; i < REC_SLOTS; i++) {
             uint32_t rec = atomic_exchange(&deferred_recs[i], 0);
             if (rec)
-                rec_at(rec)->frees++;
+                rec_at(rec)->c[1]++;
         }
     }
     if (!atomic_load_explicit(&deferred, memory_order_relaxed))
@@ -210,7 +160,7 @@ static void apply_deferred(void)
         uintptr_t next = node[0] & ~(uintptr_t)1;
         uint32_t rec = node[0] & 1 ? (uint32_t)node[1] : unlink_live(node);
         if (rec)
-            rec_at(rec)->frees++;
+            rec_at(rec)->c[1]++;
         node[0] = to_release;
         to_release = (uintptr_t)node;
         n = next;
@@ -221,7 +171,7 @@ static void apply_deferred(void)
  * holds it. malloc-safe */
 static int lock_table(void)
 {
-    if (!pp_mutex_lock_hook(&lock))
+    if (!pp_mutex_lock_hook(&recs.lock))
         return 0;
     apply_deferred();
     return 1;
@@ -233,7 +183,7 @@ static void unlock_table(void)
 {
     uintptr_t n = to_release;
     to_release = 0;
-    pp_mutex_unlock(&lock);
+    pp_mutex_unlock(&recs.lock);
     while (n) {
         uintptr_t *node = (uintptr_t *)n;
         n = node[0];
@@ -249,10 +199,10 @@ int pp_heap_table_alloc(void *p, size_t size, const uint64_t *pcs, size_t npcs, 
     int rc = -1;
     uint32_t old = unlink_live(p);
     if (old)
-        rec_at(old)->frees++;
-    uint32_t id = find_or_add(pcs, npcs, labels, size);
+        rec_at(old)->c[1]++;
+    uint32_t id = pp_store_find_locked(&recs, pcs, npcs, labels, size);
     if (id && link_live(p, id) == 0) {
-        rec_at(id)->allocs++;
+        rec_at(id)->c[0]++;
         rc = 0;
     }
     unlock_table();
@@ -278,7 +228,7 @@ int pp_heap_table_free(void *p)
     }
     uint32_t rec = unlink_live(p);
     if (rec)
-        rec_at(rec)->frees++;
+        rec_at(rec)->c[1]++;
     unlock_table();
     return rec != 0;
 }
@@ -291,7 +241,7 @@ void pp_heap_table_release(void *p, uint32_t rec)
     } else if (!lock_table()) {
         defer(p, rec);
     } else {
-        rec_at(rec)->frees++;
+        rec_at(rec)->c[1]++;
         unlock_table();
         pp_next.free(p);
     }
@@ -301,7 +251,7 @@ void pp_heap_table_release(void *p, uint32_t rec)
 void pp_heap_table_count_free(uint32_t rec)
 {
     if (lock_table()) {
-        rec_at(rec)->frees++;
+        rec_at(rec)->c[1]++;
         unlock_table();
         return;
     }
@@ -323,54 +273,20 @@ void pp_heap_table_put_back(void *p, uint32_t rec)
         return;
     }
     if (link_live(p, rec) != 0)
-        rec_at(rec)->frees++; /* cannot track it any more: count it gone */
+        rec_at(rec)->c[1]++; /* cannot track it any more: count it gone */
     unlock_table();
-}
-
-/* Records in id order: each one's size follows from its frame count. */
-static uint32_t next_rec(uint32_t id)
-{
-    const pp_heap_rec *r = rec_at(id);
-    return id + (uint32_t)(((sizeof(pp_heap_rec) + r->nframes * sizeof(uint64_t) + 15) & ~(size_t)15) / 16);
 }
 
 int pp_heap_snap_take(pp_heap_snap *s)
 {
-    s->c = NULL;
-    s->n = 0;
-    for (;;) {
-        size_t cap = (size_t)atomic_load(&nrecords) + 64;
-        pp_heap_count *c = malloc(cap * sizeof *c);
-        if (!c)
-            return pp_fail(PPROF_ENOMEM);
-        pp_mutex_lock(&lock);
-        apply_deferred();
-        size_t n = (size_t)atomic_load(&nrecords);
-        if (n > cap) {
-            unlock_table();
-            free(c);
-            continue;
-        }
-        size_t k = 0;
-        if (n)
-            for (uint32_t id = 1;; id = next_rec(id)) {
-                const pp_heap_rec *r = rec_at(id);
-                c[k++] = (pp_heap_count){id, r->allocs, r->frees};
-                if (id == last_rec)
-                    break;
-            }
+    if (lock_table()) /* deferred frees first */
         unlock_table();
-        s->c = c;
-        s->n = k;
-        return 0;
-    }
+    return pp_store_snap_take(&recs, s);
 }
 
 void pp_heap_snap_free(pp_heap_snap *s)
 {
-    free(s->c);
-    s->c = NULL;
-    s->n = 0;
+    pp_store_snap_free(s);
 }
 
 /* Writes the live buckets once, at start-up: frees read them, and a first
@@ -384,11 +300,11 @@ void pp_heap_table_init(void)
 
 void pp_heap_table_stats_get(pp_heap_table_stats *s)
 {
-    pp_mutex_lock(&lock);
+    pp_mutex_lock(&recs.lock);
     apply_deferred();
-    s->records = atomic_load(&nrecords);
+    s->records = atomic_load(&recs.nrecords);
     s->live = atomic_load(&nlive);
-    s->table_bytes = store_used + sizeof rec_buckets;
+    s->table_bytes = recs.used + (size_t)recs.nbuckets * sizeof(uint32_t);
     s->live_bytes = (uint64_t)nodes_used * sizeof(live_node) + sizeof pp_live_buckets;
     s->deferred_lost = atomic_load(&deferred_lost);
     unlock_table();
@@ -404,17 +320,17 @@ static __thread int64_t fork_guard[2];
 void pp_heap_fork_prepare(void)
 {
     pp_heap_guard_enter(fork_guard);
-    pp_mutex_lock(&lock);
+    pp_mutex_lock(&recs.lock);
 }
 
 void pp_heap_fork_parent(void)
 {
-    pp_mutex_unlock(&lock);
+    pp_mutex_unlock(&recs.lock);
     pp_heap_guard_leave(fork_guard);
 }
 
 void pp_heap_fork_child(void)
 {
-    lock = (pp_mutex)PP_MUTEX_INIT;
+    pp_store_fork_child(&recs);
     pp_heap_guard_leave(fork_guard);
 }

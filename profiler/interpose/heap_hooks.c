@@ -137,7 +137,7 @@ static void *realloc_impl(void *p, size_t n, uint64_t caller)
      * (its free was not seen) and the address reused by a bigger block. */
     size_t old;
     if (n && (held || take_sample(n)) &&
-        ((old = pp_next.usable_size(p)) || (rec && !held && (old = pp_heap_rec_get(rec)->size)))) {
+        ((old = pp_next.usable_size(p)) || (rec && !held && (old = (size_t)pp_heap_rec_get(rec)->key)))) {
         void *q = held ? pp_next.malloc(n) : sampled_alloc(0, n, 0, caller);
         if (!q) {
             if (rec && !held)

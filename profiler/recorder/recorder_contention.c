@@ -23,11 +23,10 @@ typedef struct contention_recorder {
     int64_t cfg_rate;   /* as configured (0: join) */
     int from_start;     /* the first window begins at process start */
     int turned_on;      /* this recorder turned the profile on */
-    pp_ccount *snap;    /* the counts at the open window's start */
-    size_t nsnap;
+    pp_store_snap snap; /* the counts at the open window's start */
 } contention_recorder;
 
-static pp_ctab *table_of(const contention_recorder *c)
+static pp_store *table_of(const contention_recorder *c)
 {
     return c->block ? &pp_block_tab : &pp_mutex_tab;
 }
@@ -37,10 +36,9 @@ static int64_t contention_rate(const pprof_recorder *r)
     return ((const contention_recorder *)r)->block ? pp_block_rate() : pp_mutex_fraction();
 }
 
-static pprof_profile *build(contention_recorder *c, const pp_ccount *base, size_t nbase, const pp_ccount *now,
-                            size_t nnow)
+static pprof_profile *build(contention_recorder *c, const pp_store_snap *base, const pp_store_snap *now)
 {
-    pprof_profile *p = pp_ctab_build(table_of(c), base, nbase, now, nnow);
+    pprof_profile *p = pp_contention_build(table_of(c), base, now);
     int64_t rate = contention_rate(&c->base);
     char text[96];
     /* The first comment names the kind and rate (the text format reads it). */
@@ -72,9 +70,8 @@ static int contention_start(pprof_recorder *r)
     rc = pp_contention_join(c->block, c->cfg_rate, &c->turned_on);
     if (rc)
         return rc;
-    c->snap = NULL;
-    c->nsnap = 0;
-    rc = c->from_start ? 0 : pp_ctab_snap(table_of(c), &c->snap, &c->nsnap);
+    c->snap = (pp_store_snap){0};
+    rc = c->from_start ? 0 : pp_store_snap_take(table_of(c), &c->snap);
     c->from_start = 0; /* only the first window */
     if (rc) {
         pp_contention_leave(c->block, c->turned_on);
@@ -88,24 +85,21 @@ static int contention_start(pprof_recorder *r)
 static int contention_end(pprof_recorder *r, int reopen, pprof_profile **out)
 {
     contention_recorder *c = (contention_recorder *)r;
-    pp_ccount *now;
-    size_t n;
-    int rc = pp_ctab_snap(table_of(c), &now, &n);
+    pp_store_snap now;
+    int rc = pp_store_snap_take(table_of(c), &now);
     if (rc)
         return rc;
-    pprof_profile *p = out ? build(c, c->snap, c->nsnap, now, n) : NULL;
+    pprof_profile *p = out ? build(c, &c->snap, &now) : NULL;
     if (p) {
         p->time_nanos = r->window_real_ns;
         p->duration_nanos = pp_now_ns(CLOCK_MONOTONIC) - r->window_mono_ns;
     }
-    free(c->snap);
-    c->snap = NULL;
+    pp_store_snap_free(&c->snap);
     if (reopen) {
         c->snap = now;
-        c->nsnap = n;
         pp_recorder_window_begin(r);
     } else {
-        free(now);
+        pp_store_snap_free(&now);
         pp_contention_leave(c->block, c->turned_on);
         c->turned_on = 0;
         r->running = 0;
@@ -121,13 +115,12 @@ static int contention_write_to(pprof_recorder *r, pprof_profile **out)
     int rc = check_hooks();
     if (rc)
         return rc;
-    pp_ccount *now;
-    size_t n;
-    rc = pp_ctab_snap(table_of(c), &now, &n);
+    pp_store_snap now;
+    rc = pp_store_snap_take(table_of(c), &now);
     if (rc)
         return rc;
-    pprof_profile *p = build(c, NULL, 0, now, n);
-    free(now);
+    pprof_profile *p = build(c, NULL, &now);
+    pp_store_snap_free(&now);
     if (!p)
         return pp_fail(PPROF_ENOMEM);
     p->time_nanos = pp_now_ns(CLOCK_REALTIME);
@@ -136,9 +129,7 @@ static int contention_write_to(pprof_recorder *r, pprof_profile **out)
 
 static void contention_release(pprof_recorder *r)
 {
-    contention_recorder *c = (contention_recorder *)r;
-    free(c->snap);
-    c->snap = NULL;
+    pp_store_snap_free(&((contention_recorder *)r)->snap);
 }
 
 static const pp_recorder_ops contention_ops = {.start = contention_start,

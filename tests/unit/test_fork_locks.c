@@ -135,10 +135,10 @@ int main(int argc, char **argv)
     pprof_contention_stats cs;
     pprof_contention_stats_get(&cs);
     printf("%d forks during %ld rounds; fork_churn: %lld sampled, %lld left in use; heap unrecorded %llu, "
-           "frees unseen %llu; contention records %llu + %llu, lost to fork %llu\n",
+           "frees unseen %llu; contention records %llu + %llu, lost %llu\n",
            forks, atomic_load(&rounds), (long long)a1, (long long)u1, (unsigned long long)hs.unrecorded,
            (unsigned long long)hs.frees_unseen, (unsigned long long)cs.mutex_records,
-           (unsigned long long)cs.block_records, (unsigned long long)cs.lost_to_fork);
+           (unsigned long long)cs.block_records, (unsigned long long)cs.lost);
     CHECK(a1 > 1000);
     CHECK(u1 == 0);
     CHECK(hs.frees_unseen == 0);
