@@ -408,6 +408,18 @@ static int h_index(pp_req *q)
     return pp_reply_send(q, &r);
 }
 
+/* Custom profiles are served under the same prefix: they may not take an
+ * endpoint's name, nor "symbolz" (served at the root when the prefix has
+ * no /debug/pprof/). */
+__attribute__((constructor(101))) static void reserve_names(void)
+{
+    static const char *names[sizeof endpoints / sizeof endpoints[0] + 1];
+    for (size_t i = 0; i < nendpoints; i++)
+        names[i] = endpoints[i].name;
+    names[nendpoints] = "symbolz";
+    pp_names_reserve(names, nendpoints + 1);
+}
+
 const pp_endpoint *pp_endpoint_find(const char *name)
 {
     static const pp_endpoint custom = {"", NULL, NULL, PP_EP_QUERY, pp_h_custom};

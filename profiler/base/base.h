@@ -4,7 +4,8 @@
  * the calling thread's last failure (error.h), the futex lock that the
  * profiler uses instead of pthread mutexes, with the hook variant that never
  * waits for a fork (lock.h), the process-wide state: a fork under way and
- * the shutdown hooks (process.h), the LIBPPROF_* environment (env.h), an
+ * the shutdown hooks (process.h), the names the server reserves for its
+ * endpoints (names.h), the LIBPPROF_* environment (env.h), an
  * arena for builders (arena.h), and the public writers (writer.c).
  *
  * Invariants: lock.h and pp_fail are usable inside signal handlers and
@@ -16,5 +17,6 @@
 #include "env.h"
 #include "error.h"
 #include "lock.h"
+#include "names.h"
 #include "process.h"
 #endif

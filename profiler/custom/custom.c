@@ -40,11 +40,6 @@ static pp_mutex reg_lock = PP_MUTEX_INIT;
 static pprof_custom *profiles[MAX_CUSTOM];
 static size_t nprofiles;
 
-static const char *const builtin[] = {"",       "allocs",      "block",      "cmdline",     "delta_block",
-                                      "delta_heap", "delta_mutex", "goroutine", "heap",       "mutex",
-                                      "profile", "symbol",      "symbolz",    "threadcreate", "threads",
-                                      "trace"};
-
 static int valid_name(const char *s)
 {
     size_t n = strlen(s);
@@ -64,9 +59,8 @@ int pprof_custom_new(const char *name, pprof_custom **out)
     *out = NULL;
     if (!name || !valid_name(name))
         return pp_error_detail(PPROF_EINVAL, "a profile name is 1-63 letters, digits, '.', '_' or '-'");
-    for (size_t i = 0; i < sizeof builtin / sizeof *builtin; i++)
-        if (!strcmp(builtin[i], name))
-            return pp_error_detail(PPROF_EINVAL, "\"%s\" is a built-in profile", name);
+    if (pp_name_reserved(name))
+        return pp_error_detail(PPROF_EINVAL, "\"%s\" is a built-in profile", name);
     pprof_custom *c = calloc(1, sizeof *c);
     if (!c)
         return pp_fail(PPROF_ENOMEM);

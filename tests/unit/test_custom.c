@@ -1,7 +1,9 @@
 /* test_custom.c: custom profiles (pprof_custom_*), through their recorder.
  * test-labels: plain-only
  *
- * Names: plain path segments only, no built-in names, each once. Entries:
+ * Names: plain path segments only, none of the server's endpoint names
+ * (the server, linked in here, reserves them), each once. The index page
+ * lists the profile. Entries:
  * keyed by pointer, a key once, removal of an absent key is an error. The
  * recorder counts entries by the stack that added them (two functions add
  * 3 and 5) and their labels; a window gives the difference.
@@ -12,6 +14,17 @@
 #include <string.h>
 
 static char keys[16];
+
+/* The index page's body, from a request answered before pprof_http_handle
+ * returns. */
+static char index_body[65536];
+static void on_index(void *ctx, const pprof_http_response *resp)
+{
+    *(int *)ctx = resp->status;
+    size_t n = resp->body.len < sizeof index_body - 1 ? resp->body.len : sizeof index_body - 1;
+    memcpy(index_body, resp->body.data, n);
+    index_body[n] = 0;
+}
 
 __attribute__((noinline)) static void open_three(void)
 {
@@ -73,6 +86,10 @@ int main(void)
     CHECK(pprof_labels_new(&l, 1, &set) == 0);
     CHECK(pprof_do(set, open_five, NULL) == 0);
     CHECK(pprof_custom_count(c) == 8);
+    int status = 0;
+    pprof_http_request req = {"GET", "/debug/pprof/", NULL, NULL, 0};
+    CHECK(pprof_http_handle(NULL, &req, on_index, &status, NULL) == 0 && status == 200);
+    CHECK(strstr(index_body, "conns") != NULL);
     CHECK(pprof_custom_add(c, &keys[0]) == PPROF_EBUSY);
     CHECK(pprof_custom_remove(c, &keys[15]) == PPROF_ENOTFOUND);
     CHECK(pprof_custom_add(c, NULL) == PPROF_EINVAL);
