@@ -1,0 +1,116 @@
+/* test_base.c: base/, what every part of the library stands on.
+ *
+ * Errors: pprof_strerror is the code's fixed text whatever failed before;
+ * pprof_last_error is "" before any failure, carries a failing call's
+ * detail, and a later failure without detail replaces it (no stale
+ * detail), while successful calls leave it alone; each thread has its own.
+ * The hook lock: taken and released like the plain lock, it gives up only
+ * when the lock is held while a fork is under way, and a waiter notices a
+ * fork that begins while it waits. Shutdown hooks run once, in order,
+ * after the function passed first, and a hook added twice runs once.
+ * Reserved names are found, others not. LIBPPROF_* integers out of range
+ * or malformed fall back to the default.
+ */
+#define _GNU_SOURCE
+#include "pprof.h"
+#include "check.h"
+#include "base/base.h"
+
+#include <pthread.h>
+#include <stdlib.h>
+#include <time.h>
+
+static char other_thread_error[256];
+
+static void *fail_elsewhere(void *arg)
+{
+    (void)arg;
+    pprof_custom *c;
+    CHECK(pprof_custom_new("not/a/name", &c) == PPROF_EINVAL);
+    snprintf(other_thread_error, sizeof other_thread_error, "%s", pprof_last_error());
+    return NULL;
+}
+
+static pp_mutex held = PP_MUTEX_INIT;
+static _Atomic int waiter_result = -1;
+
+static void *wait_for_held(void *arg)
+{
+    (void)arg;
+    int got = pp_mutex_lock_hook(&held);
+    if (got)
+        pp_mutex_unlock(&held);
+    atomic_store(&waiter_result, got);
+    return NULL;
+}
+
+static char order[8];
+static int norder;
+static void first(void) { order[norder++] = 'f'; }
+static void hook_a(void) { order[norder++] = 'a'; }
+static void hook_b(void) { order[norder++] = 'b'; }
+
+int main(void)
+{
+    /* errors */
+    CHECK(!strcmp(pprof_last_error(), ""));
+    CHECK(!strcmp(pprof_strerror(PPROF_ENOTFOUND), "not found"));
+    CHECK(!strcmp(pprof_strerror(12345), "unknown error"));
+    pprof_recorder *r;
+    CHECK(pprof_cpu_recorder_new(&(pprof_cpu_config){.hz = -5}, &r) == PPROF_EINVAL);
+    CHECK(strstr(pprof_last_error(), "invalid argument: hz must be") == pprof_last_error());
+    CHECK(!strcmp(pprof_strerror(PPROF_EINVAL), "invalid argument"));
+    pprof_labels *set;
+    CHECK(pprof_labels_new(&(pprof_label){"k", "v"}, 1, &set) == 0); /* success leaves it */
+    CHECK(strstr(pprof_last_error(), "hz must be") != NULL);
+    CHECK(pprof_cpu_recorder_new(NULL, NULL) == PPROF_EINVAL); /* no detail: none shown */
+    CHECK(!strcmp(pprof_last_error(), "invalid argument"));
+    pthread_t t;
+    pthread_create(&t, NULL, fail_elsewhere, NULL);
+    pthread_join(t, NULL);
+    CHECK(strstr(other_thread_error, "a profile name is") != NULL);
+    CHECK(!strcmp(pprof_last_error(), "invalid argument")); /* this thread's own */
+    pprof_labels_unref(set);
+
+    /* the hook lock */
+    CHECK(pp_mutex_lock_hook(&held) == 1);
+    atomic_fetch_add(&pp_fork_pending, 1);
+    CHECK(pp_mutex_lock_hook(&held) == 0); /* held during a fork: gives up */
+    pp_mutex_unlock(&held);
+    CHECK(pp_mutex_lock_hook(&held) == 1); /* free during a fork: taken */
+    atomic_fetch_sub(&pp_fork_pending, 1);
+    pthread_create(&t, NULL, wait_for_held, NULL);
+    struct timespec ms20 = {0, 20000000};
+    nanosleep(&ms20, NULL);
+    CHECK(atomic_load(&waiter_result) == -1); /* waiting, no fork */
+    atomic_fetch_add(&pp_fork_pending, 1);   /* a fork begins while it waits */
+    pthread_join(t, NULL);
+    CHECK(atomic_load(&waiter_result) == 0);
+    atomic_fetch_sub(&pp_fork_pending, 1);
+    pp_mutex_unlock(&held);
+
+    /* shutdown hooks */
+    CHECK(pp_shutdown_hook_add(hook_a) == 0 && pp_shutdown_hook_add(hook_b) == 0);
+    CHECK(pp_shutdown_hook_add(hook_a) == 0);
+    CHECK(!pp_shutting_down());
+    pp_shutdown_run(first);
+    pp_shutdown_run(first);
+    CHECK(pp_shutting_down());
+    CHECKF(norder == 3 && !memcmp(order, "fab", 3), "order %.*s", norder, order);
+
+    /* names */
+    static const char *const names[] = {"alpha", "beta"};
+    pp_names_reserve(names, 2);
+    CHECK(pp_name_reserved("beta") && !pp_name_reserved("gamma") && !pp_name_reserved("alph"));
+
+    /* environment */
+    setenv("PP_TEST_INT", "42", 1);
+    CHECK(pp_env_int("PP_TEST_INT", 7, 0, 100) == 42);
+    setenv("PP_TEST_INT", "420", 1);
+    CHECK(pp_env_int("PP_TEST_INT", 7, 0, 100) == 7);
+    setenv("PP_TEST_INT", "4x", 1);
+    CHECK(pp_env_int("PP_TEST_INT", 7, 0, 100) == 7);
+    unsetenv("PP_TEST_INT");
+    CHECK(pp_env_int("PP_TEST_INT", 7, 0, 100) == 7);
+    return check_summary("test_base");
+}

@@ -1,0 +1,114 @@
+/* test_recorder.c: the recorder API's state rules, the same for every kind.
+ *
+ * NULL arguments are PPROF_EINVAL; stop or snapshot before start is
+ * PPROF_ESTATE, a second start PPROF_EBUSY; write_to on a windowed-only
+ * kind (CPU, allocations) and start on an instant-only kind (heap, a
+ * per-thread dump) are PPROF_ENOTSUP, each with a detail; a stopped
+ * recorder starts again. Rates: a CPU recorder reports its rate only while
+ * it runs, the others the rate in force, count kinds 0. Consecutive CPU
+ * snapshots leave no gap: each window begins where the previous ended.
+ * Freeing a running recorder stops it (a CPU recorder's timers go).
+ * Sanitizer builds have no malloc or lock hooks: there the heap and
+ * contention kinds answer PPROF_ENOTSUP and their checks are skipped.
+ */
+#define _GNU_SOURCE
+#include "pprof.h"
+#include "check.h"
+
+#include <string.h>
+
+/* The state rules of one windowed recorder, started and stopped twice. */
+static void windowed_rules(pprof_recorder *r, const char *name)
+{
+    pprof_profile *p = NULL;
+    CHECKF(pprof_recorder_stop(r, &p) == PPROF_ESTATE && p == NULL, "%s: stop before start", name);
+    CHECKF(pprof_recorder_snapshot(r, &p) == PPROF_ESTATE, "%s: snapshot before start", name);
+    for (int round = 0; round < 2; round++) {
+        CHECKF(pprof_recorder_start(r) == 0, "%s: start (round %d): %s", name, round, pprof_last_error());
+        CHECKF(pprof_recorder_start(r) == PPROF_EBUSY, "%s: second start", name);
+        CHECKF(pprof_recorder_snapshot(r, &p) == 0 && p, "%s: snapshot", name);
+        pprof_profile_free(p);
+        CHECKF(pprof_recorder_snapshot(r, NULL) == 0, "%s: snapshot discarded", name);
+        CHECKF(pprof_recorder_stop(r, &p) == 0 && p, "%s: stop", name);
+        pprof_profile_free(p);
+    }
+}
+
+int main(void)
+{
+    pprof_profile *p = NULL;
+    CHECK(pprof_recorder_start(NULL) == PPROF_EINVAL);
+    CHECK(pprof_recorder_stop(NULL, &p) == PPROF_EINVAL && p == NULL);
+    CHECK(pprof_recorder_snapshot(NULL, NULL) == PPROF_EINVAL);
+    CHECK(pprof_recorder_write_to(NULL, &p) == PPROF_EINVAL);
+    CHECK(pprof_recorder_rate(NULL) == 0);
+    pprof_recorder_free(NULL);
+
+    /* CPU: windowed only; its rate while it runs */
+    pprof_recorder *cpu;
+    CHECK(pprof_cpu_recorder_new(&(pprof_cpu_config){.hz = 200}, &cpu) == 0);
+    CHECK(pprof_recorder_write_to(cpu, &p) == PPROF_ENOTSUP && strstr(pprof_last_error(), "windowed"));
+    CHECK(pprof_recorder_rate(cpu) == 0);
+    windowed_rules(cpu, "cpu");
+    CHECK(pprof_recorder_start(cpu) == 0 && pprof_recorder_rate(cpu) == 200);
+    pprof_profile *w[3];
+    CHECK(pprof_recorder_snapshot(cpu, &w[0]) == 0);
+    CHECK(pprof_recorder_snapshot(cpu, &w[1]) == 0);
+    CHECK(pprof_recorder_stop(cpu, &w[2]) == 0);
+    for (int i = 1; i < 3; i++)
+        CHECKF(pprof_profile_time_nanos(w[i]) ==
+                   pprof_profile_time_nanos(w[i - 1]) + pprof_profile_duration_nanos(w[i - 1]),
+               "window %d begins where %d ended", i, i - 1);
+    for (int i = 0; i < 3; i++)
+        pprof_profile_free(w[i]);
+    CHECK(pprof_recorder_start(cpu) == 0);
+    pprof_recorder_free(cpu); /* running: stopped first */
+    pprof_cpu_stats cs;
+    pprof_cpu_stats_get(&cs);
+    CHECK(cs.hz == 0 && cs.threads_timed == 0);
+
+    /* allocations: windowed only; heap: instant only */
+    pprof_recorder *alloc, *heap;
+    CHECK(pprof_alloc_recorder_new(NULL, &alloc) == 0 && pprof_heap_recorder_new(NULL, &heap) == 0);
+    CHECK(pprof_recorder_start(heap) == PPROF_ENOTSUP && strstr(pprof_last_error(), "instant"));
+    CHECK(pprof_recorder_write_to(alloc, &p) == PPROF_ENOTSUP);
+    int rc = pprof_recorder_write_to(heap, &p);
+    if (rc == PPROF_ENOTSUP) {
+        printf("no malloc hooks in this build: heap kinds skipped\n");
+    } else {
+        CHECK(rc == 0 && p);
+        pprof_profile_free(p);
+        CHECK(pprof_recorder_rate(heap) == pprof_heap_rate() && pprof_heap_rate() > 0);
+        windowed_rules(alloc, "allocs");
+    }
+    pprof_recorder_free(alloc);
+    pprof_recorder_free(heap);
+
+    /* mutex: windows and totals; the fraction in force */
+    pprof_recorder *mutex;
+    CHECK(pprof_mutex_recorder_new(&(pprof_contention_config){.rate = 3}, &mutex) == 0);
+    rc = pprof_recorder_write_to(mutex, &p);
+    if (rc == PPROF_ENOTSUP) {
+        printf("no lock hooks in this build: contention kinds skipped\n");
+    } else {
+        CHECK(rc == 0 && p);
+        pprof_profile_free(p);
+        windowed_rules(mutex, "mutex");
+        CHECK(pprof_recorder_start(mutex) == 0 && pprof_recorder_rate(mutex) == 3);
+        CHECK(pprof_recorder_stop(mutex, NULL) == 0 && pprof_mutex_fraction() == 0);
+    }
+    pprof_recorder_free(mutex);
+
+    /* counts: windows and state now; rate 0; a per-thread dump has no window */
+    pprof_recorder *tc, *dump;
+    CHECK(pprof_threadcreate_recorder_new(&tc) == 0);
+    CHECK(pprof_recorder_write_to(tc, &p) == 0 && p);
+    pprof_profile_free(p);
+    CHECK(pprof_recorder_rate(tc) == 0);
+    windowed_rules(tc, "threadcreate");
+    pprof_recorder_free(tc);
+    CHECK(pprof_threads_recorder_new(&(pprof_threads_config){.per_thread = 1}, &dump) == 0);
+    CHECK(pprof_recorder_start(dump) == PPROF_ENOTSUP && strstr(pprof_last_error(), "no window"));
+    pprof_recorder_free(dump);
+    return check_summary("test_recorder");
+}
