@@ -252,7 +252,11 @@ int main(int argc, char **argv)
         }
         d = MHD_start_daemon(MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_AUTO | MHD_ALLOW_SUSPEND_RESUME | MHD_USE_ERROR_LOG,
                              0, NULL, NULL, app, NULL, MHD_OPTION_SOCK_ADDR, &sa,
-                             MHD_OPTION_NOTIFY_COMPLETED, completed, NULL, MHD_OPTION_END);
+                             MHD_OPTION_NOTIFY_COMPLETED, completed, NULL,
+                             /* bounds for a service: idle connections close, and few at once
+                              * (a connection waiting for a long profile is suspended, not idle) */
+                             MHD_OPTION_CONNECTION_TIMEOUT, (unsigned int)60,
+                             MHD_OPTION_CONNECTION_LIMIT, (unsigned int)64, MHD_OPTION_END);
         if (!d) {
             fprintf(stderr, "pprof-demo: cannot serve on %s\n", addr);
             return 1;

@@ -4,9 +4,11 @@
 #                    signal/hook tests)
 #   ASan+UBSan build the unit tests not labelled plain-only
 #   TSan build       the tests labelled concurrency
+#   clang build      the whole tree built with clang (warnings are errors
+#                    there too), the unit tests not labelled plain-only
 set -euo pipefail
 cd "$(dirname "$0")/.."
-scripts/deps.sh libjemalloc2 libtcmalloc-minimal4 # the heap tests run over both allocators
+scripts/deps.sh libjemalloc2 libtcmalloc-minimal4 clang # the heap tests run over both allocators; clang builds too
 jobs=$(nproc)
 run() { # dir label-args cmake-args...
   local dir=$1 sel=$2; shift 2
@@ -17,4 +19,5 @@ run() { # dir label-args cmake-args...
 run build/test-plain "" -DCMAKE_BUILD_TYPE=RelWithDebInfo
 run build/test-asan "-L unit -LE plain-only" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DPPROF_ASAN=ON
 run build/test-tsan "-L concurrency" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DPPROF_TSAN=ON
+CC=clang CXX=clang++ run build/test-clang "-L unit -LE plain-only" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DPPROF_BENCH=ON
 echo "all test builds passed"

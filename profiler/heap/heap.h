@@ -126,7 +126,7 @@ static inline uint32_t pp_live_bucket(const void *p) /* malloc-safe */
 }
 static inline int pp_heap_table_maybe_live(const void *p) /* malloc-safe */
 {
-    return __atomic_load_n(&pp_live_buckets[pp_live_bucket(p)], __ATOMIC_RELAXED) != 0;
+    return atomic_load_explicit(&pp_live_buckets[pp_live_bucket(p)], memory_order_relaxed) != 0;
 }
 
 /* Copies every record's counts, in record order, after applying deferred

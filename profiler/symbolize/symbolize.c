@@ -1428,6 +1428,19 @@ static const char *loader_symbol(struct pp_sym_session *s, uint64_t addr)
     return arena_strdup(&s->cache_arena, name);
 }
 
+/* The compile unit that covers addr. libdw finds it through
+ * .debug_aranges, which clang does not emit unless asked
+ * (-gdwarf-aranges); without them the units' own address ranges are
+ * looked at, one unit after another. */
+static Dwarf_Die *unit_of(Dwfl_Module *mod, uint64_t addr, Dwarf_Addr *bias)
+{
+    Dwarf_Die *cu = dwfl_module_addrdie(mod, addr, bias);
+    for (Dwarf_Die *it = NULL; !cu && (it = dwfl_module_nextcu(mod, it, bias)) != NULL;)
+        if (dwarf_haspc(it, addr - *bias) == 1)
+            cu = it;
+    return cu;
+}
+
 /* Resolves addr into frames[], innermost first; returns the count. */
 static int resolve(struct pp_sym_session *s, uint64_t addr, pp_sym_frame *frames)
 {
@@ -1445,16 +1458,21 @@ static int resolve(struct pp_sym_session *s, uint64_t addr, pp_sym_frame *frames
 
     const char *file = NULL;
     int line = 0;
+    Dwarf_Addr bias;
+    Dwarf_Die *cudie = unit_of(mod, addr, &bias);
     Dwfl_Line *dl = dwfl_module_getsrc(mod, addr);
-    if (dl)
+    if (dl) {
         file = dwfl_lineinfo(dl, NULL, &line, NULL, NULL, NULL);
+    } else if (cudie) { /* no .debug_aranges: the unit's own line table */
+        Dwarf_Line *l = dwarf_getsrc_die(cudie, addr - bias);
+        if (l && (file = dwarf_linesrc(l, NULL, NULL)) != NULL)
+            dwarf_lineno(l, &line);
+    }
     if (!file)
         line = 0;
 
     int n = 0;
     const char *outer_die_name = NULL;
-    Dwarf_Addr bias;
-    Dwarf_Die *cudie = dwfl_module_addrdie(mod, addr, &bias);
     Dwarf_Die fn;
     if (cudie && function_die(s, cudie, addr - bias, &fn)) {
         outer_die_name = die_raw_name(&fn);

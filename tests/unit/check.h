@@ -2,9 +2,24 @@
 #ifndef PP_CHECK_H
 #define PP_CHECK_H
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 static int check_passed, check_failed;
+
+/* Runs the test program again with LIBPPROF_HEAP_RATE=rate (read once, at
+ * start-up) unless it already runs with it. */
+static inline void rerun_with_heap_rate(const char *rate, char **argv)
+{
+    const char *now = getenv("LIBPPROF_HEAP_RATE");
+    if (now && !strcmp(now, rate))
+        return;
+    setenv("LIBPPROF_HEAP_RATE", rate, 1);
+    execv("/proc/self/exe", argv);
+    perror("execv /proc/self/exe");
+    exit(1);
+}
 
 #define CHECK(cond)                                                                 \
     do {                                                                            \

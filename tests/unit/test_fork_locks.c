@@ -39,13 +39,17 @@ static _Atomic long rounds;
 
 static void take_held(void) { pthread_mutex_lock(&held); }
 static void give_held(void) { pthread_mutex_unlock(&held); }
+#ifndef __clang__
 #pragma GCC diagnostic push
 #pragma GCC diagnostic ignored "-Wprio-ctor-dtor" /* 100: before libpprof's 101, on purpose */
+#endif
 __attribute__((constructor(100))) static void early_atfork(void)
 {
     pthread_atfork(take_held, give_held, give_held);
 }
+#ifndef __clang__
 #pragma GCC diagnostic pop
+#endif
 
 static void spin_us(long us)
 {
@@ -95,12 +99,7 @@ static void *worker(void *arg)
 int main(int argc, char **argv)
 {
     (void)argc;
-    const char *rate = getenv("LIBPPROF_HEAP_RATE");
-    if (!rate || strcmp(rate, "64")) {
-        setenv("LIBPPROF_HEAP_RATE", "64", 1);
-        execv("/proc/self/exe", argv);
-        return 1;
-    }
+    rerun_with_heap_rate("64", argv);
     CHECK(pprof_mutex_set_fraction(1) == 0);
     CHECK(pprof_block_set_rate(1) == 0);
     pthread_t w[2];

@@ -68,12 +68,7 @@ static void check_site(pprof_profile *p, const char *fn, int64_t alloc, int64_t 
 int main(int argc, char **argv)
 {
     (void)argc;
-    const char *rate = getenv("LIBPPROF_HEAP_RATE");
-    if (!rate || strcmp(rate, "1")) {
-        setenv("LIBPPROF_HEAP_RATE", "1", 1);
-        execv("/proc/self/exe", argv);
-        return 1;
-    }
+    rerun_with_heap_rate("1", argv);
     CHECK(pprof_heap_rate() == 1);
     for (int i = 0; i < N; i++) {
         use_malloc(i);

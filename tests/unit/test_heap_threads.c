@@ -92,12 +92,7 @@ static void *profiler(void *arg)
 int main(int argc, char **argv)
 {
     (void)argc;
-    const char *rate = getenv("LIBPPROF_HEAP_RATE");
-    if (!rate || strcmp(rate, "256")) {
-        setenv("LIBPPROF_HEAP_RATE", "256", 1);
-        execv("/proc/self/exe", argv);
-        return 1;
-    }
+    rerun_with_heap_rate("256", argv);
     pthread_t t[THREADS], prof;
     pthread_create(&prof, NULL, profiler, NULL);
     for (long i = 0; i < THREADS; i++)

@@ -68,7 +68,7 @@ int main(void)
     CHECK(cs.hz == 0 && cs.threads_timed == 0);
 
     /* allocations: windowed only; heap: instant only */
-    pprof_recorder *alloc, *heap;
+    pprof_recorder *alloc = NULL, *heap = NULL;
     CHECK(pprof_alloc_recorder_new(NULL, &alloc) == 0 && pprof_heap_recorder_new(NULL, &heap) == 0);
     CHECK(pprof_recorder_start(heap) == PPROF_ENOTSUP && strstr(pprof_last_error(), "instant"));
     CHECK(pprof_recorder_write_to(alloc, &p) == PPROF_ENOTSUP);

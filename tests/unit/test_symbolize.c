@@ -49,18 +49,24 @@ static void dump(const char *what, const pp_sym_result *r)
 
 /* ------------------------------------------------- code to be looked up */
 
+#ifdef __clang__
+#define NOCLONE /* clang makes no clones to keep apart */
+#else
+#define NOCLONE __attribute__((noclone))
+#endif
+
 static volatile uintptr_t g_pc;
 static volatile int g_sink;
 
 /* Records its return address: minus one, a call site inside its caller. */
-static __attribute__((noinline, noclone)) void record_pc(void)
+static NOCLONE __attribute__((noinline)) void record_pc(void)
 {
     g_pc = (uintptr_t)__builtin_return_address(0);
     __asm__ volatile("" ::: "memory");
 }
 
 static const int static_fn_line = __LINE__ + 2;
-static __attribute__((noinline, noclone, used)) int
+static NOCLONE __attribute__((noinline, used)) int
 symbolize_static_target(int x)
 {
     g_sink += x;
@@ -76,7 +82,7 @@ static inline __attribute__((always_inline)) int symbolize_inlined_leaf(int x)
 }
 
 static const int caller_call_line = __LINE__ + 4;
-static __attribute__((noinline, noclone)) int symbolize_inline_caller(int x)
+static NOCLONE __attribute__((noinline)) int symbolize_inline_caller(int x)
 {
     int r = 2 * x;
     r += symbolize_inlined_leaf(r);
