@@ -17,77 +17,141 @@
 
 #define STATE_DEPTH 2 /* remember_state nesting; deeper gives up (keeps handler stacks small) */
 
-static uint64_t uleb(const uint8_t **p) /* async-signal-safe */
+/* A bounded reader: every read checks the end, and a read past it marks
+ * the reader bad and yields 0; callers check `bad` and give up. Damaged or
+ * hostile unwind tables therefore never make the handler read outside the
+ * bytes the tables' own lengths and the object's segment allow. */
+typedef struct rd {
+    const uint8_t *p, *end;
+    int bad;
+} rd;
+
+static uint8_t u8(rd *r) /* async-signal-safe */
+{
+    if (r->p >= r->end) {
+        r->bad = 1;
+        return 0;
+    }
+    return *r->p++;
+}
+
+/* n (1, 2, 4 or 8) little-endian bytes. async-signal-safe */
+static uint64_t fixed(rd *r, size_t n)
+{
+    if ((size_t)(r->end - r->p) < n) {
+        r->bad = 1;
+        r->p = r->end;
+        return 0;
+    }
+    uint64_t v = 0;
+    memcpy(&v, r->p, n);
+    r->p += n;
+    return v;
+}
+
+static void skip(rd *r, uint64_t n) /* async-signal-safe */
+{
+    if (n > (uint64_t)(r->end - r->p)) {
+        r->bad = 1;
+        r->p = r->end;
+        return;
+    }
+    r->p += n;
+}
+
+static uint64_t uleb(rd *r) /* async-signal-safe */
 {
     uint64_t v = 0;
     unsigned shift = 0;
     uint8_t b;
     do {
-        b = *(*p)++;
+        b = u8(r);
         if (shift < 64)
             v |= (uint64_t)(b & 0x7f) << shift;
         shift += 7;
-    } while (b & 0x80);
+    } while ((b & 0x80) && !r->bad);
     return v;
 }
 
-static int64_t sleb(const uint8_t **p) /* async-signal-safe */
+static int64_t sleb(rd *r) /* async-signal-safe */
 {
     int64_t v = 0;
     unsigned shift = 0;
     uint8_t b;
     do {
-        b = *(*p)++;
+        b = u8(r);
         if (shift < 64)
-            v |= (int64_t)(b & 0x7f) << shift;
+            v |= (int64_t)((uint64_t)(b & 0x7f) << shift);
         shift += 7;
-    } while (b & 0x80);
+    } while ((b & 0x80) && !r->bad);
     if (shift < 64 && (b & 0x40))
-        v |= -((int64_t)1 << shift);
+        v = (int64_t)((uint64_t)v | (~(uint64_t)0 << shift));
     return v;
 }
 
 /* A pointer in DW_EH_PE encoding `enc` (pcrel and datarel supported).
- * Returns 0 for an encoding it does not know. async-signal-safe */
-static int encoded(const uint8_t **p, uint8_t enc, uintptr_t datarel, uintptr_t *out)
+ * Returns 0 for an encoding it does not know or a read past the end.
+ * async-signal-safe */
+static int encoded(rd *r, uint8_t enc, uintptr_t datarel, uintptr_t *out)
 {
-    const uint8_t *at = *p;
+    uintptr_t at = (uintptr_t)r->p;
     uint64_t v;
     if (enc == 0xff)
         return 0;
     switch (enc & 0x0f) {
-    case 0x00: case 0x04: case 0x0c: memcpy(&v, at, 8); *p += 8; break;
-    case 0x01: v = uleb(p); break;
-    case 0x02: { uint16_t x; memcpy(&x, at, 2); *p += 2; v = x; break; }
-    case 0x03: { uint32_t x; memcpy(&x, at, 4); *p += 4; v = x; break; }
-    case 0x09: v = (uint64_t)sleb(p); break;
-    case 0x0a: { int16_t x; memcpy(&x, at, 2); *p += 2; v = (uint64_t)(int64_t)x; break; }
-    case 0x0b: { int32_t x; memcpy(&x, at, 4); *p += 4; v = (uint64_t)(int64_t)x; break; }
+    case 0x00: case 0x04: case 0x0c: v = fixed(r, 8); break;
+    case 0x01: v = uleb(r); break;
+    case 0x02: v = fixed(r, 2); break;
+    case 0x03: v = fixed(r, 4); break;
+    case 0x09: v = (uint64_t)sleb(r); break;
+    case 0x0a: v = (uint64_t)(int64_t)(int16_t)fixed(r, 2); break;
+    case 0x0b: v = (uint64_t)(int64_t)(int32_t)fixed(r, 4); break;
     default: return 0;
     }
     switch (enc & 0x70) {
     case 0x00: break;
-    case 0x10: v += (uintptr_t)at; break;
+    case 0x10: v += at; break;
     case 0x30: v += datarel; break;
     default: return 0;
     }
     *out = (uintptr_t)v;
-    return 1;
+    return !r->bad;
 }
 
-int pp_cfi_table_init(pp_cfi_table *t, const uint8_t *hdr)
+/* async-signal-safe */
+int pp_cfi_table_init(pp_cfi_table *t, const uint8_t *hdr, size_t hdr_len, uintptr_t lo, uintptr_t hi)
 {
+    memset(t, 0, sizeof *t);
     /* version 1; the table must be datarel|sdata4 pairs */
-    if (hdr[0] != 1 || hdr[3] != 0x3b)
+    if (hdr_len < 4 || hdr[0] != 1 || hdr[3] != 0x3b || lo >= hi)
         return 0;
-    const uint8_t *p = hdr + 4;
+    rd r = {hdr + 4, hdr + hdr_len, 0};
     uintptr_t eh_frame, count;
-    if (!encoded(&p, hdr[1], (uintptr_t)hdr, &eh_frame) || !encoded(&p, hdr[2], (uintptr_t)hdr, &count))
+    if (!encoded(&r, hdr[1], (uintptr_t)hdr, &eh_frame) || !encoded(&r, hdr[2], (uintptr_t)hdr, &count))
         return 0;
+    if ((uintptr_t)r.p % 4 || count > (size_t)(r.end - r.p) / 8)
+        return 0; /* the table must fit in the section */
     t->hdr = (uintptr_t)hdr;
-    t->table = (const int32_t *)p;
+    t->table = (const int32_t *)(const void *)r.p;
     t->count = count;
+    t->lo = lo;
+    t->hi = hi;
     return count > 0;
+}
+
+/* Where a length-prefixed record at p ends, if its length (4 bytes, not
+ * 0, not the 64-bit escape) leaves it inside [lo, hi); else NULL.
+ * async-signal-safe */
+static const uint8_t *record_end(const pp_cfi_table *t, const uint8_t *p)
+{
+    uintptr_t a = (uintptr_t)p;
+    if (a < t->lo || a >= t->hi || t->hi - a < 8)
+        return NULL;
+    uint32_t len;
+    memcpy(&len, p, 4);
+    if (len < 4 || len == 0xffffffffu || len > t->hi - a - 4)
+        return NULL;
+    return p + 4 + len;
 }
 
 typedef struct cie {
@@ -100,36 +164,40 @@ typedef struct cie {
 } cie;
 
 /* async-signal-safe */
-static int parse_cie(const uint8_t *p, cie *c)
+static int parse_cie(const pp_cfi_table *t, const uint8_t *p, cie *c)
 {
-    uint32_t len;
-    memcpy(&len, p, 4);
-    if (len == 0 || len == 0xffffffffu)
+    const uint8_t *end = record_end(t, p);
+    uint32_t id;
+    if (!end)
         return 0;
-    const uint8_t *end = p + 4 + len;
-    p += 8; /* length, CIE id */
-    uint8_t version = *p++;
-    const char *aug = (const char *)p;
-    size_t alen = strnlen(aug, 8);
-    if (alen == 8)
+    memcpy(&id, p + 4, 4);
+    if (id != 0) /* not a CIE */
         return 0;
-    p += alen + 1;
+    rd r = {p + 8, end, 0}; /* after the length and the CIE id */
+    uint8_t version = u8(&r);
+    const char *aug = (const char *)r.p;
+    size_t alen = strnlen(aug, (size_t)(r.end - r.p) < 8 ? (size_t)(r.end - r.p) : 8);
+    if (alen == 8 || alen == (size_t)(r.end - r.p))
+        return 0;
+    skip(&r, alen + 1);
     if (aug[0] == 'e' && aug[1] == 'h')
         return 0;
-    c->code_align = uleb(&p);
-    c->data_align = sleb(&p);
-    c->ra_reg = version == 1 ? *p++ : uleb(&p);
+    c->code_align = uleb(&r);
+    c->data_align = sleb(&r);
+    c->ra_reg = version == 1 ? u8(&r) : uleb(&r);
     c->fde_enc = 0;
     c->has_z = aug[0] == 'z';
     if (c->has_z) {
-        uint64_t dlen = uleb(&p);
-        const uint8_t *data = p;
+        uint64_t dlen = uleb(&r);
+        if (r.bad || dlen > (uint64_t)(r.end - r.p))
+            return 0;
+        rd data = {r.p, r.p + dlen, 0};
         for (size_t i = 1; i < alen; i++) {
             switch (aug[i]) {
-            case 'R': c->fde_enc = *data++; break;
-            case 'L': data++; break;
+            case 'R': c->fde_enc = u8(&data); break;
+            case 'L': u8(&data); break;
             case 'P': {
-                uint8_t penc = *data++;
+                uint8_t penc = u8(&data);
                 uintptr_t ignored;
                 if (!encoded(&data, penc & 0x7f, 0, &ignored))
                     return 0;
@@ -139,23 +207,36 @@ static int parse_cie(const uint8_t *p, cie *c)
             default: return 0;
             }
         }
-        p += dlen;
+        if (data.bad)
+            return 0;
+        skip(&r, dlen);
     }
-    c->insns = p;
+    c->insns = r.p;
     c->end = end;
-    return c->ra_reg == PP_REG_RA;
+    return !r.bad && c->ra_reg == PP_REG_RA;
+}
+
+/* A length-prefixed expression at r: skips it and returns its size,
+ * prefix included (0 when it does not fit). async-signal-safe */
+static uint64_t expression(rd *r)
+{
+    const uint8_t *at = r->p;
+    skip(r, uleb(r));
+    return r->bad ? 0 : (uint64_t)(r->p - at);
 }
 
 /* Runs CFA instructions [p, end) up to `pc`. `initial` is the row after the
  * CIE's instructions (for DW_CFA_restore), NULL while running those.
- * Returns 0 on an instruction it does not know. async-signal-safe */
+ * Returns 0 on an instruction it does not know or one cut short.
+ * async-signal-safe */
 static int run(const uint8_t *p, const uint8_t *end, const cie *c, uintptr_t loc, uintptr_t pc,
                pp_cfi_row *row, const pp_cfi_row *initial)
 {
     pp_cfi_row stack[STATE_DEPTH];
     int depth = 0;
-    while (p < end && loc <= pc) {
-        uint8_t op = *p++;
+    rd r = {p, end, 0};
+    while (r.p < r.end && loc <= pc && !r.bad) {
+        uint8_t op = u8(&r);
         uint64_t reg = 0;
         int64_t off;
         switch (op >> 6) {
@@ -164,7 +245,7 @@ static int run(const uint8_t *p, const uint8_t *end, const cie *c, uintptr_t loc
             continue;
         case 2: /* offset */
             reg = op & 0x3f;
-            off = (int64_t)uleb(&p) * c->data_align;
+            off = (int64_t)uleb(&r) * c->data_align;
             if (reg < PP_CFI_REGS)
                 row->r[reg] = (pp_cfi_rule){PP_RULE_OFFSET, off, NULL};
             continue;
@@ -178,38 +259,38 @@ static int run(const uint8_t *p, const uint8_t *end, const cie *c, uintptr_t loc
         case 0x00: break; /* nop */
         case 0x01: { /* set_loc */
             uintptr_t v;
-            if (!encoded(&p, c->fde_enc, 0, &v))
+            if (!encoded(&r, c->fde_enc, 0, &v))
                 return 0;
             loc = v;
             break;
         }
-        case 0x02: loc += *p++ * c->code_align; break;
-        case 0x03: { uint16_t d; memcpy(&d, p, 2); p += 2; loc += d * c->code_align; break; }
-        case 0x04: { uint32_t d; memcpy(&d, p, 4); p += 4; loc += d * c->code_align; break; }
+        case 0x02: loc += u8(&r) * c->code_align; break;
+        case 0x03: loc += fixed(&r, 2) * c->code_align; break;
+        case 0x04: loc += fixed(&r, 4) * c->code_align; break;
         case 0x05: /* offset_extended */
-            reg = uleb(&p);
-            off = (int64_t)uleb(&p) * c->data_align;
+            reg = uleb(&r);
+            off = (int64_t)uleb(&r) * c->data_align;
             if (reg < PP_CFI_REGS)
                 row->r[reg] = (pp_cfi_rule){PP_RULE_OFFSET, off, NULL};
             break;
         case 0x06: /* restore_extended */
-            reg = uleb(&p);
+            reg = uleb(&r);
             if (reg < PP_CFI_REGS)
                 row->r[reg] = initial ? initial->r[reg] : (pp_cfi_rule){PP_RULE_SAME, 0, NULL};
             break;
         case 0x07: /* undefined */
-            reg = uleb(&p);
+            reg = uleb(&r);
             if (reg < PP_CFI_REGS)
                 row->r[reg] = (pp_cfi_rule){PP_RULE_UNDEF, 0, NULL};
             break;
         case 0x08: /* same_value */
-            reg = uleb(&p);
+            reg = uleb(&r);
             if (reg < PP_CFI_REGS)
                 row->r[reg] = (pp_cfi_rule){PP_RULE_SAME, 0, NULL};
             break;
         case 0x09: { /* register */
-            reg = uleb(&p);
-            uint64_t r2 = uleb(&p);
+            reg = uleb(&r);
+            uint64_t r2 = uleb(&r);
             if (reg < PP_CFI_REGS)
                 row->r[reg] = (pp_cfi_rule){PP_RULE_REG, (int64_t)r2, NULL};
             break;
@@ -225,56 +306,53 @@ static int run(const uint8_t *p, const uint8_t *end, const cie *c, uintptr_t loc
             *row = stack[--depth];
             break;
         case 0x0c: /* def_cfa */
-            row->cfa_reg = (int)uleb(&p);
-            row->cfa_off = (int64_t)uleb(&p);
+            row->cfa_reg = (int)uleb(&r);
+            row->cfa_off = (int64_t)uleb(&r);
             row->cfa_expr = NULL;
             break;
-        case 0x0d: row->cfa_reg = (int)uleb(&p); row->cfa_expr = NULL; break;
-        case 0x0e: row->cfa_off = (int64_t)uleb(&p); break;
-        case 0x0f: { /* def_cfa_expression */
-            row->cfa_expr = p;
-            uint64_t n = uleb(&p);
-            p += n;
+        case 0x0d: row->cfa_reg = (int)uleb(&r); row->cfa_expr = NULL; break;
+        case 0x0e: row->cfa_off = (int64_t)uleb(&r); break;
+        case 0x0f: /* def_cfa_expression */
+            row->cfa_expr = r.p;
+            row->cfa_expr_len = expression(&r);
             break;
-        }
         case 0x10: /* expression */
         case 0x16: { /* val_expression */
-            reg = uleb(&p);
-            const uint8_t *e = p;
-            uint64_t n = uleb(&p);
-            p += n;
+            reg = uleb(&r);
+            const uint8_t *e = r.p;
+            uint64_t n = expression(&r);
             if (reg < PP_CFI_REGS)
-                row->r[reg] = (pp_cfi_rule){op == 0x10 ? PP_RULE_EXPR : PP_RULE_VAL_EXPR, 0, e};
+                row->r[reg] = (pp_cfi_rule){op == 0x10 ? PP_RULE_EXPR : PP_RULE_VAL_EXPR, (int64_t)n, e};
             break;
         }
         case 0x11: /* offset_extended_sf */
-            reg = uleb(&p);
-            off = sleb(&p) * c->data_align;
+            reg = uleb(&r);
+            off = sleb(&r) * c->data_align;
             if (reg < PP_CFI_REGS)
                 row->r[reg] = (pp_cfi_rule){PP_RULE_OFFSET, off, NULL};
             break;
         case 0x12: /* def_cfa_sf */
-            row->cfa_reg = (int)uleb(&p);
-            row->cfa_off = sleb(&p) * c->data_align;
+            row->cfa_reg = (int)uleb(&r);
+            row->cfa_off = sleb(&r) * c->data_align;
             row->cfa_expr = NULL;
             break;
-        case 0x13: row->cfa_off = sleb(&p) * c->data_align; break;
+        case 0x13: row->cfa_off = sleb(&r) * c->data_align; break;
         case 0x14: /* val_offset */
-            reg = uleb(&p);
-            off = (int64_t)uleb(&p) * c->data_align;
+            reg = uleb(&r);
+            off = (int64_t)uleb(&r) * c->data_align;
             if (reg < PP_CFI_REGS)
                 row->r[reg] = (pp_cfi_rule){PP_RULE_VAL_OFFSET, off, NULL};
             break;
         case 0x15: /* val_offset_sf */
-            reg = uleb(&p);
-            off = sleb(&p) * c->data_align;
+            reg = uleb(&r);
+            off = sleb(&r) * c->data_align;
             if (reg < PP_CFI_REGS)
                 row->r[reg] = (pp_cfi_rule){PP_RULE_VAL_OFFSET, off, NULL};
             break;
-        case 0x2e: uleb(&p); break; /* GNU_args_size */
+        case 0x2e: uleb(&r); break; /* GNU_args_size */
         case 0x2f: /* GNU_negative_offset_extended */
-            reg = uleb(&p);
-            off = -(int64_t)uleb(&p) * c->data_align;
+            reg = uleb(&r);
+            off = -(int64_t)uleb(&r) * c->data_align;
             if (reg < PP_CFI_REGS)
                 row->r[reg] = (pp_cfi_rule){PP_RULE_OFFSET, off, NULL};
             break;
@@ -282,7 +360,7 @@ static int run(const uint8_t *p, const uint8_t *end, const cie *c, uintptr_t loc
             return 0;
         }
     }
-    return 1;
+    return !r.bad;
 }
 
 /* async-signal-safe */
@@ -301,78 +379,82 @@ int pp_cfi_find(const pp_cfi_table *t, uintptr_t pc, pp_cfi_row *row)
     }
     if ((int64_t)t->table[2 * lo] > rel)
         return 0;
-    const uint8_t *fde = (const uint8_t *)(t->hdr + (intptr_t)t->table[2 * lo + 1]);
-    uint32_t len, cie_off;
-    memcpy(&len, fde, 4);
+    const uint8_t *fde = (const uint8_t *)(t->hdr + (uintptr_t)(intptr_t)t->table[2 * lo + 1]);
+    const uint8_t *fde_end = record_end(t, fde);
+    if (!fde_end)
+        return 0;
+    uint32_t cie_off;
     memcpy(&cie_off, fde + 4, 4);
-    if (len == 0 || len == 0xffffffffu || cie_off == 0)
+    if (cie_off == 0 || cie_off > (uintptr_t)(fde + 4) - t->lo)
         return 0;
     cie c;
-    if (!parse_cie(fde + 4 - cie_off, &c))
+    if (!parse_cie(t, fde + 4 - cie_off, &c))
         return 0;
-    const uint8_t *p = fde + 8;
+    rd r = {fde + 8, fde_end, 0};
     uintptr_t begin, range;
-    if (!encoded(&p, c.fde_enc, t->hdr, &begin) || !encoded(&p, c.fde_enc & 0x0f, 0, &range))
+    if (!encoded(&r, c.fde_enc, t->hdr, &begin) || !encoded(&r, c.fde_enc & 0x0f, 0, &range))
         return 0;
     if (pc < begin || pc - begin >= range)
         return 0;
-    if (c.has_z) {
-        uint64_t n = uleb(&p);
-        p += n;
-    }
+    if (c.has_z)
+        skip(&r, uleb(&r));
+    if (r.bad)
+        return 0;
     memset(row, 0, sizeof *row); /* every register: same value */
     row->cfa_reg = PP_REG_RSP;
     if (!run(c.insns, c.end, &c, begin, (uintptr_t)-1, row, NULL))
         return 0;
     pp_cfi_row initial = *row;
-    return run(p, fde + 4 + len, &c, begin, pc, row, &initial);
+    return run(r.p, fde_end, &c, begin, pc, row, &initial);
 }
 
 /* async-signal-safe */
-int pp_cfi_eval(const uint8_t *expr, const uint64_t *regs, int push_initial, uint64_t initial,
+int pp_cfi_eval(const uint8_t *expr, size_t len, const uint64_t *regs, int push_initial, uint64_t initial,
                 int (*read)(void *ctx, uint64_t addr, uint64_t *value), void *ctx, uint64_t *out)
 {
     uint64_t st[16];
     int n = 0;
-    const uint8_t *p = expr;
-    uint64_t len = uleb(&p);
-    const uint8_t *end = p + len;
+    rd r = {expr, expr + len, 0};
+    uint64_t body = uleb(&r);
+    if (r.bad || body > (uint64_t)(r.end - r.p))
+        return 0;
+    r.end = r.p + body;
     if (push_initial)
         st[n++] = initial;
-    while (p < end) {
-        uint8_t op = *p++;
+    while (r.p < r.end && !r.bad) {
+        uint8_t op = u8(&r);
         if (n >= 15)
             return 0;
         if (op >= 0x30 && op <= 0x4f) { /* lit0..31 */
             st[n++] = op - 0x30;
         } else if (op >= 0x70 && op <= 0x80) { /* breg0..16 */
-            st[n++] = regs[op - 0x70] + (uint64_t)sleb(&p);
+            st[n++] = regs[op - 0x70] + (uint64_t)sleb(&r);
         } else {
             switch (op) {
             case 0x06: /* deref */
                 if (n < 1 || !read(ctx, st[n - 1], &st[n - 1]))
                     return 0;
                 break;
-            case 0x08: st[n++] = *p++; break;                   /* const1u */
-            case 0x09: st[n++] = (uint64_t)(int8_t)*p++; break; /* const1s */
-            case 0x0a: { uint16_t v; memcpy(&v, p, 2); p += 2; st[n++] = v; break; }
-            case 0x0b: { int16_t v; memcpy(&v, p, 2); p += 2; st[n++] = (uint64_t)(int64_t)v; break; }
-            case 0x0c: { uint32_t v; memcpy(&v, p, 4); p += 4; st[n++] = v; break; }
-            case 0x0d: { int32_t v; memcpy(&v, p, 4); p += 4; st[n++] = (uint64_t)(int64_t)v; break; }
-            case 0x10: st[n++] = uleb(&p); break;               /* constu */
-            case 0x11: st[n++] = (uint64_t)sleb(&p); break;     /* consts */
-            case 0x12: if (n < 1) return 0; st[n] = st[n - 1]; n++; break; /* dup */
+            case 0x08: st[n++] = u8(&r); break;                              /* const1u */
+            case 0x09: st[n++] = (uint64_t)(int8_t)u8(&r); break;            /* const1s */
+            case 0x0a: st[n++] = fixed(&r, 2); break;                        /* const2u */
+            case 0x0b: st[n++] = (uint64_t)(int64_t)(int16_t)fixed(&r, 2); break; /* const2s */
+            case 0x0c: st[n++] = fixed(&r, 4); break;                        /* const4u */
+            case 0x0d: st[n++] = (uint64_t)(int64_t)(int32_t)fixed(&r, 4); break; /* const4s */
+            case 0x10: st[n++] = uleb(&r); break;                            /* constu */
+            case 0x11: st[n++] = (uint64_t)sleb(&r); break;                  /* consts */
+            case 0x12: if (n < 1) return 0; st[n] = st[n - 1]; n++; break;   /* dup */
             case 0x1a: if (n < 2) return 0; n--; st[n - 1] &= st[n]; break;  /* and */
             case 0x1c: if (n < 2) return 0; n--; st[n - 1] -= st[n]; break;  /* minus */
             case 0x22: if (n < 2) return 0; n--; st[n - 1] += st[n]; break;  /* plus */
-            case 0x23: if (n < 1) return 0; st[n - 1] += uleb(&p); break;    /* plus_uconst */
+            case 0x23: if (n < 1) return 0; st[n - 1] += uleb(&r); break;    /* plus_uconst */
             case 0x24: if (n < 2) return 0; n--; st[n - 1] <<= (st[n] & 63); break; /* shl */
             case 0x2a: if (n < 2) return 0; n--; st[n - 1] = (int64_t)st[n - 1] >= (int64_t)st[n]; break; /* ge */
             default: return 0;
             }
         }
     }
-    if (n < 1)
+    if (n < 1 || r.bad)
         return 0;
     *out = st[n - 1];
     return 1;

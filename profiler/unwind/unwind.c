@@ -147,7 +147,7 @@ static int step_cfi(const pp_cfi_row *row, uint64_t *regs, bounds *b)
 {
     uint64_t cfa, caller[PP_CFI_REGS];
     if (row->cfa_expr) {
-        if (!pp_cfi_eval(row->cfa_expr, regs, 0, 0, read_stack, b, &cfa))
+        if (!pp_cfi_eval(row->cfa_expr, row->cfa_expr_len, regs, 0, 0, read_stack, b, &cfa))
             return 0;
     } else {
         if (row->cfa_reg < 0 || row->cfa_reg >= PP_CFI_REGS)
@@ -169,11 +169,12 @@ static int step_cfi(const pp_cfi_row *row, uint64_t *regs, bounds *b)
             v = regs[rule->off];
             break;
         case PP_RULE_EXPR:
-            if (!pp_cfi_eval(rule->expr, regs, 1, cfa, read_stack, b, &addr) || !read_stack(b, addr, &v))
+            if (!pp_cfi_eval(rule->expr, (size_t)rule->off, regs, 1, cfa, read_stack, b, &addr) ||
+                !read_stack(b, addr, &v))
                 return 0;
             break;
         case PP_RULE_VAL_EXPR:
-            if (!pp_cfi_eval(rule->expr, regs, 1, cfa, read_stack, b, &v))
+            if (!pp_cfi_eval(rule->expr, (size_t)rule->off, regs, 1, cfa, read_stack, b, &v))
                 return 0;
             break;
         case PP_RULE_UNDEF:
@@ -488,8 +489,18 @@ static int collect_object(struct dl_phdr_info *info, size_t size, void *arg)
     memset(o, 0, sizeof *o);
     o->start = lo;
     o->end = hi;
-    if (eh)
-        pp_cfi_table_init(&o->cfi, (const uint8_t *)(info->dlpi_addr + eh->p_vaddr));
+    /* The unwind tables may be read only within the loaded segment that
+     * holds them (.eh_frame_hdr and .eh_frame share one). */
+    for (int i = 0; eh && i < info->dlpi_phnum; i++) {
+        const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
+        if (ph->p_type == PT_LOAD && eh->p_vaddr >= ph->p_vaddr && eh->p_vaddr < ph->p_vaddr + ph->p_memsz &&
+            eh->p_memsz <= ph->p_vaddr + ph->p_memsz - eh->p_vaddr) {
+            uintptr_t seg = info->dlpi_addr + ph->p_vaddr;
+            pp_cfi_table_init(&o->cfi, (const uint8_t *)(info->dlpi_addr + eh->p_vaddr), eh->p_memsz, seg,
+                              seg + ph->p_memsz);
+            break;
+        }
+    }
     s->n++;
     return 0;
 }
