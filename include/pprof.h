@@ -489,6 +489,8 @@ typedef struct pprof_cpu_stats {
     uint64_t collector_ns;   /* CPU time of the collector thread */
     int threads_timed;       /* threads with a live timer now */
     int64_t hz;              /* rate in force, 0 when idle */
+    uint64_t handler_reclaimed; /* times another handler had replaced the profiling signal's
+                                   and was put behind it (it gets the signals that are not ours) */
     /* handler_hist[i]: signals handled in [i*100, (i+1)*100) ns; the last
      * bucket also counts everything slower. */
     uint64_t handler_hist[PPROF_CPU_HIST_BUCKETS];

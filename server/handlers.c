@@ -362,6 +362,12 @@ static void write_stats(pp_reply *r)
                     (long long)c.hz, c.threads_timed, (unsigned long long)c.signals, (unsigned long long)c.samples,
                     (unsigned long long)c.lost, (unsigned long long)c.truncated, c.handler_ns / 1e6,
                     c.collector_ns / 1e6);
+    if (c.handler_reclaimed)
+        pp_reply_printf(r,
+                        "<tr><td>Profiling signal</td><td>another handler replaced libpprof's %llu times; "
+                        "it was put back each time, and the other one gets the signals that are not "
+                        "libpprof's (see LIBPPROF_SIGNAL to use another signal)</td></tr>\n",
+                        (unsigned long long)c.handler_reclaimed);
     pp_reply_printf(r,
                     "<tr><td>Label sets</td><td>%llu live, %llu created, %llu freed; %llu kept by "
                     "cumulative profiles, %llu records with labels dropped</td></tr>\n",

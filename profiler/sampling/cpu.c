@@ -19,6 +19,12 @@
  * handler the host had installed. The registry lock is never taken in the
  * handler. If per-thread timers are unavailable, setitimer(ITIMER_PROF) is
  * the fallback.
+ *
+ * A host that installs a handler of its own on the profiling signal later
+ * (gperftools-style code, language runtimes) would leave every profile
+ * empty: when a profile starts and every 250 ms while one runs, a displaced
+ * handler is put back and the host's becomes the one signals that are not
+ * ours chain to (counted in pprof_cpu_stats.handler_reclaimed).
  */
 #define _GNU_SOURCE
 #include "cpu.h"
@@ -53,7 +59,11 @@ static tslot slots[MAX_THREADS];
 static int nslots;          /* high-water mark of used slots */
 static int fallback;        /* setitimer mode */
 static int installed;
-static struct sigaction old_action;
+/* The host's handler that signals which are not ours go to: one of the
+ * two, read atomically in the handler (it can change while signals land). */
+static void (*_Atomic host_info)(int, siginfo_t *, void *);
+static void (*_Atomic host_plain)(int);
+static _Atomic uint64_t st_reclaimed;
 
 static _Atomic int cpu_hz;          /* rate in force, 0 idle */
 static _Atomic int cpu_max_frames = PPROF_DEFAULT_MAX_FRAMES;
@@ -81,11 +91,24 @@ static uint64_t mono_ns(void) /* async-signal-safe */
 
 static void chain(int sig, siginfo_t *si, void *uc) /* async-signal-safe */
 {
-    if (old_action.sa_flags & SA_SIGINFO) {
-        if (old_action.sa_sigaction)
-            old_action.sa_sigaction(sig, si, uc);
-    } else if (old_action.sa_handler != SIG_DFL && old_action.sa_handler != SIG_IGN) {
-        old_action.sa_handler(sig);
+    void (*info)(int, siginfo_t *, void *) = atomic_load(&host_info);
+    void (*plain)(int) = atomic_load(&host_plain);
+    if (info)
+        info(sig, si, uc);
+    else if (plain)
+        plain(sig);
+}
+
+/* Makes `a` the host's handler that chain() calls (default and ignore:
+ * none). */
+static void set_host(const struct sigaction *a)
+{
+    if (a->sa_flags & SA_SIGINFO) {
+        atomic_store(&host_plain, NULL);
+        atomic_store(&host_info, a->sa_sigaction);
+    } else {
+        atomic_store(&host_info, NULL);
+        atomic_store(&host_plain, a->sa_handler == SIG_DFL || a->sa_handler == SIG_IGN ? NULL : a->sa_handler);
     }
 }
 
@@ -161,10 +184,30 @@ static int install_handler(void)
     sa.sa_sigaction = on_signal;
     sa.sa_flags = SA_SIGINFO | SA_RESTART;
     sigemptyset(&sa.sa_mask);
-    if (sigaction(PP_SIGNAL, &sa, &old_action))
+    struct sigaction old;
+    if (sigaction(PP_SIGNAL, &sa, &old))
         return pp_fail(PPROF_ESYS);
+    set_host(&old);
     installed = 1;
     return 0;
+}
+
+/* Puts the handler back if another replaced it, chaining to that one from
+ * then on (reg_lock held). */
+static void reclaim_handler_locked(void)
+{
+    struct sigaction cur;
+    if (!installed || sigaction(PP_SIGNAL, NULL, &cur) ||
+        ((cur.sa_flags & SA_SIGINFO) && cur.sa_sigaction == on_signal))
+        return;
+    set_host(&cur);
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_sigaction = on_signal;
+    sa.sa_flags = SA_SIGINFO | SA_RESTART;
+    sigemptyset(&sa.sa_mask);
+    if (sigaction(PP_SIGNAL, &sa, NULL) == 0)
+        atomic_fetch_add(&st_reclaimed, 1);
 }
 
 int pp_cpu_install_handler(void)
@@ -336,6 +379,7 @@ int pp_cpu_enable(int hz, int max_frames)
     pp_mutex_lock(&reg_lock);
     int rc = install_handler();
     if (rc == 0) {
+        reclaim_handler_locked();
         atomic_store(&cpu_max_frames, max_frames);
         atomic_store(&cpu_hz, hz);
         rc = arm_locked(gettid_cached());
@@ -368,11 +412,14 @@ void pp_cpu_disable(void)
 
 void pp_cpu_rescan(void)
 {
-    if (!atomic_load(&cpu_hz) || fallback)
+    if (!atomic_load(&cpu_hz))
         return;
     pp_mutex_lock(&reg_lock);
-    if (atomic_load(&cpu_hz))
-        rescan_locked();
+    if (atomic_load(&cpu_hz)) {
+        reclaim_handler_locked();
+        if (!fallback)
+            rescan_locked();
+    }
     pp_mutex_unlock(&reg_lock);
 }
 
@@ -471,6 +518,7 @@ void pp_cpu_stats_fill(pprof_cpu_stats *out)
     out->handler_ns = atomic_load(&st_handler_ns);
     out->threads_timed = atomic_load(&st_threads);
     out->hz = atomic_load(&cpu_hz);
+    out->handler_reclaimed = atomic_load(&st_reclaimed);
     for (int i = 0; i < PPROF_CPU_HIST_BUCKETS; i++)
         out->handler_hist[i] = atomic_load(&st_hist[i]);
 }

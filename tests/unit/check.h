@@ -70,13 +70,15 @@ static inline void check_case_end(const char *name)
 }
 
 #ifdef PPROF_H
-/* 1 if the sample's stack has a frame whose function is fn. */
+/* 1 if the sample's stack has a frame whose function is fn (inlined
+ * frames included). */
 static inline int sample_has(const pprof_sample *s, const char *fn)
 {
     for (size_t j = 0; j < s->nlocations; j++) {
         const pprof_location *l = s->locations[j];
-        if (l->nlines && !strcmp(l->lines[0].function, fn))
-            return 1;
+        for (size_t k = 0; k < l->nlines; k++)
+            if (!strcmp(l->lines[k].function, fn))
+                return 1;
     }
     return 0;
 }
