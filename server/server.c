@@ -173,19 +173,21 @@ static enum MHD_Result answer_unlock(pp_mhd_req *st)
 }
 
 /* The raw query rebuilt from MHD's decoded arguments (for daemons without
- * our URI log callback): each key and value re-encoded, in order. */
-static void append_encoded(pprof_buffer *b, int *failed, const char *s)
+ * our URI log callback): each key and value re-encoded, in order, with
+ * every byte MHD decoded, NULs too (so "seconds=1%00" stays malformed and
+ * is refused, as on the built-in server). */
+static void append_encoded(pprof_buffer *b, int *failed, const char *s, size_t len)
 {
     static const char hex[] = "0123456789ABCDEF";
     pprof_writer w = pprof_writer_buffer(b);
-    for (; *s && !*failed; s++) {
-        unsigned char c = (unsigned char)*s;
+    for (size_t i = 0; i < len && !*failed; i++) {
+        unsigned char c = (unsigned char)s[i];
         char out[3] = {(char)c, 0, 0};
         size_t n = 1;
         if (c == ' ') {
             out[0] = '+';
         } else if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
-                     strchr("-._~:/,", c))) {
+                     (c && strchr("-._~:/,", c)))) { /* strchr would find the NUL at the end */
             out[0] = '%';
             out[1] = hex[c >> 4];
             out[2] = hex[c & 15];
@@ -201,19 +203,19 @@ typedef struct query_builder {
     int failed;
 } query_builder;
 
-static enum MHD_Result add_argument(void *cls, enum MHD_ValueKind kind, const char *key,
-                                    const char *value)
+static enum MHD_Result add_argument(void *cls, enum MHD_ValueKind kind, const char *key, size_t key_size,
+                                    const char *value, size_t value_size)
 {
     query_builder *qb = cls;
     pprof_writer w = pprof_writer_buffer(&qb->b);
     (void)kind;
     if (qb->b.len > 0 && w.write(w.ctx, "&", 1) != 0)
         qb->failed = 1;
-    append_encoded(&qb->b, &qb->failed, key ? key : "");
+    append_encoded(&qb->b, &qb->failed, key ? key : "", key ? key_size : 0);
     if (value) {
         if (w.write(w.ctx, "=", 1) != 0)
             qb->failed = 1;
-        append_encoded(&qb->b, &qb->failed, value);
+        append_encoded(&qb->b, &qb->failed, value, value_size);
     }
     return qb->failed ? MHD_NO : MHD_YES;
 }
@@ -238,7 +240,7 @@ static enum MHD_Result start_request(const pprof_server_config *cfg, pp_mhd_req 
     query_builder qb = {{0}, 0};
     const char *query = st->query;
     if (!st->have_query) {
-        MHD_get_connection_values(st->conn, MHD_GET_ARGUMENT_KIND, add_argument, &qb);
+        MHD_get_connection_values_n(st->conn, MHD_GET_ARGUMENT_KIND, add_argument, &qb);
         if (qb.failed) {
             pprof_buffer_free(&qb.b);
             return MHD_NO;

@@ -3,7 +3,8 @@
 # go tool pprof straight from the URL, both with the endpoints mounted on
 # the demo's own libmicrohttpd daemon and with --builtin (pprof_server_start):
 # the demo's two hot functions by name in their 3:1 CPU ratio, Go's sample
-# and period types, the duration, the response time, the headers, and HEAD.
+# and period types, the duration, the response time, the headers, HEAD,
+# and a NUL smuggled into seconds refused on both paths.
 # Usage: test_demo_profile.sh BUILD_DIR
 . "$(dirname "$0")/lib.sh"
 pp_init "$1"
@@ -169,6 +170,15 @@ for mode in mhd builtin; do
         pp_ok "[$mode] HEAD cmdline: 200 text/plain"
     else
         pp_bad "[$mode] HEAD cmdline" "$head_out"
+    fi
+
+    # a NUL in a decoded argument is malformed on both paths (the mounted
+    # adapter rebuilds the query from MHD's decoded arguments)
+    code=$(curl -sS --max-time 5 -o /dev/null -w '%{http_code}' "$base/profile?seconds=1%00" 2>&1)
+    if [ "$code" = 400 ]; then
+        pp_ok "[$mode] profile?seconds=1%00: 400"
+    else
+        pp_bad "[$mode] profile?seconds=1%00: '$code', want 400"
     fi
 
     if pp_alive "$pid"; then
