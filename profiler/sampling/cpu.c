@@ -379,6 +379,7 @@ int pp_cpu_enable(int hz, int max_frames)
     pp_mutex_lock(&reg_lock);
     int rc = install_handler();
     if (rc == 0) {
+        pp_ring_prepare(&pp_cpu_ring);
         reclaim_handler_locked();
         atomic_store(&cpu_max_frames, max_frames);
         atomic_store(&cpu_hz, hz);
@@ -497,8 +498,7 @@ void pp_cpu_fork_parent(void)
 void pp_cpu_fork_child(void)
 {
     /* Timers do not survive fork; the child starts unprofiled. */
-    nslots = 0;
-    memset(slots, 0, sizeof slots);
+    nslots = 0; /* slots at and above nslots are never read: no need to clear (and copy) them */
     atomic_store(&st_threads, 0);
     atomic_store(&cpu_hz, 0);
     if (fallback)

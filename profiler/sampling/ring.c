@@ -4,11 +4,25 @@
  * a producer when seq == pos, and holds a published record for the
  * consumer when seq == pos + 1. After consuming, the consumer sets
  * seq = pos + ncells, handing the cell to the producer of the next lap.
+ *
+ * Fork: the cells are mapped MADV_WIPEONFORK, so fork neither copies the
+ * 2 MiB nor write-protects them in the parent (where every sample would
+ * then fault); a child finds them zero and sets them up when it first
+ * profiles.
  */
 #include "ring.h"
 #include "base/base.h"
 
 #include <sys/mman.h>
+
+static void set_up(pp_ring *r)
+{
+    for (size_t i = 0; i <= r->mask; i++)
+        atomic_store_explicit(&r->cells[i].seq, i, memory_order_relaxed);
+    atomic_store(&r->head, 0);
+    r->tail = 0;
+    r->stale = 0;
+}
 
 int pp_ring_init(pp_ring *r, size_t ncells)
 {
@@ -18,21 +32,34 @@ int pp_ring_init(pp_ring *r, size_t ncells)
         return pp_fail(PPROF_ENOMEM);
     r->cells = m;
     r->mask = ncells - 1;
-    for (size_t i = 0; i < ncells; i++)
-        atomic_store_explicit(&r->cells[i].seq, i, memory_order_relaxed);
-    atomic_store(&r->head, 0);
-    r->tail = 0;
+    r->wiped_on_fork = madvise(m, ncells * sizeof(pp_ring_cell), MADV_WIPEONFORK) == 0;
+    set_up(r);
     return 0;
 }
 
+void pp_ring_prepare(pp_ring *r)
+{
+    if (r->cells && r->stale)
+        set_up(r);
+}
+
+/* Only the cells between the consumer and the producers are written (the
+ * records in them are dropped): in a forked child every page written is
+ * copied, and the ring is 2 MiB. */
 void pp_ring_reset(pp_ring *r)
 {
     if (!r->cells)
         return;
-    for (size_t i = 0; i <= r->mask; i++)
-        atomic_store_explicit(&r->cells[i].seq, i, memory_order_relaxed);
-    atomic_store(&r->head, 0);
-    r->tail = 0;
+    if (r->wiped_on_fork) { /* all zero here: set up on first use */
+        atomic_store(&r->head, 0);
+        r->tail = 0;
+        r->stale = 1;
+        return;
+    }
+    size_t head = atomic_load(&r->head);
+    for (size_t pos = r->tail; pos != head; pos++)
+        atomic_store_explicit(&r->cells[pos & r->mask].seq, pos + r->mask + 1, memory_order_relaxed);
+    r->tail = head;
 }
 
 /* async-signal-safe */
