@@ -151,10 +151,12 @@ static void *realloc_impl(void *p, size_t n, uint64_t caller)
             pp_next.free(p);
         return q;
     }
-    if (held) { /* n is 0: realloc(p, 0) frees p and returns NULL */
+    if (held && !n) { /* realloc(p, 0) frees p and returns NULL */
         pp_heap_table_release(p, rec);
         return NULL;
     }
+    if (held) /* the allocator does not know p's size: leave the table alone */
+        rec = 0;
     void *q = pp_next.realloc(p, n);
     if (!q && n) {
         if (rec)
