@@ -154,7 +154,7 @@ static int counts_start(pprof_recorder *r)
     c->snap = take(c, &rc);
     if (!c->snap)
         return rc;
-    r->window_mono_ns = pp_now_ns(CLOCK_MONOTONIC);
+    pp_recorder_window_begin(r);
     r->running = 1;
     return 0;
 }
@@ -181,7 +181,7 @@ static int counts_end(pprof_recorder *r, int reopen, pprof_profile **out)
     c->snap = NULL;
     if (reopen) {
         c->snap = now;
-        r->window_mono_ns = pp_now_ns(CLOCK_MONOTONIC);
+        pp_recorder_window_begin(r);
     } else {
         pprof_profile_free(now);
         r->running = 0;

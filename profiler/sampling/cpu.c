@@ -173,19 +173,26 @@ static void on_signal(int sig, siginfo_t *si, void *uc)
     errno = saved;
 }
 
+/* Installs the profiling signal's handler; *old (if not NULL) gets the
+ * one it replaces. 0 or -1 (errno). */
+static int put_ours(struct sigaction *old)
+{
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_sigaction = on_signal;
+    sa.sa_flags = SA_SIGINFO | SA_RESTART;
+    sigemptyset(&sa.sa_mask);
+    return sigaction(PP_SIGNAL, &sa, old);
+}
+
 static int install_handler(void)
 {
     if (installed)
         return 0;
     if (pp_ring_init(&pp_cpu_ring, RING_CELLS))
         return pp_fail(PPROF_ENOMEM);
-    struct sigaction sa;
-    memset(&sa, 0, sizeof sa);
-    sa.sa_sigaction = on_signal;
-    sa.sa_flags = SA_SIGINFO | SA_RESTART;
-    sigemptyset(&sa.sa_mask);
     struct sigaction old;
-    if (sigaction(PP_SIGNAL, &sa, &old))
+    if (put_ours(&old))
         return pp_fail(PPROF_ESYS);
     set_host(&old);
     installed = 1;
@@ -201,12 +208,7 @@ static void reclaim_handler_locked(void)
         ((cur.sa_flags & SA_SIGINFO) && cur.sa_sigaction == on_signal))
         return;
     set_host(&cur);
-    struct sigaction sa;
-    memset(&sa, 0, sizeof sa);
-    sa.sa_sigaction = on_signal;
-    sa.sa_flags = SA_SIGINFO | SA_RESTART;
-    sigemptyset(&sa.sa_mask);
-    if (sigaction(PP_SIGNAL, &sa, NULL) == 0)
+    if (put_ours(NULL) == 0)
         atomic_fetch_add(&st_reclaimed, 1);
 }
 
