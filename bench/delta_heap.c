@@ -41,28 +41,21 @@ __attribute__((noinline)) static void leaf(unsigned long id)
 static void step1(unsigned long id, int level);
 
 /* One frame per level: the call site (step0 or step1 calling) differs by
- * the level's bit, so every id gets its own stack. */
-__attribute__((noinline)) static void step0(unsigned long id, int level)
-{
-    if (level == LEVELS)
-        leaf(id);
-    else if ((id >> level) & 1)
-        step1(id, level + 1);
-    else
-        step0(id, level + 1);
-    __asm__ volatile("" ::: "memory"); /* no tail call: keep the frame */
-}
-
-__attribute__((noinline)) static void step1(unsigned long id, int level)
-{
-    if (level == LEVELS)
-        leaf(id);
-    else if ((id >> level) & 1)
-        step1(id, level + 1);
-    else
-        step0(id, level + 1);
-    __asm__ volatile("" ::: "memory");
-}
+ * the level's bit, so every id gets its own stack. The two are the same
+ * function under two names (no tail call: each keeps its frame). */
+#define STEP(name)                                                      \
+    __attribute__((noinline)) static void name(unsigned long id, int level) \
+    {                                                                   \
+        if (level == LEVELS)                                            \
+            leaf(id);                                                   \
+        else if ((id >> level) & 1)                                     \
+            step1(id, level + 1);                                       \
+        else                                                            \
+            step0(id, level + 1);                                       \
+        __asm__ volatile("" ::: "memory");                              \
+    }
+STEP(step0)
+STEP(step1)
 
 __attribute__((noinline)) static void pad(unsigned long id, int depth)
 {

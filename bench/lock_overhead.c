@@ -185,6 +185,16 @@ static double num(const char *line, const char *key)
     return p ? atof(p + strlen(key)) : -1;
 }
 
+/* Runs one case in a child, prints its raw line and returns the figure
+ * after `key`, or -1 (after saying why) when the child failed. */
+static double measure(int round, const char *cfg, const char *what, const char *key, char *line, size_t len)
+{
+    if (run(cfg, what, line, len))
+        return -1;
+    printf("raw round %d %-6s %-11s %s\n", round, cfg, what, line);
+    return num(line, key);
+}
+
 int main(int argc, char **argv)
 {
     if (argc == 3 && !strcmp(argv[1], "worker"))
@@ -201,29 +211,17 @@ int main(int argc, char **argv)
     for (int r = 0; r < rounds; r++) {
         for (int k = 0; k < 3; k++) {
             int c = (k + r) % 3;
-            if (run(cfg[c], "uncontended", line, sizeof line))
+            if ((pair[c][r] = measure(r + 1, cfg[c], "uncontended", "ns_per_pair=", line, sizeof line)) < 0 ||
+                (rpair[c][r] = measure(r + 1, cfg[c], "recursive", "ns_per_pair=", line, sizeof line)) < 0 ||
+                (wpair[c][r] = measure(r + 1, cfg[c], "rwlock", "ns_per_pair=", line, sizeof line)) < 0 ||
+                (acq[c][r] = measure(r + 1, cfg[c], "contended", "ns_per_acq=", line, sizeof line)) < 0)
                 return 1;
-            pair[c][r] = num(line, "ns_per_pair=");
-            printf("raw round %d %-6s uncontended %s\n", r + 1, cfg[c], line);
-            if (run(cfg[c], "recursive", line, sizeof line))
-                return 1;
-            rpair[c][r] = num(line, "ns_per_pair=");
-            printf("raw round %d %-6s recursive   %s\n", r + 1, cfg[c], line);
-            if (run(cfg[c], "rwlock", line, sizeof line))
-                return 1;
-            wpair[c][r] = num(line, "ns_per_pair=");
-            printf("raw round %d %-6s rwlock      %s\n", r + 1, cfg[c], line);
-            if (run(cfg[c], "contended", line, sizeof line))
-                return 1;
-            acq[c][r] = num(line, "ns_per_acq=");
             if (c == 2)
                 share_on[r] = num(line, "recorded=") / (THREADS * ACQ);
-            printf("raw round %d %-6s contended   %s\n", r + 1, cfg[c], line);
         }
-        if (run("absent", "reference", line, sizeof line))
+        if (measure(r + 1, "absent", "reference", "contended=", line, sizeof line) < 0)
             return 1;
         share_ref[r] = num(line, "contended=") / (THREADS * ACQ);
-        printf("raw round %d absent reference   %s\n", r + 1, line);
         diff_on[r] = pair[2][r] - pair[0][r];
         diff_off[r] = pair[1][r] - pair[0][r];
     }

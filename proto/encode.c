@@ -16,12 +16,10 @@
  * memory stays proportional to the string and function tables, not to the
  * number of samples.
  *
- * Tables. Strings are interned as they are met: "" is index 0 and every
- * distinct string appears once (open addressing; the table points at the
- * profile's own strings, which outlive the encoding). Everything that names
- * a string is interned before the string table is written. Functions are
- * deduplicated on (name, system_name, filename) and numbered 1..N in
- * first-use order. Location and mapping IDs are the profile's own (1..N).
+ * Tables. The model interned every string and numbered the functions
+ * when the profile was built (model/model.h): the string and function
+ * tables are written as the model holds them, and a string's index is its
+ * id there. Location and mapping IDs are the profile's own (1..N).
  * A mapping's has_inline_frames is set when one of its locations carries
  * more than one line, i.e. inlined calls were resolved there.
  *
@@ -202,176 +200,6 @@ static void put_string(sink *s, uint32_t field, const char *str)
     sink_put(s, str, len);
 }
 
-/* ---------------------------------------------------------- string table */
-
-typedef struct strtab {
-    char **str;       /* index -> string (not owned; protobuf-c's type) */
-    uint32_t *hash;   /* index -> hash of str */
-    size_t n, cap;
-    uint32_t *slot;   /* open addressing: index + 1, 0 when free */
-    size_t mask;      /* number of slots - 1 (a power of two - 1) */
-} strtab;
-
-static uint32_t hash_str(const char *s)
-{
-    uint32_t h = 2166136261u; /* FNV-1a */
-    for (; *s; s++)
-        h = (h ^ (unsigned char)*s) * 16777619u;
-    return h;
-}
-
-static int strtab_rehash(strtab *t)
-{
-    size_t nslots = (t->mask + 1) * 2;
-    uint32_t *slot = calloc(nslots, sizeof *slot);
-    if (!slot)
-        return -1;
-    for (size_t i = 0; i < t->n; i++) {
-        size_t j = t->hash[i] & (nslots - 1);
-        while (slot[j])
-            j = (j + 1) & (nslots - 1);
-        slot[j] = (uint32_t)(i + 1);
-    }
-    free(t->slot);
-    t->slot = slot;
-    t->mask = nslots - 1;
-    return 0;
-}
-
-/* The index of `s` (NULL counts as ""), added if new; -1 when out of
- * memory. */
-static int64_t strtab_intern(strtab *t, const char *s)
-{
-    if (!s)
-        s = "";
-    uint32_t h = hash_str(s);
-    size_t i = h & t->mask;
-    for (uint32_t v; (v = t->slot[i]) != 0; i = (i + 1) & t->mask)
-        if (t->hash[v - 1] == h && strcmp(t->str[v - 1], s) == 0)
-            return (int64_t)(v - 1);
-    if (t->n == t->cap) {
-        if (t->n >= UINT32_MAX / 2)
-            return -1;
-        size_t cap = t->cap ? t->cap * 2 : 256;
-        char **str = realloc(t->str, cap * sizeof *str);
-        if (!str)
-            return -1;
-        t->str = str;
-        uint32_t *hash = realloc(t->hash, cap * sizeof *hash);
-        if (!hash)
-            return -1;
-        t->hash = hash;
-        t->cap = cap;
-    }
-    t->str[t->n] = (char *)s;
-    t->hash[t->n] = h;
-    t->slot[i] = (uint32_t)(t->n + 1);
-    t->n++;
-    /* Keep the load at most one half. */
-    if (t->n * 2 > t->mask + 1 && strtab_rehash(t) < 0)
-        return -1;
-    return (int64_t)(t->n - 1);
-}
-
-static int strtab_init(strtab *t)
-{
-    memset(t, 0, sizeof *t);
-    t->mask = 255;
-    t->slot = calloc(t->mask + 1, sizeof *t->slot);
-    if (!t->slot)
-        return -1;
-    return strtab_intern(t, "") == 0 ? 0 : -1;
-}
-
-static void strtab_free(strtab *t)
-{
-    free(t->str);
-    free(t->hash);
-    free(t->slot);
-}
-
-/* -------------------------------------------------------- function table */
-
-typedef struct fn_key {
-    int64_t name, system_name, filename; /* string indices */
-} fn_key;
-
-typedef struct fntab {
-    fn_key *fn;       /* id - 1 -> key */
-    uint32_t *hash;
-    size_t n, cap;
-    uint32_t *slot;   /* id, 0 when free */
-    size_t mask;
-} fntab;
-
-static uint32_t hash_fn(fn_key k)
-{
-    uint64_t h = (uint64_t)k.name * 0x9e3779b97f4a7c15ull;
-    h = (h ^ (uint64_t)k.system_name) * 0xff51afd7ed558ccdull;
-    h = (h ^ (uint64_t)k.filename) * 0xc4ceb9fe1a85ec53ull;
-    return (uint32_t)(h ^ (h >> 32));
-}
-
-static int fntab_rehash(fntab *t)
-{
-    size_t nslots = t->mask ? (t->mask + 1) * 2 : 256;
-    uint32_t *slot = calloc(nslots, sizeof *slot);
-    if (!slot)
-        return -1;
-    for (size_t i = 0; i < t->n; i++) {
-        size_t j = t->hash[i] & (nslots - 1);
-        while (slot[j])
-            j = (j + 1) & (nslots - 1);
-        slot[j] = (uint32_t)(i + 1);
-    }
-    free(t->slot);
-    t->slot = slot;
-    t->mask = nslots - 1;
-    return 0;
-}
-
-/* The ID of the function with key `k`, added if new; 0 when out of memory. */
-static uint64_t fntab_id(fntab *t, fn_key k)
-{
-    if (!t->slot && fntab_rehash(t) < 0)
-        return 0;
-    uint32_t h = hash_fn(k);
-    size_t i = h & t->mask;
-    for (uint32_t v; (v = t->slot[i]) != 0; i = (i + 1) & t->mask) {
-        const fn_key *f = &t->fn[v - 1];
-        if (f->name == k.name && f->system_name == k.system_name && f->filename == k.filename)
-            return v;
-    }
-    if (t->n == t->cap) {
-        if (t->n >= UINT32_MAX / 2)
-            return 0;
-        size_t cap = t->cap ? t->cap * 2 : 256;
-        fn_key *fn = realloc(t->fn, cap * sizeof *fn);
-        if (!fn)
-            return 0;
-        t->fn = fn;
-        uint32_t *hash = realloc(t->hash, cap * sizeof *hash);
-        if (!hash)
-            return 0;
-        t->hash = hash;
-        t->cap = cap;
-    }
-    t->fn[t->n] = k;
-    t->hash[t->n] = h;
-    t->slot[i] = (uint32_t)(t->n + 1);
-    t->n++;
-    if (t->n * 2 > t->mask + 1 && fntab_rehash(t) < 0)
-        return 0;
-    return t->n;
-}
-
-static void fntab_free(fntab *t)
-{
-    free(t->fn);
-    free(t->hash);
-    free(t->slot);
-}
-
 /* ------------------------------------------------------------ validation */
 
 /* Largest per-element counts, for sizing the reused scratch arrays. */
@@ -382,20 +210,20 @@ typedef struct maxima {
 /* Checks that `p` is finished and self-consistent, so that encoding can
  * only fail on memory or the writer. `need_values`: every sample has one
  * value per sample type (the protobuf requires it). */
-static int validate(const pprof_profile *p, bool need_values, maxima *mx)
+static int validate(const pp_model_view *v, bool need_values, maxima *mx)
 {
     memset(mx, 0, sizeof *mx);
-    if (p->b)
+    if (!v->finished)
         return pp_error_detail(PPROF_EINVAL, "the profile is not finished");
-    if ((p->ntypes && !p->types) || (p->nsamples && !p->samples) ||
-        (p->nlocations && !p->locations) || (p->nmappings && !p->mappings) ||
-        (p->ncomments && !p->comments))
+    if ((v->ntypes && !v->types) || (v->nsamples && !v->samples) ||
+        (v->nlocs && !v->locs) || (v->nmaps && !v->maps) ||
+        (v->ncomments && !v->comments))
         return pp_error_detail(PPROF_EINVAL, "the profile has a missing table");
-    for (size_t i = 0; i < p->nsamples; i++) {
-        const pprof_sample *s = &p->samples[i];
-        if (need_values && s->nvalues != p->ntypes)
+    for (size_t i = 0; i < v->nsamples; i++) {
+        const pprof_sample *s = &v->samples[i];
+        if (need_values && s->nvalues != v->ntypes)
             return pp_error_detail(PPROF_EINVAL, "sample %zu has %zu values for %zu sample types",
-                                   i, s->nvalues, p->ntypes);
+                                   i, s->nvalues, v->ntypes);
         if ((s->nvalues && !s->values) || (s->nlocations && !s->locations) ||
             (s->nlabels && !s->labels))
             return pp_error_detail(PPROF_EINVAL, "sample %zu has a missing array", i);
@@ -403,8 +231,8 @@ static int validate(const pprof_profile *p, bool need_values, maxima *mx)
             if (!s->locations[j])
                 return pp_error_detail(PPROF_EINVAL, "sample %zu has a NULL location", i);
     }
-    for (size_t i = 0; i < p->nlocations; i++) {
-        const pprof_location *l = &p->locations[i];
+    for (size_t i = 0; i < v->nlocs; i++) {
+        const pprof_location *l = &v->locs[i];
         if (l->nlines && !l->lines)
             return pp_error_detail(PPROF_EINVAL, "location %zu has no line array", i);
         if (l->nlines > mx->lines)
@@ -417,10 +245,9 @@ static int validate(const pprof_profile *p, bool need_values, maxima *mx)
 
 typedef struct enc {
     const pprof_profile *p;
+    pp_model_view v;
     sink *s;
     int err;          /* PPROF_ENOMEM once an allocation failed */
-    strtab st;
-    fntab ft;
     /* scratch reused for every sample and location */
     unsigned char *sample_buf; /* one encoded sample */
     size_t sample_cap;
@@ -428,12 +255,13 @@ typedef struct enc {
     Perftools__Profiles__Line **line_ptrs;
 } enc;
 
-/* The string index of `s`; on failure records PPROF_ENOMEM and gives 0. */
+/* The string table id of `s`; a string the model did not intern stops
+ * the encoding with PPROF_EINVAL. */
 static int64_t str_index(enc *e, const char *s)
 {
-    int64_t i = strtab_intern(&e->st, s);
+    int64_t i = pp_model_string_id(e->p, s);
     if (i < 0) {
-        e->err = PPROF_ENOMEM;
+        e->err = pp_error_detail(PPROF_EINVAL, "a string is missing from the profile's string table");
         return 0;
     }
     return i;
@@ -447,11 +275,11 @@ static bool failed(const enc *e)
 
 static void emit_sample_types(enc *e)
 {
-    const pprof_profile *p = e->p;
-    for (size_t i = 0; i < p->ntypes && !failed(e); i++) {
+    const pp_model_view *v = &e->v;
+    for (size_t i = 0; i < v->ntypes && !failed(e); i++) {
         Perftools__Profiles__ValueType vt = PERFTOOLS__PROFILES__VALUE_TYPE__INIT;
-        vt.type = str_index(e, p->types[i].type);
-        vt.unit = str_index(e, p->types[i].unit);
+        vt.type = str_index(e, v->types[i].type);
+        vt.unit = str_index(e, v->types[i].unit);
         if (!e->err)
             put_message(e->s, F_SAMPLE_TYPE, &vt.base);
     }
@@ -503,9 +331,9 @@ static unsigned char *label_to(unsigned char *b, int64_t key, int64_t str, int64
 
 static void emit_samples(enc *e)
 {
-    const pprof_profile *p = e->p;
-    for (size_t i = 0; i < p->nsamples && !failed(e); i++) {
-        const pprof_sample *s = &p->samples[i];
+    const pp_model_view *v = &e->v;
+    for (size_t i = 0; i < v->nsamples && !failed(e); i++) {
+        const pprof_sample *s = &v->samples[i];
         size_t locs = 0, vals = 0, labels = 0;
         for (size_t j = 0; j < s->nlocations; j++)
             locs += varint_size(s->locations[j]->id);
@@ -558,37 +386,37 @@ static void emit_samples(enc *e)
 }
 
 /* The index of the mapping with `id`, or -1. IDs are normally index + 1. */
-static ptrdiff_t mapping_index(const pprof_profile *p, uint64_t id)
+static ptrdiff_t mapping_index(const pp_model_view *v, uint64_t id)
 {
     if (id == 0)
         return -1;
-    if (id <= p->nmappings && p->mappings[id - 1].id == id)
+    if (id <= v->nmaps && v->maps[id - 1].id == id)
         return (ptrdiff_t)(id - 1);
-    for (size_t i = 0; i < p->nmappings; i++)
-        if (p->mappings[i].id == id)
+    for (size_t i = 0; i < v->nmaps; i++)
+        if (v->maps[i].id == id)
             return (ptrdiff_t)i;
     return -1;
 }
 
 static void emit_mappings(enc *e)
 {
-    const pprof_profile *p = e->p;
-    if (p->nmappings == 0)
+    const pp_model_view *v = &e->v;
+    if (v->nmaps == 0)
         return;
-    bool *inlines = calloc(p->nmappings, sizeof *inlines);
+    bool *inlines = calloc(v->nmaps, sizeof *inlines);
     if (!inlines) {
         e->err = PPROF_ENOMEM;
         return;
     }
-    for (size_t i = 0; i < p->nlocations; i++) {
-        if (p->locations[i].nlines > 1) {
-            ptrdiff_t m = mapping_index(p, p->locations[i].mapping_id);
+    for (size_t i = 0; i < v->nlocs; i++) {
+        if (v->locs[i].nlines > 1) {
+            ptrdiff_t m = mapping_index(v, v->locs[i].mapping_id);
             if (m >= 0)
                 inlines[m] = true;
         }
     }
-    for (size_t i = 0; i < p->nmappings && !failed(e); i++) {
-        const pprof_mapping *pm = &p->mappings[i];
+    for (size_t i = 0; i < v->nmaps && !failed(e); i++) {
+        const pprof_mapping *pm = &v->maps[i];
         Perftools__Profiles__Mapping m = PERFTOOLS__PROFILES__MAPPING__INIT;
         m.id = pm->id;
         m.memory_start = pm->start;
@@ -608,9 +436,9 @@ static void emit_mappings(enc *e)
 
 static void emit_locations(enc *e)
 {
-    const pprof_profile *p = e->p;
-    for (size_t i = 0; i < p->nlocations && !failed(e); i++) {
-        const pprof_location *l = &p->locations[i];
+    const pp_model_view *v = &e->v;
+    for (size_t i = 0; i < v->nlocs && !failed(e); i++) {
+        const pprof_location *l = &v->locs[i];
         Perftools__Profiles__Location m = PERFTOOLS__PROFILES__LOCATION__INIT;
         m.id = l->id;
         m.mapping_id = l->mapping_id;
@@ -619,14 +447,7 @@ static void emit_locations(enc *e)
             const pprof_line *src = &l->lines[j];
             Perftools__Profiles__Line *ln = &e->lines[j];
             perftools__profiles__line__init(ln);
-            fn_key k = {
-                .name = str_index(e, src->function),
-                .system_name = str_index(e, src->system_name),
-                .filename = str_index(e, src->filename),
-            };
-            ln->function_id = fntab_id(&e->ft, k);
-            if (ln->function_id == 0)
-                e->err = PPROF_ENOMEM;
+            ln->function_id = pp_model_line_function(e->p, l, j);
             ln->line = src->line;
             e->line_ptrs[j] = ln;
         }
@@ -639,50 +460,53 @@ static void emit_locations(enc *e)
 
 static void emit_functions(enc *e)
 {
-    for (size_t i = 0; i < e->ft.n && !failed(e); i++) {
+    size_t n;
+    const pp_model_function *f = pp_model_functions(e->p, &n);
+    for (size_t i = 0; i < n && !failed(e); i++) {
         Perftools__Profiles__Function m = PERFTOOLS__PROFILES__FUNCTION__INIT;
         m.id = i + 1;
-        m.name = e->ft.fn[i].name;
-        m.system_name = e->ft.fn[i].system_name;
-        m.filename = e->ft.fn[i].filename;
+        m.name = f[i].name;
+        m.system_name = f[i].system_name;
+        m.filename = f[i].filename;
         put_message(e->s, F_FUNCTION, &m.base);
     }
 }
 
-/* Writes the string table and the scalar fields; everything they name is
- * interned first. */
+/* Writes the string table and the scalar fields. */
 static void emit_tail(enc *e)
 {
-    const pprof_profile *p = e->p;
+    const pp_model_view *v = &e->v;
     Perftools__Profiles__Profile tail = PERFTOOLS__PROFILES__PROFILE__INIT;
     Perftools__Profiles__ValueType period_type = PERFTOOLS__PROFILES__VALUE_TYPE__INIT;
     int64_t *comments = NULL;
 
-    tail.time_nanos = p->time_nanos;
-    tail.duration_nanos = p->duration_nanos;
-    tail.period = p->period;
-    if ((p->period_type.type && p->period_type.type[0]) ||
-        (p->period_type.unit && p->period_type.unit[0])) {
-        period_type.type = str_index(e, p->period_type.type);
-        period_type.unit = str_index(e, p->period_type.unit);
+    tail.time_nanos = v->time_nanos;
+    tail.duration_nanos = v->duration_nanos;
+    tail.period = v->period;
+    if ((v->period_type.type && v->period_type.type[0]) ||
+        (v->period_type.unit && v->period_type.unit[0])) {
+        period_type.type = str_index(e, v->period_type.type);
+        period_type.unit = str_index(e, v->period_type.unit);
         tail.period_type = &period_type;
     }
-    if (p->ncomments) {
-        comments = malloc(p->ncomments * sizeof *comments);
+    if (v->ncomments) {
+        comments = malloc(v->ncomments * sizeof *comments);
         if (!comments) {
             e->err = PPROF_ENOMEM;
             return;
         }
-        for (size_t i = 0; i < p->ncomments; i++)
-            comments[i] = str_index(e, p->comments[i]);
-        tail.n_comment = p->ncomments;
+        for (size_t i = 0; i < v->ncomments; i++)
+            comments[i] = str_index(e, v->comments[i]);
+        tail.n_comment = v->ncomments;
         tail.comment = comments;
     }
-    if (p->default_type >= 0 && (size_t)p->default_type < p->ntypes)
-        tail.default_sample_type = str_index(e, p->types[p->default_type].type);
+    if (v->default_type >= 0 && (size_t)v->default_type < v->ntypes)
+        tail.default_sample_type = str_index(e, v->types[v->default_type].type);
 
-    for (size_t i = 0; i < e->st.n && !failed(e); i++)
-        put_string(e->s, F_STRING_TABLE, e->st.str[i]);
+    size_t nstr;
+    const char *const *strs = pp_model_strings(e->p, &nstr);
+    for (size_t i = 0; i < nstr && !failed(e); i++)
+        put_string(e->s, F_STRING_TABLE, strs[i]);
     if (!failed(e))
         perftools__profiles__profile__pack_to_buffer(&tail, &e->s->base);
     free(comments);
@@ -703,23 +527,21 @@ static void enc_free(enc *e)
     free(e->sample_buf);
     free(e->lines);
     free(e->line_ptrs);
-    strtab_free(&e->st);
-    fntab_free(&e->ft);
 }
 
 int pp_encode_proto(const pprof_profile *p, int gzip, pprof_writer w)
 {
     if (!p || !w.write)
         return pp_error_detail(PPROF_EINVAL, "NULL profile or writer");
-    maxima mx;
-    int rc = validate(p, true, &mx);
-    if (rc)
-        return rc;
-
     enc e;
     memset(&e, 0, sizeof e);
     e.p = p;
-    if (strtab_init(&e.st) < 0 || enc_scratch(&e, &mx) < 0) {
+    pp_model_view_of(p, &e.v);
+    maxima mx;
+    int rc = validate(&e.v, true, &mx);
+    if (rc)
+        return rc;
+    if (enc_scratch(&e, &mx) < 0) {
         enc_free(&e);
         return pp_fail(PPROF_ENOMEM);
     }
@@ -764,8 +586,10 @@ int pp_encode_folded(const pprof_profile *p, pprof_writer w)
 {
     if (!p || !w.write)
         return pp_error_detail(PPROF_EINVAL, "NULL profile or writer");
+    pp_model_view view, *v = &view;
+    pp_model_view_of(p, v);
     maxima mx;
-    int rc = validate(p, false, &mx);
+    int rc = validate(v, false, &mx);
     if (rc)
         return rc;
     sink *s;
@@ -774,8 +598,8 @@ int pp_encode_folded(const pprof_profile *p, pprof_writer w)
         return rc;
 
     char num[32];
-    for (size_t i = 0; i < p->nsamples && s->err == 0; i++) {
-        const pprof_sample *sm = &p->samples[i];
+    for (size_t i = 0; i < v->nsamples && s->err == 0; i++) {
+        const pprof_sample *sm = &v->samples[i];
         bool first = true;
         /* Root first: locations are stored leaf first, and a location's
          * lines innermost first, so both are walked backwards. */

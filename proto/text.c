@@ -49,7 +49,7 @@ static void put(out *o, const char *fmt, ...)
 }
 
 typedef struct order_ctx {
-    const pprof_profile *p;
+    const pp_model_view *p;
     size_t k;
 } order_ctx;
 
@@ -62,7 +62,7 @@ static int by_value(const void *a, const void *b, void *arg)
 }
 
 /* The samples' indexes, largest value of type k first (malloc'd). */
-static size_t *sorted_by(const pprof_profile *p, size_t k)
+static size_t *sorted_by(const pp_model_view *p, size_t k)
 {
     size_t *order = malloc((p->nsamples + 1) * sizeof *order);
     if (!order)
@@ -105,7 +105,7 @@ static void put_frames(out *o, const pprof_sample *s)
     put(o, "\n");
 }
 
-static int heap_text(const pprof_profile *p, out *o)
+static int heap_text(const pp_model_view *p, out *o)
 {
     size_t *order = sorted_by(p, 3); /* in-use bytes */
     if (!order)
@@ -132,7 +132,7 @@ static int heap_text(const pprof_profile *p, out *o)
  *   # labels: {"k":"v"}
  *   #	0x<pc>	<function>	<file>:<line>
  * largest counts first. */
-static int count_text(const pprof_profile *p, out *o)
+static int count_text(const pp_model_view *p, out *o)
 {
     size_t *order = sorted_by(p, 0);
     if (!order)
@@ -164,7 +164,7 @@ static const char *label_of(const pprof_sample *s, const char *key)
  *   <function>
  *   	<file>:<line>
  */
-static int dump_text(const pprof_profile *p, out *o)
+static int dump_text(const pp_model_view *p, out *o)
 {
     for (size_t i = 0; i < p->nsamples && !o->err; i++) {
         const pprof_sample *s = &p->samples[i];
@@ -202,7 +202,7 @@ static int dump_text(const pprof_profile *p, out *o)
  *   <delay ns> <count> @ 0x...
  *   #	0x<pc>	<function>	<file>:<line>
  * largest delay first. */
-static int contention_text(const pprof_profile *p, out *o)
+static int contention_text(const pp_model_view *p, out *o)
 {
     const char *c = p->ncomments ? p->comments[0] : "";
     int mutex = !strncmp(c, "mutex", 5);
@@ -225,9 +225,12 @@ static int contention_text(const pprof_profile *p, out *o)
     return o->err;
 }
 
-int pp_encode_text(const pprof_profile *p, pprof_writer w, int dump)
+int pp_encode_text(const pprof_profile *prof, pprof_writer w, int dump)
 {
-    if (!p || !w.write || p->b)
+    pp_model_view view, *p = &view;
+    if (prof)
+        pp_model_view_of(prof, p);
+    if (!prof || !w.write || !p->finished)
         return pp_error_detail(PPROF_EINVAL, "NULL or unfinished profile, or NULL writer");
     out o = {w, 0};
     if (dump) {

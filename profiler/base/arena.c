@@ -1,8 +1,9 @@
-/* arena.c: bump allocation for a profile's strings and arrays.
+/* arena.c: bump allocation for strings and arrays freed together: a
+ * profile's (model/), the symbolizer's caches and snapshots (symbolize/).
  *
- * A profile is built once and freed whole, so its many small pieces come
- * from chunks that are released together. Not thread-safe: one builder owns
- * an arena. Never used from signal handlers.
+ * Pieces come from chunks of at least 64 KiB that are released together.
+ * Not thread-safe: one owner per arena. Never used from signal handlers or
+ * malloc hooks (chunks come from malloc).
  */
 #include "arena.h"
 
@@ -11,14 +12,10 @@
 
 #define CHUNK_MIN (64 * 1024)
 
-struct chunk {
-    struct chunk *next;
+struct pp_arena_chunk {
+    struct pp_arena_chunk *next;
     size_t used, size;
     max_align_t data[];
-};
-
-struct pp_arena {
-    struct chunk *head;
 };
 
 pp_arena *pp_arena_new(void)
@@ -26,23 +23,28 @@ pp_arena *pp_arena_new(void)
     return calloc(1, sizeof(pp_arena));
 }
 
-void *pp_arena_alloc(pp_arena *a, size_t size)
+void *pp_arena_alloc_aligned(pp_arena *a, size_t size, size_t align)
 {
-    size = (size + 15) & ~(size_t)15;
-    struct chunk *c = a->head;
-    if (!c || c->size - c->used < size) {
+    struct pp_arena_chunk *c = a->head;
+    size_t off = c ? (c->used + align - 1) & ~(align - 1) : 0;
+    if (!c || off > c->size || c->size - off < size) {
         size_t n = size > CHUNK_MIN ? size : CHUNK_MIN;
-        c = malloc(sizeof(struct chunk) + n);
+        c = malloc(sizeof(struct pp_arena_chunk) + n);
         if (!c)
             return NULL;
         c->size = n;
-        c->used = 0;
         c->next = a->head;
         a->head = c;
+        off = 0;
     }
-    void *p = (char *)c->data + c->used;
-    c->used += size;
+    void *p = (char *)c->data + off;
+    c->used = off + size;
     return memset(p, 0, size);
+}
+
+void *pp_arena_alloc(pp_arena *a, size_t size)
+{
+    return pp_arena_alloc_aligned(a, size, 16);
 }
 
 const char *pp_arena_strdup(pp_arena *a, const char *s)
@@ -50,17 +52,23 @@ const char *pp_arena_strdup(pp_arena *a, const char *s)
     if (!s)
         s = "";
     size_t n = strlen(s) + 1;
-    char *d = pp_arena_alloc(a, n);
+    char *d = pp_arena_alloc_aligned(a, n, 1);
     return d ? memcpy(d, s, n) : NULL;
+}
+
+void pp_arena_release(pp_arena *a)
+{
+    for (struct pp_arena_chunk *c = a->head, *next; c; c = next) {
+        next = c->next;
+        free(c);
+    }
+    a->head = NULL;
 }
 
 void pp_arena_free(pp_arena *a)
 {
     if (!a)
         return;
-    for (struct chunk *c = a->head, *next; c; c = next) {
-        next = c->next;
-        free(c);
-    }
+    pp_arena_release(a);
     free(a);
 }

@@ -16,6 +16,7 @@
 #include "arena.h"
 #include "env.h"
 #include "error.h"
+#include "hash.h"
 #include "lock.h"
 #include "names.h"
 #include "process.h"

@@ -1,15 +1,17 @@
 /* profile.c: the in-memory profile: building, symbolizing, walking, freeing.
  *
  * Build phase: pp_profile_add merges samples with equal (stack, labels)
- * through an open-addressing index, so a recorder can add raw records one by
- * one. Finish: every distinct address is symbolized once; locations and
+ * through the sample index, so a recorder can add raw records one by
+ * one; every string is interned into the string table as it arrives.
+ * Finish: every distinct address is symbolized once; locations and
  * mappings get IDs 1..N (location IDs in first-seen order, mapping IDs in
- * address order), and each sample's addresses become location pointers.
+ * address order), each sample's addresses become location pointers, and
+ * the functions of the locations' lines are numbered 1..N.
  * A mapping's has_functions / has_filenames / has_line_numbers are set only
  * when every location in it got that information, so pprof knows when to
  * look elsewhere. Nothing here runs in a signal handler.
  */
-#include "profile.h"
+#include "model.h"
 #include "base/base.h"
 #include "symbolize/symbolize.h"
 
@@ -20,60 +22,34 @@ struct pp_builder {
     int unindexed;        /* filled by pp_profile_append: no merging */
     uint64_t **pcs;       /* per sample, leaf first */
     size_t *npcs;
-    uint32_t *index;      /* sample index + 1, 0 = empty */
-    size_t index_cap;
-    const char **strings; /* interned strings, open addressing */
-    size_t strings_cap, nstrings;
+    pp_index samples;     /* sample index + 1 */
 };
 
-static uint64_t mix(uint64_t h, uint64_t v)
+/* The id of s in the string table, added when new: copied into the arena
+ * when `copy`, else referenced. -1 when out of memory. */
+static int64_t string_id(pprof_profile *p, const char *s, bool copy)
 {
-    h ^= v + 0x9e3779b97f4a7c15ull + (h << 6) + (h >> 2);
-    return h * 0xff51afd7ed558ccdull;
-}
-
-static uint64_t hash_str(const char *s)
-{
-    uint64_t h = 1469598103934665603ull;
-    for (; *s; s++)
-        h = (h ^ (unsigned char)*s) * 1099511628211ull;
-    return h;
-}
-
-static const char *intern(pprof_profile *p, const char *s)
-{
-    struct pp_builder *b = p->b;
     if (!s)
         s = "";
-    if (b->nstrings * 2 >= b->strings_cap) {
-        size_t cap = b->strings_cap ? b->strings_cap * 2 : 1024;
-        const char **t = calloc(cap, sizeof *t);
-        if (!t)
-            return NULL;
-        for (size_t i = 0; i < b->strings_cap; i++) {
-            if (!b->strings[i])
-                continue;
-            size_t j = hash_str(b->strings[i]) & (cap - 1);
-            while (t[j])
-                j = (j + 1) & (cap - 1);
-            t[j] = b->strings[i];
-        }
-        free(b->strings);
-        b->strings = t;
-        b->strings_cap = cap;
-    }
-    size_t j = hash_str(s) & (b->strings_cap - 1);
-    while (b->strings[j]) {
-        if (strcmp(b->strings[j], s) == 0)
-            return b->strings[j];
-        j = (j + 1) & (b->strings_cap - 1);
-    }
-    const char *d = pp_arena_strdup(p->arena, s);
-    if (d) {
-        b->strings[j] = d;
-        b->nstrings++;
-    }
-    return d;
+    uint64_t h = pp_hash_str(s);
+    PP_INDEX_PROBE(&p->str_ix, h, j)
+        if (strcmp(p->strs[p->str_ix.slot[j] - 1], s) == 0)
+            return p->str_ix.slot[j] - 1;
+    if (pp_reserve(&p->strs, &p->strs_cap, p->str_ix.n, sizeof *p->strs) < 0)
+        return -1;
+    const char *d = copy ? pp_arena_strdup(p->arena, s) : s;
+    uint32_t id = d ? pp_index_add(&p->str_ix, h) : 0;
+    if (!id)
+        return -1;
+    p->strs[id - 1] = d;
+    return id - 1;
+}
+
+/* The profile's own copy of s, or NULL when out of memory. */
+static const char *intern(pprof_profile *p, const char *s)
+{
+    int64_t id = string_id(p, s, true);
+    return id < 0 ? NULL : p->strs[id];
 }
 
 pprof_profile *pp_profile_new(const pprof_value_type *types, size_t ntypes,
@@ -89,6 +65,8 @@ pprof_profile *pp_profile_new(const pprof_value_type *types, size_t ntypes,
         goto fail;
     p->ntypes = ntypes;
     p->default_type = -1;
+    if (!intern(p, ""))
+        goto fail;
     for (size_t i = 0; i < ntypes; i++) {
         p->types[i].type = intern(p, types[i].type);
         p->types[i].unit = intern(p, types[i].unit);
@@ -107,11 +85,11 @@ static uint64_t sample_hash(const uint64_t *pcs, size_t npcs, const pprof_label 
 {
     uint64_t h = npcs;
     for (size_t i = 0; i < npcs; i++)
-        h = mix(h, pcs[i]);
+        h = pp_hash_mix(h, pcs[i]);
     for (size_t i = 0; i < nlabels; i++)
-        h = mix(mix(h, hash_str(labels[i].key)), hash_str(labels[i].value));
+        h = pp_hash_mix(pp_hash_mix(h, pp_hash_str(labels[i].key)), pp_hash_str(labels[i].value));
     for (size_t i = 0; i < nnum; i++)
-        h = mix(mix(h, hash_str(num[i].key)), (uint64_t)num[i].value);
+        h = pp_hash_mix(pp_hash_mix(h, pp_hash_str(num[i].key)), (uint64_t)num[i].value);
     return h;
 }
 
@@ -131,27 +109,6 @@ static bool sample_equal(const pprof_profile *p, size_t i, const uint64_t *pcs, 
             strcmp(s->num_labels[k].unit, num[k].unit ? num[k].unit : ""))
             return false;
     return true;
-}
-
-static int grow_index(pprof_profile *p)
-{
-    struct pp_builder *b = p->b;
-    size_t cap = b->index_cap ? b->index_cap * 2 : 1024;
-    uint32_t *t = calloc(cap, sizeof *t);
-    if (!t)
-        return pp_fail(PPROF_ENOMEM);
-    for (size_t i = 0; i < p->nsamples; i++) {
-        const pprof_sample *s = &p->samples[i];
-        size_t j = sample_hash(b->pcs[i], b->npcs[i], s->labels, s->nlabels, s->num_labels, s->nnum_labels) &
-                   (cap - 1);
-        while (t[j])
-            j = (j + 1) & (cap - 1);
-        t[j] = (uint32_t)i + 1;
-    }
-    free(b->index);
-    b->index = t;
-    b->index_cap = cap;
-    return 0;
 }
 
 static int grow_samples(pprof_profile *p)
@@ -181,8 +138,8 @@ int pp_profile_add(pprof_profile *p, const uint64_t *pcs, size_t npcs, const int
 }
 
 /* Stores a new sample at index nsamples; `pcs` is copied unless
- * `borrow`. Index slot j (when not NULL) then points at it. */
-static int insert(pprof_profile *p, uint32_t *slot, const uint64_t *pcs, size_t npcs, int borrow,
+ * `borrow`. With `h`, the sample index learns it under that hash. */
+static int insert(pprof_profile *p, const uint64_t *h, const uint64_t *pcs, size_t npcs, int borrow,
                   const int64_t *values, const pprof_label *labels, size_t nlabels, const pprof_num_label *num,
                   size_t nnum)
 {
@@ -214,10 +171,10 @@ static int insert(pprof_profile *p, uint32_t *slot, const uint64_t *pcs, size_t 
     }
     p->samples[i] = (pprof_sample){.nvalues = p->ntypes, .values = v, .nlabels = nlabels, .labels = l,
                                    .nnum_labels = nnum, .num_labels = nl};
+    if (h && pp_index_add(&b->samples, *h) != i + 1)
+        return pp_fail(PPROF_ENOMEM);
     b->pcs[i] = c;
     b->npcs[i] = npcs;
-    if (slot)
-        *slot = (uint32_t)i + 1;
     p->nsamples++;
     return 0;
 }
@@ -230,11 +187,9 @@ int pp_profile_add_num(pprof_profile *p, const uint64_t *pcs, size_t npcs, const
     struct pp_builder *b = p->b;
     if (b->unindexed)
         return pp_fail(PPROF_EINVAL);
-    if (p->nsamples * 2 >= b->index_cap && grow_index(p))
-        return pp_fail(PPROF_ENOMEM);
-    size_t j = sample_hash(pcs, npcs, labels, nlabels, num, nnum) & (b->index_cap - 1);
-    for (; b->index[j]; j = (j + 1) & (b->index_cap - 1)) {
-        size_t i = b->index[j] - 1;
+    uint64_t h = sample_hash(pcs, npcs, labels, nlabels, num, nnum);
+    PP_INDEX_PROBE(&b->samples, h, j) {
+        size_t i = b->samples.slot[j] - 1;
         if (sample_equal(p, i, pcs, npcs, labels, nlabels, num, nnum)) {
             int64_t *v = (int64_t *)p->samples[i].values;
             for (size_t k = 0; k < p->ntypes; k++)
@@ -242,7 +197,7 @@ int pp_profile_add_num(pprof_profile *p, const uint64_t *pcs, size_t npcs, const
             return 0;
         }
     }
-    return insert(p, &b->index[j], pcs, npcs, 0, values, labels, nlabels, num, nnum);
+    return insert(p, &h, pcs, npcs, 0, values, labels, nlabels, num, nnum);
 }
 
 int pp_profile_add_profile(pprof_profile *dst, const pprof_profile *src, int64_t sign)
@@ -311,49 +266,121 @@ int pp_profile_add_comment(pprof_profile *p, const char *comment)
 
 /* --- finish: symbolize distinct addresses into locations --- */
 
-typedef struct {
-    uint64_t *keys;       /* address + 1, 0 = empty */
-    uint32_t *vals;       /* location index */
-    size_t cap, n;
-} addr_map;
-
-static int addr_map_find_or_add(addr_map *m, uint64_t addr, uint32_t next, uint32_t *out)
+/* Sets *out to the number of addr among the distinct addresses (numbered
+ * 0.. in first-seen order); returns 1 when it is new, 0 when known,
+ * PPROF_ENOMEM. */
+static int addr_number(pp_table *addrs, uint64_t addr, uint32_t *out)
 {
-    if (m->n * 2 >= m->cap) {
-        size_t cap = m->cap ? m->cap * 2 : 1024;
-        uint64_t *k = calloc(cap, sizeof *k);
-        uint32_t *v = calloc(cap, sizeof *v);
-        if (!k || !v) {
-            free(k);
-            free(v);
+    uint64_t *e = pp_table_find(addrs, addr);
+    if (!e) {
+        if (!pp_table_add(addrs, addr))
             return pp_fail(PPROF_ENOMEM);
-        }
-        for (size_t i = 0; i < m->cap; i++) {
-            if (!m->keys[i])
-                continue;
-            size_t j = mix(0, m->keys[i]) & (cap - 1);
-            while (k[j])
-                j = (j + 1) & (cap - 1);
-            k[j] = m->keys[i];
-            v[j] = m->vals[i];
-        }
-        free(m->keys);
-        free(m->vals);
-        m->keys = k;
-        m->vals = v;
-        m->cap = cap;
+        *out = (uint32_t)pp_table_count(addrs) - 1;
+        return 1;
     }
-    size_t j = mix(0, addr + 1) & (m->cap - 1);
-    for (; m->keys[j]; j = (j + 1) & (m->cap - 1))
-        if (m->keys[j] == addr + 1) {
-            *out = m->vals[j];
-            return 0;
+    *out = (uint32_t)(e - (uint64_t *)pp_table_at(addrs, 0));
+    return 0;
+}
+
+/* --- the function table --- */
+
+/* The id of the function of line l, added when new; 0 when out of memory.
+ * `copy`: strings not yet in the table are copied (see string_id). */
+static uint32_t function_id(pprof_profile *p, const pprof_line *l, bool copy)
+{
+    int64_t name = string_id(p, l->function, copy), sys = string_id(p, l->system_name, copy),
+            file = string_id(p, l->filename, copy);
+    if (name < 0 || sys < 0 || file < 0)
+        return 0;
+    pp_model_function f = {(uint32_t)name, (uint32_t)sys, (uint32_t)file};
+    uint64_t h = pp_hash_mix(pp_hash_mix(pp_hash_mix(0, f.name), f.system_name), f.filename);
+    PP_INDEX_PROBE(&p->fn_ix, h, j) {
+        const pp_model_function *g = &p->fns[p->fn_ix.slot[j] - 1];
+        if (g->name == f.name && g->system_name == f.system_name && g->filename == f.filename)
+            return p->fn_ix.slot[j];
+    }
+    if (pp_reserve(&p->fns, &p->fns_cap, p->fn_ix.n, sizeof *p->fns) < 0)
+        return 0;
+    uint32_t id = pp_index_add(&p->fn_ix, h);
+    if (id)
+        p->fns[id - 1] = f;
+    return id;
+}
+
+/* Numbers the functions of every location's lines, in location order. */
+static int index_functions(pprof_profile *p, bool copy)
+{
+    size_t total = 0;
+    p->line0 = malloc((p->nlocations + 1) * sizeof *p->line0);
+    if (!p->line0)
+        return pp_fail(PPROF_ENOMEM);
+    for (size_t i = 0; i < p->nlocations; i++) {
+        p->line0[i] = total;
+        total += p->locations[i].nlines;
+    }
+    p->line_fn = malloc((total + 1) * sizeof *p->line_fn);
+    if (!p->line_fn)
+        return pp_fail(PPROF_ENOMEM);
+    for (size_t i = 0, k = 0; i < p->nlocations; i++)
+        for (size_t j = 0; j < p->locations[i].nlines; j++, k++)
+            if (!(p->line_fn[k] = function_id(p, &p->locations[i].lines[j], copy)))
+                return pp_fail(PPROF_ENOMEM);
+    return 0;
+}
+
+void pp_model_tables_free(pprof_profile *p)
+{
+    free(p->strs);
+    pp_index_free(&p->str_ix);
+    free(p->fns);
+    pp_index_free(&p->fn_ix);
+    free(p->line_fn);
+    free(p->line0);
+    p->strs = NULL;
+    p->fns = NULL;
+    p->line_fn = NULL;
+    p->line0 = NULL;
+    p->strs_cap = p->fns_cap = 0;
+}
+
+int pp_model_index(pprof_profile *p)
+{
+    if (!p || p->b)
+        return pp_fail(PPROF_EINVAL);
+    pp_model_tables_free(p);
+#define REF(s) \
+    if (string_id(p, (s), false) < 0) \
+        goto fail
+    REF("");
+    REF(p->period_type.type);
+    REF(p->period_type.unit);
+    for (size_t i = 0; i < p->ntypes; i++) {
+        REF(p->types[i].type);
+        REF(p->types[i].unit);
+    }
+    for (size_t i = 0; i < p->ncomments; i++)
+        REF(p->comments[i]);
+    for (size_t i = 0; i < p->nmappings; i++) {
+        REF(p->mappings[i].path);
+        REF(p->mappings[i].build_id);
+    }
+    for (size_t i = 0; i < p->nsamples; i++) {
+        const pprof_sample *s = &p->samples[i];
+        for (size_t k = 0; k < s->nlabels; k++) {
+            REF(s->labels[k].key);
+            REF(s->labels[k].value);
         }
-    m->keys[j] = addr + 1;
-    m->vals[j] = next;
-    m->n++;
-    *out = next;
-    return 1;
+        for (size_t k = 0; k < s->nnum_labels; k++) {
+            REF(s->num_labels[k].key);
+            REF(s->num_labels[k].unit);
+        }
+    }
+#undef REF
+    if (index_functions(p, false) == 0)
+        return 0;
+fail:
+    pp_model_tables_free(p);
+    return pp_fail(PPROF_ENOMEM);
 }
 
 static const char *pseudo_name(uint64_t pc)
@@ -448,7 +475,7 @@ int pp_profile_finish(pprof_profile *p)
     if (!p || !p->b)
         return pp_fail(PPROF_EINVAL);
     struct pp_builder *b = p->b;
-    addr_map am = {0};
+    pp_table am = PP_TABLE_INIT(uint64_t);
     uint32_t *frame_loc = NULL;
     int rc = PPROF_ENOMEM;
     /* Pass 1: number the distinct addresses in first-seen order, and
@@ -471,7 +498,7 @@ int pp_profile_finish(pprof_profile *p)
                 frame_loc[f] = frame_loc[prev_f + pn - 1 - d];
                 continue;
             }
-            int r = addr_map_find_or_add(&am, b->pcs[i][k], nloc, &frame_loc[f]);
+            int r = addr_number(&am, b->pcs[i][k], &frame_loc[f]);
             if (r < 0)
                 goto out;
             nloc += (uint32_t)r;
@@ -487,12 +514,10 @@ int pp_profile_finish(pprof_profile *p)
         goto out;
     }
     /* Pass 2: symbolize each distinct address once. */
-    for (size_t j = 0; j < am.cap; j++) {
-        if (!am.keys[j])
-            continue;
-        pprof_location *loc = &p->locations[am.vals[j]];
-        loc->id = am.vals[j] + 1;
-        int mi = symbolize_location(p, ss, am.keys[j] - 1, loc);
+    for (uint32_t j = 0; j < nloc; j++) {
+        pprof_location *loc = &p->locations[j];
+        loc->id = j + 1;
+        int mi = symbolize_location(p, ss, *(uint64_t *)pp_table_at(&am, j), loc);
         if (mi == PPROF_ENOMEM) {
             pp_sym_end(ss);
             goto out;
@@ -515,17 +540,68 @@ int pp_profile_finish(pprof_profile *p)
     rc = 0;
 out:
     free(frame_loc);
-    free(am.keys);
-    free(am.vals);
+    pp_table_free(&am);
+    if (rc == 0 && index_functions(p, true) != 0)
+        rc = PPROF_ENOMEM;
     if (rc == 0) {
         free(b->pcs);
         free(b->npcs);
-        free(b->index);
-        free(b->strings);
+        pp_index_free(&b->samples);
         free(b);
         p->b = NULL;
     }
     return rc;
+}
+
+/* --- the model's interface (model.h) --- */
+
+const char *const *pp_model_strings(const pprof_profile *p, size_t *n)
+{
+    *n = p->str_ix.n;
+    return p->strs;
+}
+
+int64_t pp_model_string_id(const pprof_profile *p, const char *s)
+{
+    if (!s)
+        s = "";
+    PP_INDEX_PROBE(&p->str_ix, pp_hash_str(s), j)
+        if (strcmp(p->strs[p->str_ix.slot[j] - 1], s) == 0)
+            return p->str_ix.slot[j] - 1;
+    return -1;
+}
+
+const pp_model_function *pp_model_functions(const pprof_profile *p, size_t *n)
+{
+    *n = p->fn_ix.n;
+    return p->fns;
+}
+
+uint32_t pp_model_line_function(const pprof_profile *p, const pprof_location *loc, size_t line)
+{
+    return p->line_fn[p->line0[loc - p->locations] + line];
+}
+
+void pp_model_view_of(const pprof_profile *p, pp_model_view *v)
+{
+    *v = (pp_model_view){
+        .finished = p->b == NULL,
+        .types = p->types,
+        .ntypes = p->ntypes,
+        .default_type = p->default_type,
+        .period_type = p->period_type,
+        .period = p->period,
+        .time_nanos = p->time_nanos,
+        .duration_nanos = p->duration_nanos,
+        .samples = p->samples,
+        .nsamples = p->nsamples,
+        .locs = p->locations,
+        .nlocs = p->nlocations,
+        .maps = p->mappings,
+        .nmaps = p->nmappings,
+        .comments = p->comments,
+        .ncomments = p->ncomments,
+    };
 }
 
 /* --- public accessors --- */
@@ -567,10 +643,10 @@ void pprof_profile_free(pprof_profile *p)
     if (p->b) {
         free(p->b->pcs);
         free(p->b->npcs);
-        free(p->b->index);
-        free(p->b->strings);
+        pp_index_free(&p->b->samples);
         free(p->b);
     }
+    pp_model_tables_free(p);
     free(p->samples);
     pp_arena_free(p->arena);
     free(p);

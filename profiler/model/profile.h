@@ -27,6 +27,11 @@
 
 #include "base/base.h"
 
+/* A function of the profile's function table: string ids (model.h). */
+typedef struct pp_model_function {
+    uint32_t name, system_name, filename;
+} pp_model_function;
+
 struct pprof_profile {
     pp_arena *arena;
     pprof_value_type *types;
@@ -46,6 +51,21 @@ struct pprof_profile {
     size_t nlocations;
     pprof_mapping *mappings;    /* id = index + 1 */
     size_t nmappings;
+
+    /* The string table: strs[id], strs[0] = "", each string once. The
+     * builder interns into it as samples arrive; it stays after finish for
+     * the encoders (model.h). */
+    const char **strs;
+    size_t strs_cap;
+    pp_index str_ix;
+    /* The function table, built at finish: fns[id - 1]; line_fn holds the
+     * function id of every line, location by location (line0[i] is the
+     * first of location i's lines). */
+    pp_model_function *fns;
+    size_t fns_cap;
+    pp_index fn_ix;
+    uint32_t *line_fn;
+    size_t *line0;
 
     /* builder state, NULL after finish */
     struct pp_builder *b;

@@ -41,8 +41,21 @@ pprof_recorder *pp_recorder_new(size_t size, const pp_recorder_ops *ops)
 
 void pp_recorder_window_begin(pprof_recorder *r)
 {
+    r->running = 1;
     r->window_mono_ns = pp_now_ns(CLOCK_MONOTONIC);
     r->window_real_ns = pp_now_ns(CLOCK_REALTIME);
+}
+
+void pp_recorder_window_end(pprof_recorder *r, pprof_profile *p, int reopen)
+{
+    if (p) {
+        p->time_nanos = r->window_real_ns;
+        p->duration_nanos = pp_now_ns(CLOCK_MONOTONIC) - r->window_mono_ns;
+    }
+    if (reopen)
+        pp_recorder_window_begin(r);
+    else
+        r->running = 0;
 }
 
 int pp_recorder_finish(pprof_profile *p, pprof_profile **out)

@@ -47,8 +47,11 @@ struct pprof_recorder {
 /* A zeroed recorder of `size` bytes (the kind's struct) with its ops, or
  * NULL (PPROF_ENOMEM recorded). */
 pprof_recorder *pp_recorder_new(size_t size, const pp_recorder_ops *ops);
-/* Marks the window's start: now. */
+/* Marks the window's start, now, and the recorder running. */
 void pp_recorder_window_begin(pprof_recorder *r);
+/* Ends the window: p (when not NULL) gets its start and duration; with
+ * reopen the next window begins now, else the recorder stops running. */
+void pp_recorder_window_end(pprof_recorder *r, pprof_profile *p, int reopen);
 /* The monotonic and real-time clocks in ns. */
 int64_t pp_now_ns(clockid_t c);
 /* Symbolizes p into *out (or frees it when out is NULL). */

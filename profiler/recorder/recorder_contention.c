@@ -78,7 +78,6 @@ static int contention_start(pprof_recorder *r)
         return rc;
     }
     pp_recorder_window_begin(r);
-    r->running = 1;
     return 0;
 }
 
@@ -90,19 +89,14 @@ static int contention_end(pprof_recorder *r, int reopen, pprof_profile **out)
     if (rc)
         return rc;
     pprof_profile *p = out ? build(c, &c->snap, &now) : NULL;
-    if (p) {
-        p->time_nanos = r->window_real_ns;
-        p->duration_nanos = pp_now_ns(CLOCK_MONOTONIC) - r->window_mono_ns;
-    }
+    pp_recorder_window_end(r, p, reopen);
     pp_store_snap_free(&c->snap);
     if (reopen) {
         c->snap = now;
-        pp_recorder_window_begin(r);
     } else {
         pp_store_snap_free(&now);
         pp_contention_leave(c->block, c->turned_on);
         c->turned_on = 0;
-        r->running = 0;
     }
     if (out && !p)
         return pp_fail(PPROF_ENOMEM);

@@ -155,7 +155,6 @@ static int counts_start(pprof_recorder *r)
     if (!c->snap)
         return rc;
     pp_recorder_window_begin(r);
-    r->running = 1;
     return 0;
 }
 
@@ -172,20 +171,14 @@ static int counts_end(pprof_recorder *r, int reopen, pprof_profile **out)
         if (rc == 0)
             rc = pp_profile_add_profile(diff, c->snap, -1);
         pp_profile_drop_zero(diff);
-        diff->time_nanos = c->snap->time_nanos;
-        diff->duration_nanos = pp_now_ns(CLOCK_MONOTONIC) - r->window_mono_ns;
     } else if (out) {
         rc = pp_fail(PPROF_ENOMEM);
     }
+    pp_recorder_window_end(r, diff, reopen);
     pprof_profile_free(c->snap);
-    c->snap = NULL;
-    if (reopen) {
-        c->snap = now;
-        pp_recorder_window_begin(r);
-    } else {
+    c->snap = reopen ? now : NULL;
+    if (!reopen)
         pprof_profile_free(now);
-        r->running = 0;
-    }
     if (rc) {
         pprof_profile_free(diff);
         return rc;

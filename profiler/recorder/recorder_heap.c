@@ -57,7 +57,6 @@ static int alloc_start(pprof_recorder *r)
     h->from_start = 0; /* only the first window */
     h->snap = base;
     pp_recorder_window_begin(r);
-    r->running = 1;
     return 0;
 }
 
@@ -71,19 +70,11 @@ static int alloc_end(pprof_recorder *r, int reopen, pprof_profile **out)
         return pp_fail(PPROF_ENOMEM);
     }
     pprof_profile *p = out ? pp_heap_build(h->snap, now, pprof_heap_rate(), h->flags) : NULL;
-    if (p) {
-        p->time_nanos = r->window_real_ns;
-        p->duration_nanos = pp_now_ns(CLOCK_MONOTONIC) - r->window_mono_ns;
-    }
+    pp_recorder_window_end(r, p, reopen);
     snap_free(h->snap);
-    h->snap = NULL;
-    if (reopen) {
-        h->snap = now;
-        pp_recorder_window_begin(r);
-    } else {
+    h->snap = reopen ? now : NULL;
+    if (!reopen)
         snap_free(now);
-        r->running = 0;
-    }
     if (out && !p)
         return pp_fail(PPROF_ENOMEM);
     return pp_recorder_finish(p, out);

@@ -1,6 +1,7 @@
 /* check.h: the tiny assertion helpers the C and C++ unit tests share. */
 #ifndef PP_CHECK_H
 #define PP_CHECK_H
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -21,27 +22,28 @@ static inline void rerun_with_heap_rate(const char *rate, char **argv)
     exit(1);
 }
 
-#define CHECK(cond)                                                                 \
-    do {                                                                            \
-        if (cond) {                                                                 \
-            check_passed++;                                                         \
-        } else {                                                                    \
-            check_failed++;                                                         \
-            fprintf(stderr, "%s:%d: check failed: %s\n", __FILE__, __LINE__, #cond); \
-        }                                                                           \
-    } while (0)
+/* Counts one check; a failed one is reported with its place, its
+ * condition and, when fmt is not NULL, a message. */
+__attribute__((format(printf, 5, 6))) static inline void check_report(int ok, const char *file, int line,
+                                                                      const char *cond, const char *fmt, ...)
+{
+    if (ok) {
+        check_passed++;
+        return;
+    }
+    check_failed++;
+    fprintf(stderr, "%s:%d: check failed: %s%s", file, line, cond, fmt ? ": " : "\n");
+    if (fmt) {
+        va_list ap;
+        va_start(ap, fmt);
+        vfprintf(stderr, fmt, ap);
+        va_end(ap);
+        fputc('\n', stderr);
+    }
+}
 
-#define CHECKF(cond, ...)                                                           \
-    do {                                                                            \
-        if (cond) {                                                                 \
-            check_passed++;                                                         \
-        } else {                                                                    \
-            check_failed++;                                                         \
-            fprintf(stderr, "%s:%d: check failed: %s: ", __FILE__, __LINE__, #cond); \
-            fprintf(stderr, __VA_ARGS__);                                           \
-            fputc('\n', stderr);                                                    \
-        }                                                                           \
-    } while (0)
+#define CHECK(cond) check_report((cond) != 0, __FILE__, __LINE__, #cond, NULL)
+#define CHECKF(cond, ...) check_report((cond) != 0, __FILE__, __LINE__, #cond, __VA_ARGS__)
 
 /* Named cases, for tests that report per case rather than per check: the
  * checks between check_case_begin() and check_case_end(name) count as one

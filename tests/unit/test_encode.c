@@ -1,6 +1,7 @@
 /* test_encode.c: unit test of the profile encoders and the writers.
  *
- * Builds pprof_profile structs by hand (static arrays, no builder), writes
+ * Builds pprof_profile structs by hand (static arrays, no builder; the
+ * model indexes their strings and functions, pp_model_index), writes
  * them as gzipped protobuf, plain protobuf and folded stacks, and checks:
  * the gzip framing and level, that the decoded Profile carries every field
  * (sample types, string table with "" first and no duplicates, IDs 1..N,
@@ -11,7 +12,7 @@
  * fd and buffer writers (file, pipe, socket whose peer has gone).
  */
 #include "pprof.h"
-#include "profile.h"
+#include "model.h"
 #include "proto/profile.pb-c.h"
 #include "check.h"
 
@@ -108,6 +109,7 @@ static pprof_profile make_profile(void)
     p.mappings = mappings;
     p.nmappings = 2;
     p.b = NULL;
+    CHECK(pp_model_index(&p) == 0);
     return p;
 }
 
@@ -373,6 +375,7 @@ static void test_proto_roundtrip(void)
     pprof_buffer_free(&gz);
     pprof_buffer_free(&gz2);
     pprof_buffer_free(&plain);
+    pp_model_tables_free(&p);
 }
 
 static void test_folded(void)
@@ -385,6 +388,7 @@ static void test_folded(void)
         printf("folded output:\n%s", b.data);
     CHECK(b.len == strlen(folded_expected));
     pprof_buffer_free(&b);
+    pp_model_tables_free(&p);
 
     /* Separators inside names are replaced; no values print 0. */
     static const pprof_line odd[] = { { "a;b\nc", "", "", 0 }, { "", "sys", "", 0 },
@@ -409,6 +413,7 @@ static void test_empty(void)
     pprof_profile p;
     memset(&p, 0, sizeof p);
     p.default_type = -1;
+    CHECK(pp_model_index(&p) == 0);
     pprof_buffer b = { 0 };
     CHECK(pprof_profile_write(&p, PPROF_FORMAT_PROTO, pprof_writer_buffer(&b)) == 0);
     Perftools__Profiles__Profile *pb =
@@ -432,6 +437,7 @@ static void test_empty(void)
     CHECK(pprof_profile_write(&p, PPROF_FORMAT_FOLDED, pprof_writer_buffer(&b)) == 0);
     CHECK(b.len == 0);
     pprof_buffer_free(&b);
+    pp_model_tables_free(&p);
 }
 
 static void test_errors(void)
@@ -469,6 +475,7 @@ static void test_errors(void)
     pprof_buffer_free(&b);
 
     /* Writer failures give PPROF_EIO, in every format. */
+    pp_model_tables_free(&p);
     p = make_profile();
     for (int fmt = 0; fmt <= 2; fmt++) {
         failing f = { 0, 1 };
@@ -476,6 +483,7 @@ static void test_errors(void)
         CHECK(pprof_profile_write(&p, (pprof_format)fmt, w) == PPROF_EIO);
         CHECK(f.calls == 1);
     }
+    pp_model_tables_free(&p);
 }
 
 /* A profile big enough to span many output chunks: many samples, each with
@@ -522,6 +530,7 @@ static big *make_big(void)
     g->p.locations = g->locs;
     g->p.nlocations = BIG_LOCS;
     g->p.nmappings = 1;
+    CHECK(pp_model_index(&g->p) == 0);
     return g;
 }
 
@@ -622,6 +631,7 @@ static void test_big(void)
 
     free(raw);
     pprof_buffer_free(&gz);
+    pp_model_tables_free(&g->p);
     free(g);
 }
 
@@ -677,6 +687,7 @@ static void test_writers(void)
     CHECK(errno == EPIPE);
     CHECK(pprof_profile_write(&p, PPROF_FORMAT_FOLDED, sw) == PPROF_EIO);
     close(sv[0]);
+    pp_model_tables_free(&p);
 }
 
 int main(void)

@@ -57,6 +57,16 @@ SITE(use_new, objs[9][i] = new char[333])
 SITE(use_new_nothrow, objs[10][i] = new (std::nothrow) char[444])
 SITE(use_new_aligned, objs[11][i] = new (std::align_val_t(256)) char[555])
 
+// Releases the objects of round i, each by the call that matches its allocation.
+static void release(int i)
+{
+    for (int k = 0; k < 9; k++)
+        free(objs[k][i]);
+    delete[] (char *)objs[9][i];
+    delete[] (char *)objs[10][i];
+    operator delete[](objs[11][i], std::align_val_t(256));
+}
+
 static void check_site(pprof_profile *p, const char *fn, int64_t alloc, int64_t inuse, int64_t size)
 {
     int64_t a, u, b;
@@ -110,31 +120,33 @@ int main(int argc, char **argv)
     free(NULL);
 
     // release half of each by the matching call
-    for (int i = 0; i < N; i += 2) {
-        for (int k = 0; k < 9; k++)
-            free(objs[k][i]);
-        delete[] (char *)objs[9][i];
-        delete[] (char *)objs[10][i];
-        operator delete[](objs[11][i], std::align_val_t(256));
-    }
+    for (int i = 0; i < N; i += 2)
+        release(i);
     pprof_recorder *r;
     pprof_heap_config cfg = {};
     cfg.raw = 1;
     pprof_profile *p = NULL;
     CHECK(pprof_heap_recorder_new(&cfg, &r) == 0);
     CHECK(pprof_recorder_write_to(r, &p) == 0);
-    check_site(p, "use_malloc", N, N / 2, 100);
-    check_site(p, "use_calloc", N, N / 2, 300);
-    check_site(p, "use_realloc_grow", N, N / 2, 5000);
-    check_site(p, "use_memalign", N, N / 2, 200);
-    check_site(p, "use_aligned_alloc", N, N / 2, 8192);
-    check_site(p, "use_posix_memalign", N, N / 2, 300);
-    check_site(p, "use_valloc", N, N / 2, 10);
-    check_site(p, "use_pvalloc", N, N / 2, 4096);
-    check_site(p, "use_reallocarray", N, N / 2, 77);
-    check_site(p, "use_new(", N, N / 2, 333);
-    check_site(p, "use_new_nothrow", N, N / 2, 444);
-    check_site(p, "use_new_aligned", N, N / 2, 555);
+    static const struct {
+        const char *fn;
+        int64_t size;
+    } sites[] = {
+        {"use_malloc", 100},
+        {"use_calloc", 300},
+        {"use_realloc_grow", 5000},
+        {"use_memalign", 200},
+        {"use_aligned_alloc", 8192},
+        {"use_posix_memalign", 300},
+        {"use_valloc", 10},
+        {"use_pvalloc", 4096},
+        {"use_reallocarray", 77},
+        {"use_new(", 333},
+        {"use_new_nothrow", 444},
+        {"use_new_aligned", 555},
+    };
+    for (const auto &s : sites)
+        check_site(p, s.fn, N, N / 2, s.size);
     pprof_profile_free(p);
 
     // the realloc of a sampled block to a smaller size frees the old record's object
@@ -163,12 +175,7 @@ int main(int argc, char **argv)
         __libc_free(reused);
         printf("(the stale-entry realloc case did not arise: the address was not reused)\n");
     }
-    for (int i = 1; i < N; i += 2) {
-        for (int k = 0; k < 9; k++)
-            free(objs[k][i]);
-        delete[] (char *)objs[9][i];
-        delete[] (char *)objs[10][i];
-        operator delete[](objs[11][i], std::align_val_t(256));
-    }
+    for (int i = 1; i < N; i += 2)
+        release(i);
     return check_summary("test_heap_hooks");
 }

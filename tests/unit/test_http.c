@@ -257,21 +257,27 @@ static void test_query_errors(void)
 {
     static const char SECONDS[] = "invalid value for \"seconds\" - must be a positive integer";
     const char *p = "/debug/pprof/profile";
-    expect_error("GET", p, "seconds=0", 400, SECONDS);
-    expect_error("GET", p, "seconds=-1", 400, SECONDS);
-    expect_error("GET", p, "seconds=abc", 400, SECONDS);
-    expect_error("GET", p, "seconds=", 400, SECONDS);
-    expect_error("GET", p, "seconds=1.5", 400, SECONDS);
-    expect_error("GET", p, "seconds=99999999999999999999", 400, SECONDS);
-    expect_error("GET", p, "seconds=601", 400, "invalid value for \"seconds\" - must be at most 600");
-    expect_error("GET", p, "seconds=1&debug=1", 400, "seconds and debug params are incompatible");
-    expect_error("GET", p, "debug=1", 400, "seconds and debug params are incompatible");
-    expect_error("GET", p, "seconds=1&seconds=2", 400, NULL);
-    expect_error("GET", p, "debug=x", 400, NULL);
-    expect_error("GET", p, "gc=1x", 400, NULL);
-    expect_error("GET", p, "seconds=%zz", 400, NULL);
-    expect_error("GET", p, "seconds=1%", 400, NULL);
-    expect_error("GET", p, "sec%2", 400, NULL);
+    static const struct {
+        const char *query, *text;
+    } bad[] = {
+        {"seconds=0", SECONDS},
+        {"seconds=-1", SECONDS},
+        {"seconds=abc", SECONDS},
+        {"seconds=", SECONDS},
+        {"seconds=1.5", SECONDS},
+        {"seconds=99999999999999999999", SECONDS},
+        {"seconds=601", "invalid value for \"seconds\" - must be at most 600"},
+        {"seconds=1&debug=1", "seconds and debug params are incompatible"},
+        {"debug=1", "seconds and debug params are incompatible"},
+        {"seconds=1&seconds=2", NULL},
+        {"debug=x", NULL},
+        {"gc=1x", NULL},
+        {"seconds=%zz", NULL},
+        {"seconds=1%", NULL},
+        {"sec%2", NULL},
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++)
+        expect_error("GET", p, bad[i].query, 400, bad[i].text);
 
     answer a;
     pprof_server_config cfg = {.max_seconds = 5};

@@ -1,0 +1,169 @@
+/* sym_debuginfo.c: finding objects and their separate debug files, locally
+ * (build-ID directory, .gnu_debuglink, /proc/self/map_files). */
+#define _GNU_SOURCE
+#include "sym_internal.h"
+
+/* The CRC-32 that .gnu_debuglink records for its file (zlib's). */
+static bool file_crc32(int fd, uint32_t *out)
+{
+    unsigned char buf[8192];
+    uLong crc = crc32(0L, Z_NULL, 0);
+    off_t pos = 0;
+    for (;;) {
+        ssize_t n = pread(fd, buf, sizeof buf, pos);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n < 0)
+            return false;
+        if (n == 0)
+            break;
+        crc = crc32(crc, buf, (uInt)n);
+        pos += n;
+    }
+    *out = (uint32_t)crc;
+    return true;
+}
+
+/* Whether the file open on fd is the debug file wanted. libdwfl asks for
+ * a dwz alternate file with a CRC of 0: that name is taken as it is.
+ * Otherwise, when the module and the candidate both carry a build ID they
+ * must match, else the debuglink CRC must. */
+static bool debug_file_matches(Dwfl_Module *mod, int fd, GElf_Word crc)
+{
+    if (crc == 0)
+        return true;
+    const unsigned char *want;
+    GElf_Addr vaddr;
+    int nwant = dwfl_module_build_id(mod, &want, &vaddr);
+    if (nwant > 0) {
+        Elf *elf = elf_begin(fd, ELF_C_READ_MMAP, NULL);
+        if (elf) {
+            const void *got;
+            ssize_t ngot = dwelf_elf_gnu_build_id(elf, &got);
+            bool decided = ngot > 0;
+            bool same = decided && ngot == nwant && memcmp(got, want, (size_t)nwant) == 0;
+            elf_end(elf);
+            if (decided)
+                return same;
+        }
+    }
+    uint32_t got_crc;
+    return file_crc32(fd, &got_crc) && got_crc == crc;
+}
+
+/* Opens `path` as the debug file of `mod` when it is not the main file
+ * itself and it matches. */
+static int try_debug_candidate(Dwfl_Module *mod, const char *path, const struct stat *main_st,
+                               GElf_Word crc, char **out_name)
+{
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return -1;
+    struct stat st;
+    if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) ||
+        (main_st && st.st_dev == main_st->st_dev && st.st_ino == main_st->st_ino) ||
+        !debug_file_matches(mod, fd, crc)) {
+        close(fd);
+        return -1;
+    }
+    *out_name = strdup(path);
+    return fd;
+}
+
+/* The find_debuginfo callback: libdwfl's standard search without its last
+ * resort. dwfl_standard_find_debuginfo ends by asking a debuginfod client,
+ * and merely getting that client dlopens libdebuginfod, which loads
+ * libcurl, gnutls, krb5 and some thirty more libraries into the host
+ * process (even with DEBUGINFOD_URLS unset); with DEBUGINFOD_URLS set it
+ * would download debug files while the symbolizer lock is held. So: the
+ * build-ID tree under /usr/lib/debug/.build-id first (this also finds dwz
+ * alternate files by their build ID), then the .gnu_debuglink name (or
+ * "<file>.debug") next to the file, in its .debug subdirectory, under
+ * /usr/lib/debug/<dir> and in /usr/lib/debug. */
+static int find_debuginfo(Dwfl_Module *mod, void **userdata, const char *modname,
+                          GElf_Addr base, const char *file_name, const char *debuglink,
+                          GElf_Word crc, char **out_name)
+{
+    int fd = dwfl_build_id_find_debuginfo(mod, userdata, modname, base, file_name, debuglink,
+                                          crc, out_name);
+    if (fd >= 0)
+        return fd;
+    struct stat main_st, *mst = NULL;
+    if (file_name && stat(file_name, &main_st) == 0)
+        mst = &main_st;
+    if (debuglink && debuglink[0] == '/')
+        return try_debug_candidate(mod, debuglink, mst, crc, out_name);
+    if (file_name == NULL || file_name[0] != '/')
+        return -1;
+    const char *slash = strrchr(file_name, '/');
+    int dirlen = (int)(slash - file_name);
+    char deflink[256];
+    if (debuglink == NULL || debuglink[0] == '\0') {
+        int n = snprintf(deflink, sizeof deflink, "%s.debug", slash + 1);
+        if (n < 0 || (size_t)n >= sizeof deflink)
+            return -1;
+        debuglink = deflink;
+    }
+    static const char *const fmts[] = {"%.*s/%s", "%.*s/.debug/%s", "/usr/lib/debug%.*s/%s",
+                                       "/usr/lib/debug/%.*s%s"};
+    for (size_t i = 0; i < sizeof fmts / sizeof fmts[0]; i++) {
+        char path[4096];
+        int n = snprintf(path, sizeof path, fmts[i], i == 3 ? 0 : dirlen, file_name, debuglink);
+        if (n < 0 || (size_t)n >= sizeof path)
+            continue;
+        fd = try_debug_candidate(mod, path, mst, crc, out_name);
+        if (fd >= 0)
+            return fd;
+    }
+    return -1;
+}
+
+/* Opens the file behind one mapping through /proc/self/map_files, which
+ * works after the file was deleted or replaced on disk. */
+int pp_sym_open_map_file(uint64_t start, uint64_t limit)
+{
+    char path[64];
+    snprintf(path, sizeof path, "/proc/self/map_files/%" PRIx64 "-%" PRIx64, start, limit);
+    return open(path, O_RDONLY | O_CLOEXEC);
+}
+
+/* The find_elf callback. dwfl_linux_proc_find_elf opens a module by the
+ * path in /proc/self/maps, which fails for a library deleted or replaced
+ * since it was loaded (a package upgraded under a running service): the
+ * module's name then ends in " (deleted)", and the mapped file is still
+ * reachable through /proc/self/map_files. */
+static int find_elf(Dwfl_Module *mod, void **userdata, const char *modname, Dwarf_Addr base,
+                    char **file_name, Elf **elfp)
+{
+    /* dwfl_linux_proc_find_elf aborts on any other kind of name. */
+    if (modname == NULL || (modname[0] != '/' && strncmp(modname, "[vdso: ", 7) != 0))
+        return -1;
+    int fd = dwfl_linux_proc_find_elf(mod, userdata, modname, base, file_name, elfp);
+    static const char deleted[] = " (deleted)";
+    size_t n = strlen(modname), dl = sizeof deleted - 1;
+    if (fd >= 0 || *elfp != NULL || n <= dl || modname[0] != '/' ||
+        strcmp(modname + n - dl, deleted) != 0)
+        return fd;
+    FILE *f = fopen("/proc/self/maps", "re");
+    if (!f)
+        return -1;
+    char line[4608];
+    while (fd < 0 && fgets(line, sizeof line, f)) {
+        size_t len = strcspn(line, "\n");
+        maps_line m;
+        if (!pp_sym_parse_maps_line(line, len, &m) || !m.deleted || m.pathlen + dl != n ||
+            memcmp(m.path, modname, n) != 0)
+            continue;
+        fd = pp_sym_open_map_file(m.start, m.limit);
+    }
+    fclose(f);
+    if (fd >= 0 && *file_name == NULL)
+        *file_name = strndup(modname, n - dl);
+    return fd;
+}
+
+const Dwfl_Callbacks pp_sym_callbacks = {
+    .find_elf = find_elf,
+    .find_debuginfo = find_debuginfo,
+    .debuginfo_path = NULL, /* ":.debug:/usr/lib/debug" */
+};

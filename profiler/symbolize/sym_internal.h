@@ -1,0 +1,161 @@
+/* sym_internal.h: what the files of symbolize/ share (private to the folder).
+ *
+ * The session state (one process-wide symbolizer, symbolize.c) and the
+ * calls between the parts: debuginfo search (sym_debuginfo.c), the
+ * per-address and demangling caches (sym_cache.c), the per-module symbol
+ * tables (sym_tables.c), the process layout: maps, build IDs, the Dwfl
+ * (sym_layout.c), and resolving an address into frames (sym_resolve.c).
+ * Everything runs with the session's mutex held (see symbolize.c).
+ */
+#ifndef PP_SYM_INTERNAL_H
+#define PP_SYM_INTERNAL_H
+#include "symbolize.h"
+#include "base/base.h"
+
+#include <sys/uio.h>
+
+#include "pprof.h"
+
+#include <dlfcn.h>
+#include <dwarf.h>
+#include <elfutils/libdw.h>
+#include <elfutils/libdwelf.h>
+#include <elfutils/libdwfl.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <gelf.h>
+#include <inttypes.h>
+#include <libelf.h>
+#include <link.h>
+#include <pthread.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <zlib.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+/* Past this many cached addresses the cache is dropped at the next
+ * pp_sym_begin, bounding memory in long-lived processes. */
+#define CACHE_MAX_ENTRIES (1u << 20)
+
+/* Growable text. */
+typedef struct sbuf {
+    char *p;
+    size_t n, cap;
+} sbuf;
+
+/* One parsed line of /proc/self/maps. `path` points into the line and is
+ * not NUL-terminated; `pathlen` already excludes " (deleted)". */
+typedef struct maps_line {
+    uint64_t start, limit, offset;
+    bool exec, deleted;
+    const char *path;
+    size_t pathlen;
+} maps_line;
+
+struct dl_counts {
+    unsigned long long adds, subs;
+    bool ok;
+};
+
+typedef struct cache_slot {
+    uint64_t addr;         /* the key (pp_table) */
+    pp_sym_frame *frames;  /* in the cache arena; NULL when nframes == 0 */
+    uint32_t nframes;
+} cache_slot;
+
+typedef struct demangle_slot {
+    uint64_t raw;          /* the key: pointer identity, strings owned by the Dwfl */
+    const char *demangled;
+} demangle_slot;
+
+/* One function symbol: [start, end) holds its code. */
+typedef struct sym_entry {
+    uint64_t start, end;
+    const char *name;      /* in the module's string table */
+} sym_entry;
+
+typedef struct sym_index {
+    uint64_t key;          /* the module's address (pp_table) */
+    Dwfl_Module *mod;
+    sym_entry *syms;       /* sorted by start, one entry per start */
+    size_t n;
+} sym_index;
+
+/* Code ranges of the functions of one compile unit. */
+typedef struct fn_range {
+    Dwarf_Addr lo, hi;     /* DWARF addresses (module address - bias) */
+    Dwarf_Die die;         /* the DW_TAG_subprogram with this code */
+} fn_range;
+
+typedef struct cu_index {
+    uint64_t key;          /* the unit DIE's address in .debug_info (pp_table) */
+    fn_range *r;           /* sorted by lo */
+    size_t n;
+} cu_index;
+
+/* Deepest chain of inlined calls looked at (frames are capped further). */
+#define MAX_NESTING 64
+
+typedef char *(*cxa_demangle_fn)(const char *, char *, size_t *, int *);
+
+struct pp_sym_session {
+    pthread_mutex_t mu;
+
+    /* The Dwfl and what it was built from. */
+    Dwfl *dwfl;
+    pid_t dwfl_pid;        /* pid when the Dwfl was last (re)built or tried */
+    unsigned long long dl_adds, dl_subs;
+    bool dl_known;
+    sbuf sig_files;        /* file-backed executable lines of the maps */
+
+    /* Mapping snapshot. */
+    pp_sym_mapping *maps;
+    size_t nmaps;
+    pp_arena map_arena;
+    sbuf sig_all;          /* every executable line of the maps */
+    bool maps_valid;
+
+    /* Sorted function symbols of each module, built on first use; valid
+     * for `dwfl`. */
+    pp_table modidx;       /* of sym_index */
+    pp_arena sym_arena;    /* names stripped of version suffixes */
+    pp_table cuidx;        /* of cu_index: function ranges per compile unit */
+
+    /* Per-address cache, valid for `dwfl`. */
+    pp_table cache;        /* of cache_slot */
+    pp_table dem;          /* of demangle_slot */
+    pp_arena cache_arena;
+};
+
+#define SESSION_INIT                                                                        \
+    {.mu = PTHREAD_MUTEX_INITIALIZER, .modidx = PP_TABLE_INIT(sym_index), .cuidx = PP_TABLE_INIT(cu_index), \
+     .cache = PP_TABLE_INIT(cache_slot), .dem = PP_TABLE_INIT(demangle_slot)}
+
+/* The program's __cxa_demangle, NULL when it has none (symbolize.c). */
+extern cxa_demangle_fn pp_sym_demangler;
+
+/* sym_debuginfo.c: libdwfl's callbacks that find objects and their debug
+ * files locally; a descriptor of the file mapped at [start, limit). */
+extern const Dwfl_Callbacks pp_sym_callbacks;
+int pp_sym_open_map_file(uint64_t start, uint64_t limit);
+
+/* sym_cache.c */
+void pp_sym_cache_clear(struct pp_sym_session *s);
+const char *pp_sym_demangle(struct pp_sym_session *s, const char *raw);
+
+/* sym_tables.c */
+void pp_sym_indexes_clear(struct pp_sym_session *s);
+const char *pp_sym_symbol_at(struct pp_sym_session *s, Dwfl_Module *mod, uint64_t addr, uint64_t *start);
+
+/* sym_layout.c */
+bool pp_sym_parse_maps_line(const char *line, size_t len, maps_line *m);
+struct dl_counts pp_sym_dl_counts_now(void);
+void pp_sym_refresh(struct pp_sym_session *s);
+
+/* sym_resolve.c */
+int pp_sym_find_mapping(const struct pp_sym_session *s, uint64_t addr);
+int pp_sym_resolve(struct pp_sym_session *s, uint64_t addr, pp_sym_frame *frames);
+#endif
