@@ -36,6 +36,27 @@ typedef struct pp_next_alloc {
 
 /* Filled by pp_next_resolve; all non-NULL afterwards. */
 extern pp_next_alloc pp_next;
+/* The next allocator's own entry points that programs call directly
+ * (jemalloc's *allocx, tcmalloc's tc_*), NULL where it has none; filled by
+ * pp_next_resolve. */
+typedef struct pp_next_ext {
+    size_t (*sallocx)(const void *, int);
+    void (*sdallocx)(void *, size_t, int);
+    void (*dallocx)(void *, int);
+    void *(*mallocx)(size_t, int);
+    void *(*rallocx)(void *, size_t, int);
+    size_t (*xallocx)(void *, size_t, size_t, int);
+    size_t (*malloc_size)(void *);
+    size_t (*tc_malloc_size)(void *);
+    void (*tc_free)(void *);
+    void (*tc_free_sized)(void *, size_t);
+} pp_next_ext;
+extern pp_next_ext pp_next_x;
+/* The usable size the next allocator gives an unsampled block of n bytes
+ * (asked once per size and thread: a block is allocated and freed), or 0
+ * for blocks too large to ask about (whole pages, as the sampled block
+ * has). malloc-safe once pp_next_ready() */
+size_t pp_next_usable_for(size_t n);
 /* 1 once pp_next is usable. malloc-safe */
 extern _Atomic int pp_next_state;
 static inline int pp_next_ready(void)
@@ -77,6 +98,9 @@ int pp_heap_sampled(void *p, size_t size, uint64_t caller);
  * sampled, and the table releases it with the next allocator's free once
  * its free is counted (the caller must not). Preserves errno. malloc-safe */
 int pp_heap_freed(void *p);
+/* The usable size to report for p (interpose/heap_hooks.c) whose block's
+ * own usable size is `real`. malloc-safe */
+size_t pp_heap_usable(const void *p, size_t real);
 /* Re-entry guard: allocations made while it is raised are never sampled
  * (a forwarded operator new calling malloc, the profiler's own work). */
 void pp_heap_guard_enter(int64_t *saved);
@@ -113,6 +137,9 @@ void pp_heap_table_release(void *p, uint32_t rec);
 /* Counts the free of an object taken with pp_heap_table_take (a record id)
  * and already released. malloc-safe */
 void pp_heap_table_count_free(uint32_t rec);
+/* The size a sampled object p was allocated with, 0 when p is not in the
+ * live table (or a fork holds it). malloc-safe */
+size_t pp_heap_table_size(const void *p);
 /* Puts an object taken with pp_heap_table_take back (the release failed).
  * malloc-safe */
 void pp_heap_table_put_back(void *p, uint32_t rec);

@@ -10,6 +10,11 @@
  * released, and frees of them are ignored. Functions an allocator lacks
  * (Debian's jemalloc has no pvalloc) are built on its memalign, so memory
  * is never freed by an allocator that did not hand it out.
+ *
+ * A sampled object sits in a page-aligned block whose usable size is the
+ * block's, not what the program would see; pp_next_usable_for gives the
+ * latter (a block of that size is allocated and freed to ask), so the
+ * size queries can answer for a sampled object as for any other.
  */
 #define _GNU_SOURCE
 #include "heap.h"
@@ -20,6 +25,7 @@
 #include <string.h>
 
 pp_next_alloc pp_next;
+pp_next_ext pp_next_x;
 _Atomic int pp_next_state; /* 0 unresolved, 1 resolving, 2 ready */
 #define state pp_next_state
 
@@ -149,7 +155,46 @@ int pp_next_resolve(void)
         n.pvalloc = pvalloc_fallback;
     if (!n.usable_size)
         n.usable_size = usable_fallback;
+    pp_next_ext x;
+    x.sallocx = (size_t(*)(const void *, int))next("sallocx");
+    x.sdallocx = (void (*)(void *, size_t, int))next("sdallocx");
+    x.dallocx = (void (*)(void *, int))next("dallocx");
+    x.mallocx = (void *(*)(size_t, int))next("mallocx");
+    x.rallocx = (void *(*)(void *, size_t, int))next("rallocx");
+    x.xallocx = (size_t(*)(void *, size_t, size_t, int))next("xallocx");
+    x.malloc_size = (size_t(*)(void *))next("malloc_size");
+    x.tc_malloc_size = (size_t(*)(void *))next("tc_malloc_size");
+    x.tc_free = (void (*)(void *))next("tc_free");
+    x.tc_free_sized = (void (*)(void *, size_t))next("tc_free_sized");
+    pp_next_x = x;
     pp_next = n;
     atomic_store(&state, 2);
     return 1;
+}
+
+/* The last size asked about and its answer, per thread. */
+static __thread size_t usable_n, usable_u;
+
+/* Blocks larger than this are not probed: the allocator gives them whole
+ * pages, as it gives the sampled block. */
+#define PROBE_MAX (256 * 1024)
+
+/* malloc-safe once pp_next_ready(): the probe goes straight to the next
+ * allocator, past the hooks. */
+size_t pp_next_usable_for(size_t n)
+{
+    if (n > PROBE_MAX)
+        return 0;
+    if (n == usable_n && usable_u)
+        return usable_u;
+    void *q = pp_next.malloc(n);
+    if (!q)
+        return n;
+    size_t u = pp_next.usable_size(q);
+    pp_next.free(q);
+    if (u < n)
+        u = n;
+    usable_n = n;
+    usable_u = u;
+    return u;
 }

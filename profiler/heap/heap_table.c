@@ -220,6 +220,36 @@ uint32_t pp_heap_table_take(void *p)
 }
 
 /* malloc-safe */
+size_t pp_heap_table_size(const void *p)
+{
+    if (!lock_table())
+        return 0;
+    size_t n = 0;
+    for (uint32_t i = atomic_load_explicit(&pp_live_buckets[pp_live_bucket(p)], memory_order_relaxed); i;
+         i = nodes[i - 1].next)
+        if (nodes[i - 1].ptr == (uintptr_t)p) {
+            n = (size_t)rec_at(nodes[i - 1].rec)->key;
+            break;
+        }
+    unlock_table();
+    return n;
+}
+
+/* The usable size the program sees for p, whose block's own usable size
+ * is `real`: for a sampled object, what an unsampled block of its size
+ * would have, so that programs that size strings by it (and trim the slack
+ * with realloc) or add it up treat sampled objects as any other.
+ * malloc-safe */
+size_t pp_heap_usable(const void *p, size_t real)
+{
+    if (((uintptr_t)p & (PP_HEAP_ALIGN - 1)) || !pp_heap_table_maybe_live(p))
+        return real;
+    size_t n = pp_heap_table_size(p);
+    size_t u = n ? pp_next_usable_for(n) : 0;
+    return u && u < real ? u : real;
+}
+
+/* malloc-safe */
 int pp_heap_table_free(void *p)
 {
     if (!lock_table()) {

@@ -9,6 +9,10 @@
  * address reused at once by another thread is never confused with it.
  * Pointers from the bootstrap buffer are never released.
  *
+ * The size queries answer for a sampled object what they would for an
+ * unsampled one of the same size (pp_heap_usable); heap_hooks_ext.c does
+ * the same for the allocators' own entry points.
+ *
  * Each hook passes its own return address down, so the recorded stack
  * starts at the call to malloc in the program and the profiler's frames
  * are not in it. Every function here is malloc-safe by construction.
@@ -265,6 +269,6 @@ API size_t malloc_usable_size(void *p)
         return 0;
     if (pp_boot_owns(p))
         return pp_boot_size(p);
-    return ready() ? pp_next.usable_size(p) : 0;
+    return ready() ? pp_heap_usable(p, pp_next.usable_size(p)) : 0;
 }
 #endif

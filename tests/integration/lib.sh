@@ -192,6 +192,19 @@ pp_start_helper() {
     pp_wait_http "http://127.0.0.1:$PORT/debug/pprof/cmdline" 10 "$PID"
 }
 
+# pp_each_allocator FN: runs FN NAME LIBRARY for Debian's jemalloc and
+# tcmalloc (the heap tests run over each; scripts/deps.sh installs them).
+pp_each_allocator() {
+    local a
+    for a in jemalloc:/usr/lib/x86_64-linux-gnu/libjemalloc.so.2 tcmalloc:/usr/lib/x86_64-linux-gnu/libtcmalloc_minimal.so.4; do
+        if [ -e "${a#*:}" ]; then
+            "$1" "${a%%:*}" "${a#*:}"
+        else
+            pp_bad "${a#*:} is missing (scripts/deps.sh installs it)"
+        fi
+    done
+}
+
 pp_pprof() {
     timeout 120 go tool pprof "$@"
 }

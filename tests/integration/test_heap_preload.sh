@@ -91,11 +91,6 @@ run_one() { # NAME PRELOAD
 }
 
 run_one glibc "$LIB"
-for a in jemalloc:/usr/lib/x86_64-linux-gnu/libjemalloc.so.2 tcmalloc:/usr/lib/x86_64-linux-gnu/libtcmalloc_minimal.so.4; do
-    if [ -e "${a#*:}" ]; then
-        run_one "${a%%:*}" "$LIB:${a#*:}"
-    else
-        pp_bad "${a#*:} is missing (scripts/deps.sh installs it)"
-    fi
-done
+over() { run_one "$1" "$LIB:$2"; }
+pp_each_allocator over
 pp_finish

@@ -1,0 +1,118 @@
+/* heap_hooks_ext.c: the allocators' own entry points that programs call
+ * directly, where a sampled object would otherwise show: jemalloc's
+ * sallocx, sdallocx, dallocx, rallocx and xallocx, tcmalloc's
+ * tc_malloc_size, tc_free and tc_free_sized, and malloc_size.
+ *
+ * A sampled object lives in a page-aligned block of the next allocator
+ * (heap_hooks.c): its size queries must answer as for an unsampled block
+ * (pp_heap_usable), a sized free must not pass the allocator a size that
+ * does not match the block, and a free or move must take it out of the
+ * live table. Everything else passes through. Allocations made through
+ * these entry points (mallocx, rallocx's new block, tc_malloc...) are not
+ * sampled; README lists what is not covered. Each function exists only to
+ * be found before the allocator's own; a program whose allocator lacks it
+ * never calls it. malloc-safe throughout.
+ */
+#ifndef PPROF_NO_HOOKS /* sanitizer builds: their runtime owns malloc */
+#define _GNU_SOURCE
+#include "heap/heap.h"
+
+#include <errno.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define API __attribute__((visibility("default")))
+
+/* The size p was sampled with, 0 when p is not a sampled object.
+ * malloc-safe */
+static size_t sampled_size(const void *p)
+{
+    if (!p || ((uintptr_t)p & (PP_HEAP_ALIGN - 1)) || !pp_heap_table_maybe_live(p) || !pp_next_ready())
+        return 0;
+    return pp_heap_table_size(p);
+}
+
+/* malloc-safe */
+API size_t sallocx(const void *p, int flags)
+{
+    size_t real = pp_next_x.sallocx ? pp_next_x.sallocx(p, flags) : pp_next.usable_size((void *)p);
+    return pp_heap_usable(p, real);
+}
+
+/* malloc-safe */
+API size_t malloc_size(void *p)
+{
+    size_t real = pp_next_x.malloc_size ? pp_next_x.malloc_size(p) : pp_next.usable_size(p);
+    return pp_heap_usable(p, real);
+}
+
+/* malloc-safe */
+API size_t tc_malloc_size(void *p)
+{
+    size_t real = pp_next_x.tc_malloc_size ? pp_next_x.tc_malloc_size(p) : pp_next.usable_size(p);
+    return pp_heap_usable(p, real);
+}
+
+/* A sized or flagged free: a sampled object goes through free (the table,
+ * then the block's own free, which needs no size). malloc-safe */
+API void sdallocx(void *p, size_t size, int flags)
+{
+    if (sampled_size(p) || !pp_next_x.sdallocx)
+        free(p);
+    else
+        pp_next_x.sdallocx(p, size, flags);
+}
+
+/* malloc-safe */
+API void dallocx(void *p, int flags)
+{
+    if (sampled_size(p) || !pp_next_x.dallocx)
+        free(p);
+    else
+        pp_next_x.dallocx(p, flags);
+}
+
+/* malloc-safe */
+API void tc_free(void *p)
+{
+    if (sampled_size(p) || !pp_next_x.tc_free)
+        free(p);
+    else
+        pp_next_x.tc_free(p);
+}
+
+/* malloc-safe */
+API void tc_free_sized(void *p, size_t size)
+{
+    if (sampled_size(p) || !pp_next_x.tc_free_sized)
+        free(p);
+    else
+        pp_next_x.tc_free_sized(p, size);
+}
+
+/* Moving a sampled object: a new block with the same flags, the bytes
+ * copied, the old one freed through the table. malloc-safe */
+API void *rallocx(void *p, size_t size, int flags)
+{
+    size_t old = sampled_size(p);
+    if (!old || !pp_next_x.mallocx)
+        return pp_next_x.rallocx ? pp_next_x.rallocx(p, size, flags) : realloc(p, size);
+    void *q = pp_next_x.mallocx(size, flags);
+    if (!q)
+        return NULL;
+    memcpy(q, p, old < size ? old : size);
+    free(p);
+    return q;
+}
+
+/* In place: a sampled object keeps its size as the program sees it.
+ * malloc-safe */
+API size_t xallocx(void *p, size_t size, size_t extra, int flags)
+{
+    size_t old = sampled_size(p);
+    if (old || !pp_next_x.xallocx)
+        return pp_heap_usable(p, pp_next.usable_size(p));
+    return pp_next_x.xallocx(p, size, extra, flags);
+}
+#endif
