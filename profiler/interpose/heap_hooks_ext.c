@@ -24,34 +24,55 @@
 
 #define API __attribute__((visibility("default")))
 
+/* malloc-safe */
+static int ready(void)
+{
+    return pp_next_ready() || pp_next_resolve();
+}
+
 /* The size p was sampled with, 0 when p is not a sampled object.
  * malloc-safe */
 static size_t sampled_size(const void *p)
 {
-    if (!p || ((uintptr_t)p & (PP_HEAP_ALIGN - 1)) || !pp_heap_table_maybe_live(p) || !pp_next_ready())
+    if (!p || ((uintptr_t)p & (PP_HEAP_ALIGN - 1)) || !pp_heap_table_maybe_live(p) || !ready())
         return 0;
     return pp_heap_table_size(p);
+}
+
+/* What the size queries answer: `own` is the allocator's query, NULL when
+ * it has none. malloc-safe */
+static size_t usable(const void *p, size_t (*own)(const void *))
+{
+    if (!p || pp_boot_owns(p))
+        return p ? pp_boot_size(p) : 0;
+    if (!ready())
+        return 0;
+    return pp_heap_usable(p, own ? own(p) : pp_next.usable_size((void *)p));
+}
+
+/* jemalloc's sallocx ignores its flags. malloc-safe */
+static size_t je_salloc(const void *p)
+{
+    return pp_next_x.sallocx(p, 0);
 }
 
 /* malloc-safe */
 API size_t sallocx(const void *p, int flags)
 {
-    size_t real = pp_next_x.sallocx ? pp_next_x.sallocx(p, flags) : pp_next.usable_size((void *)p);
-    return pp_heap_usable(p, real);
+    (void)flags;
+    return usable(p, pp_next_x.sallocx ? je_salloc : NULL);
 }
 
 /* malloc-safe */
 API size_t malloc_size(void *p)
 {
-    size_t real = pp_next_x.malloc_size ? pp_next_x.malloc_size(p) : pp_next.usable_size(p);
-    return pp_heap_usable(p, real);
+    return usable(p, (size_t(*)(const void *))pp_next_x.malloc_size);
 }
 
 /* malloc-safe */
 API size_t tc_malloc_size(void *p)
 {
-    size_t real = pp_next_x.tc_malloc_size ? pp_next_x.tc_malloc_size(p) : pp_next.usable_size(p);
-    return pp_heap_usable(p, real);
+    return usable(p, (size_t(*)(const void *))pp_next_x.tc_malloc_size);
 }
 
 /* A sized or flagged free: a sampled object goes through free (the table,
