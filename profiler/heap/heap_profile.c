@@ -11,7 +11,12 @@
  * object allocated before the window and still live keeps its in-use
  * values. Each pair is then unsampled as Go does, per record: records are
  * keyed by object size, so scale = 1 / (1 - e^(-size/rate)) exactly, and
- * the numeric label `bytes` is the size. Records are distinct (stack,
+ * the numeric label `bytes` is the size. Unlike Go, the estimates are not
+ * truncated record by record (with many records of few samples that loses
+ * half an object each: -2.4% of the objects in a churn of 10,000 sizes):
+ * each value type carries its rounding remainder from record to record,
+ * so every record is within one of its estimate and the profile's totals
+ * within one of the sum of the estimates. Records are distinct (stack,
  * labels, size), so samples are appended without merging, their stacks
  * read in place (records never move).
  */
@@ -21,17 +26,31 @@
 
 #include <math.h>
 
-/* Go's scaleHeapSample: count objects of `size` bytes each, sampled at
- * `rate`, as estimated totals. */
-static void unsample(int64_t count, uint64_t size, int64_t rate, int64_t *objects, int64_t *bytes)
+/* A value type's running sum of estimates and of what was written. */
+typedef struct carry {
+    double exact;
+    int64_t out;
+} carry;
+
+/* The next record's value: its estimate x plus the remainder carried. */
+static int64_t carried(carry *c, double x)
 {
-    if (count == 0 || size == 0) {
-        *objects = *bytes = 0;
-        return;
-    }
+    c->exact += x;
+    int64_t total = llround(c->exact);
+    int64_t v = total - c->out;
+    c->out = total;
+    return v;
+}
+
+/* Go's scaleHeapSample: count objects of `size` bytes each, sampled at
+ * `rate`, as estimated totals (objects, bytes), rounded through the
+ * carries c[0] and c[1]. */
+static void unsample(int64_t count, uint64_t size, int64_t rate, carry *c, int64_t *v)
+{
     double scale = rate <= 1 ? 1.0 : 1.0 / (1.0 - exp(-(double)size / (double)rate));
-    *objects = (int64_t)((double)count * scale);
-    *bytes = (int64_t)((double)count * (double)size * scale);
+    double objects = size ? (double)count * scale : 0;
+    v[0] = carried(&c[0], objects);
+    v[1] = carried(&c[1], objects * (double)size);
 }
 
 pprof_profile *pp_heap_build(const pp_heap_snap *base, const pp_heap_snap *now, int64_t rate, int flags)
@@ -49,6 +68,7 @@ pprof_profile *pp_heap_build(const pp_heap_snap *base, const pp_heap_snap *now, 
     p->default_type = (flags & PP_HEAP_ALLOCS) ? 1 : change ? 3 : -1;
     int64_t scale_rate = (flags & PP_HEAP_RAW) ? 1 : rate;
     size_t cursor = 0;
+    carry cr[6] = {{0, 0}};
     for (size_t i = 0; i < now->n; i++) {
         const pp_store_count *c = &now->c[i], *b = pp_store_base(base, &cursor, c->rec);
         int64_t a0 = b ? b->c[0] : 0, f0 = b ? b->c[1] : 0;
@@ -56,13 +76,10 @@ pprof_profile *pp_heap_build(const pp_heap_snap *base, const pp_heap_snap *now, 
         int64_t alloc = c->c[0] - a0, inuse = c->c[0] - c->c[1];
         int64_t delta = inuse - (a0 - f0);
         int64_t v[6];
-        unsample(alloc, r->key, scale_rate, &v[0], &v[1]);
-        unsample(inuse, r->key, scale_rate, &v[2], &v[3]);
-        if (change) {
-            unsample(delta < 0 ? -delta : delta, r->key, scale_rate, &v[4], &v[5]);
-            if (delta < 0)
-                v[4] = -v[4], v[5] = -v[5];
-        }
+        unsample(alloc, r->key, scale_rate, &cr[0], &v[0]);
+        unsample(inuse, r->key, scale_rate, &cr[2], &v[2]);
+        if (change)
+            unsample(delta, r->key, scale_rate, &cr[4], &v[4]);
         int any = 0;
         for (size_t k = 0; k < ntypes; k++)
             any |= v[k] != 0;
