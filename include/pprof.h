@@ -354,9 +354,12 @@ typedef struct pprof_heap_stats {
     uint64_t live_table_bytes; /* memory of the live-object table */
     uint64_t frees_unseen;     /* frees of sampled objects lost during forks (no room to defer
                                   them): those objects count as in use until their address is reused */
+    int64_t own_inuse_bytes;   /* the profiler's own live heap (symbolizer tables, server, encoders),
+                                  estimated from its samples: left out of the heap profiles */
 } pprof_heap_stats;
 
-/* Counters of the heap sampler. Thread-safe. */
+/* Counters of the heap sampler (own_inuse_bytes reads the records: not
+ * for a hot path). Thread-safe. */
 PPROF_API void pprof_heap_stats_get(pprof_heap_stats *out);
 
 /* ---------------------------------------------------- thread recorders
@@ -413,6 +416,8 @@ typedef struct pprof_contention_stats {
     uint64_t block_records;
     uint64_t lost;             /* kept events not recorded: the tables were full, or held by
                                   another thread's fork */
+    int64_t own_mutex_delay_ns; /* the profiler's own threads' waits, as recorded (sampled): left */
+    int64_t own_block_delay_ns; /* out of the mutex and block profiles */
 } pprof_contention_stats;
 
 /* Counters of the contention profiles. Thread-safe. */

@@ -373,6 +373,14 @@ static void write_stats(pp_reply *r)
                     "cumulative profiles, %llu records with labels dropped</td></tr>\n",
                     (unsigned long long)l.live, (unsigned long long)l.created, (unsigned long long)l.freed,
                     (unsigned long long)l.kept, (unsigned long long)l.dropped);
+    pprof_contention_stats w;
+    pprof_contention_stats_get(&w);
+    pp_reply_printf(r,
+                    "<tr><td>libpprof's own work</td><td>heap in use %.1f MiB (estimated from its samples), "
+                    "mutex waits %.3f s, block waits %.3f s (as recorded): left out of the heap, allocs, "
+                    "mutex and block profiles; its CPU time carries the label %s=%s</td></tr>\n",
+                    h.own_inuse_bytes / 1048576.0, w.own_mutex_delay_ns / 1e9, w.own_block_delay_ns / 1e9,
+                    PP_OWN_KEY, PP_OWN_VALUE);
     pp_reply_printf(r,
                     "<tr><td>Heap sampling</td><td>%lld bytes between samples (0: off); %llu sampled, "
                     "%llu unrecorded; %llu records (%.1f MiB), %llu sampled objects live (%.1f MiB)</td></tr>\n",

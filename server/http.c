@@ -317,8 +317,8 @@ static int parse_query(pp_req *q)
 
 /* Thread-safe: each call works on its own request; shared state (the
  * pending calls) is behind the scheduler's lock. */
-int pprof_http_handle(const pprof_server_config *cfg, const pprof_http_request *req,
-                      pprof_http_done done, void *ctx, pprof_http_call **call)
+static int handle(const pprof_server_config *cfg, const pprof_http_request *req, pprof_http_done done, void *ctx,
+                  pprof_http_call **call)
 {
     if (call)
         *call = NULL;
@@ -369,6 +369,16 @@ int pprof_http_handle(const pprof_server_config *cfg, const pprof_http_request *
     if ((ep->flags & PP_EP_QUERY) && parse_query(&q))
         return 0;
     return ep->fn(&q);
+}
+
+/* Answering is the profiler's own work, on whichever thread it runs. */
+int pprof_http_handle(const pprof_server_config *cfg, const pprof_http_request *req,
+                      pprof_http_done done, void *ctx, pprof_http_call **call)
+{
+    pprof_labels *prev = pp_server_own_begin();
+    int rc = handle(cfg, req, done, ctx, call);
+    pprof_labels_leave(prev);
+    return rc;
 }
 
 /* ============================================================== scheduler */
@@ -504,11 +514,28 @@ static int peer_closed(int fd)
     return 0;
 }
 
+pprof_labels *pp_server_own_begin(void)
+{
+    static pprof_labels *own;
+    pprof_labels *set = __atomic_load_n(&own, __ATOMIC_ACQUIRE);
+    if (!set) {
+        pprof_label pair = {PP_OWN_KEY, PP_OWN_VALUE};
+        if (pprof_labels_new(&pair, 1, &set) == 0) {
+            pprof_labels *none = NULL;
+            if (!__atomic_compare_exchange_n(&own, &none, set, 0, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE)) {
+                pprof_labels_unref(set);
+                set = none;
+            }
+        }
+    }
+    return pprof_labels_enter(set);
+}
+
 /* Finishes one due call (the scheduler marked it RUNNING). Inherits the
  * scheduler's signal mask, which leaves the host's signals to the host. */
 static void *finisher_main(void *arg)
 {
-    pprof_labels_unref(pprof_labels_enter(NULL)); /* no request's labels */
+    pprof_labels_unref(pp_server_own_begin()); /* no request's labels */
     pthread_mutex_lock(&mu);
     run_locked(arg, 0);
     pthread_mutex_unlock(&mu);
@@ -518,7 +545,7 @@ static void *finisher_main(void *arg)
 static void *scheduler_main(void *unused)
 {
     (void)unused;
-    pprof_labels_unref(pprof_labels_enter(NULL)); /* not its creator's request labels */
+    pprof_labels_unref(pp_server_own_begin()); /* not its creator's request labels */
     int64_t next_check = 0;
     pthread_mutex_lock(&mu);
     for (;;) {

@@ -170,4 +170,9 @@ typedef struct pp_endpoint {
 /* The endpoint named `name` (exact match), or NULL. */
 const pp_endpoint *pp_endpoint_find(const char *name);
 
+/* The server's work is the profiler's own (base/names.h): makes the
+ * calling thread's current label set say so and returns the set it
+ * replaced, for pprof_labels_leave. Threads created meanwhile inherit it. */
+pprof_labels *pp_server_own_begin(void);
+
 #endif /* PP_HTTP_INTERNAL_H */

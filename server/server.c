@@ -552,6 +552,7 @@ int pprof_server_start(const pprof_server_config *cfg)
     atomic_store(&srv.parked, 0);
     sigset_t old;
     pp_block_host_signals(&old); /* the MHD thread inherits the mask */
+    pprof_labels *caller_set = pp_server_own_begin(); /* and the label set */
     struct MHD_Daemon *d = MHD_start_daemon(
         flags, 0, NULL, NULL, srv_access, NULL,
         MHD_OPTION_LISTEN_SOCKET, (MHD_socket)fd,
@@ -560,6 +561,7 @@ int pprof_server_start(const pprof_server_config *cfg)
         MHD_OPTION_CONNECTION_TIMEOUT, (unsigned int)120,
         MHD_OPTION_CONNECTION_LIMIT, (unsigned int)256,
         MHD_OPTION_END);
+    pprof_labels_leave(caller_set);
     pthread_sigmask(SIG_SETMASK, &old, NULL);
     if (!d) {
         snprintf(srv.error, sizeof srv.error, "cannot start the HTTP daemon");

@@ -8,6 +8,14 @@
 #define PP_NAMES_H
 #include <stddef.h>
 
+/* The label that marks the profiler's own work (its threads, and its calls
+ * on the program's threads): samples that carry it are left out of the
+ * heap, allocation, mutex and block profiles and counted as the
+ * profiler's own in the stats and on the index. labels/ and server/ set
+ * it; the profiles' builders look for it. */
+#define PP_OWN_KEY "pprof.work"
+#define PP_OWN_VALUE "libpprof"
+
 /* Reserves n names (static strings, kept by pointer). Thread-safe. */
 void pp_names_reserve(const char *const *names, size_t n);
 /* 1 if `name` is reserved. Thread-safe. */

@@ -131,6 +131,20 @@ int pprof_block_set_rate(int64_t ns)
     return rc;
 }
 
+/* The delay recorded for the profiler's own threads (base/names.h). */
+static int64_t own_delay(pp_store *t)
+{
+    pp_store_snap s;
+    if (pp_store_snap_take(t, &s) != 0)
+        return 0;
+    int64_t total = 0;
+    for (size_t i = 0; i < s.n; i++)
+        if (pp_labels_is_own(pp_store_rec(t, s.c[i].rec)->labels))
+            total += s.c[i].c[1];
+    pp_store_snap_free(&s);
+    return total;
+}
+
 void pprof_contention_stats_get(pprof_contention_stats *out)
 {
     if (!out)
@@ -144,6 +158,8 @@ void pprof_contention_stats_get(pprof_contention_stats *out)
     out->block_records = pp_block_tab.nrecords;
     pp_mutex_unlock(&pp_block_tab.lock);
     out->lost = atomic_load(&pp_mutex_tab.lost) + atomic_load(&pp_block_tab.lost);
+    out->own_mutex_delay_ns = own_delay(&pp_mutex_tab);
+    out->own_block_delay_ns = own_delay(&pp_block_tab);
 }
 
 pprof_profile *pp_contention_build(const pp_store *t, const pp_store_snap *base, const pp_store_snap *now)
@@ -159,6 +175,8 @@ pprof_profile *pp_contention_build(const pp_store *t, const pp_store_snap *base,
         if (!v[0] && !v[1])
             continue;
         const pp_rec *r = pp_store_rec(t, c->rec);
+        if (pp_labels_is_own(r->labels))
+            continue; /* the profiler's own waits: pprof_contention_stats */
         const pprof_label *pairs = NULL;
         size_t np = r->labels ? pp_labels_pairs(r->labels, &pairs) : 0;
         if (pp_profile_append(p, r->pcs, r->nframes, v, pairs, np, NULL, 0)) {

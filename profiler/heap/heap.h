@@ -163,6 +163,10 @@ void pp_heap_snap_free(pp_heap_snap *s);
 /* The record with id `rec` (immutable fields only outside the lock). */
 const pp_rec *pp_heap_rec_get(uint32_t rec);
 
+/* The profiler's own live heap: the in-use estimate of the records that
+ * carry its label (base/names.h), at `rate`. Takes a snapshot. */
+int64_t pp_heap_own_inuse(int64_t rate);
+
 typedef struct pp_heap_table_stats {
     uint64_t records, live, table_bytes, live_bytes;
     uint64_t deferred_lost; /* objects whose free can no longer be seen (during a fork) */

@@ -53,6 +53,24 @@ static void unsample(int64_t count, uint64_t size, int64_t rate, carry *c, int64
     v[1] = carried(&c[1], objects * (double)size);
 }
 
+int64_t pp_heap_own_inuse(int64_t rate)
+{
+    pp_heap_snap s;
+    if (rate <= 0 || pp_heap_snap_take(&s) != 0)
+        return 0;
+    carry cr[2] = {{0, 0}};
+    int64_t v[2], total = 0;
+    for (size_t i = 0; i < s.n; i++) {
+        const pp_rec *r = pp_heap_rec_get(s.c[i].rec);
+        if (!pp_labels_is_own(r->labels))
+            continue;
+        unsample(s.c[i].c[0] - s.c[i].c[1], r->key, rate, cr, v);
+        total += v[1];
+    }
+    pp_heap_snap_free(&s);
+    return total;
+}
+
 pprof_profile *pp_heap_build(const pp_heap_snap *base, const pp_heap_snap *now, int64_t rate, int flags)
 {
     static const pprof_value_type types[] = {
@@ -85,6 +103,8 @@ pprof_profile *pp_heap_build(const pp_heap_snap *base, const pp_heap_snap *now, 
             any |= v[k] != 0;
         if (!any)
             continue;
+        if (pp_labels_is_own(r->labels))
+            continue; /* the profiler's own allocations: pprof_heap_stats */
         const pprof_label *pairs = NULL;
         size_t npairs = r->labels ? pp_labels_pairs(r->labels, &pairs) : 0;
         pprof_num_label bytes = {"bytes", (int64_t)r->key, ""};

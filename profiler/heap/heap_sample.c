@@ -200,4 +200,5 @@ void pprof_heap_stats_get(pprof_heap_stats *out)
     out->table_bytes = ts.table_bytes;
     out->live_table_bytes = ts.live_bytes;
     out->frees_unseen = ts.deferred_lost;
+    out->own_inuse_bytes = pp_heap_own_inuse(out->rate);
 }

@@ -231,6 +231,33 @@ void pp_labels_adopt(pprof_labels *set)
     pprof_labels_unref(swap_current(set));
 }
 
+static pprof_labels *own_set;
+
+pprof_labels *pp_own_begin(void)
+{
+    if (!own_set) {
+        pprof_label own = {PP_OWN_KEY, PP_OWN_VALUE};
+        pprof_labels *set;
+        if (pprof_labels_new(&own, 1, &set) == 0) {
+            pprof_labels *none = NULL;
+            if (!__atomic_compare_exchange_n(&own_set, &none, set, 0, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE))
+                pprof_labels_unref(set);
+        }
+    }
+    return pprof_labels_enter(__atomic_load_n(&own_set, __ATOMIC_ACQUIRE));
+}
+
+void pp_own_end(pprof_labels *prev)
+{
+    pprof_labels_leave(prev);
+}
+
+int pp_labels_is_own(const void *set)
+{
+    const pprof_labels *s = set;
+    return s && s->n == 1 && !strcmp(s->pairs[0].key, PP_OWN_KEY) && !strcmp(s->pairs[0].value, PP_OWN_VALUE);
+}
+
 void pp_labels_thread_exit(void)
 {
     pprof_labels_unref(swap_current(NULL));

@@ -52,6 +52,15 @@ void pp_labels_cap_fork_parent(void);
 void pp_labels_cap_fork_child(void);
 /* Distinct sets kept for cumulative profiles, and records dropped. */
 void pp_labels_cap_stats(uint64_t *kept, uint64_t *dropped);
+/* The profiler's own work (base/names.h): pp_own_begin makes the calling
+ * thread's current set {PP_OWN_KEY: PP_OWN_VALUE} and returns the set it
+ * replaced, for pp_own_end. A thread that only works for the profiler
+ * calls pp_own_begin once and never ends. */
+pprof_labels *pp_own_begin(void);
+void pp_own_end(pprof_labels *prev);
+/* 1 if a set (a sample's, a record's kept set) marks the profiler's own
+ * work. */
+int pp_labels_is_own(const void *set);
 /* Drops the calling thread's set at thread exit. */
 void pp_labels_thread_exit(void);
 #endif

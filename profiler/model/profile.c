@@ -13,6 +13,7 @@
  */
 #include "model.h"
 #include "base/base.h"
+#include "labels/labels.h"
 #include "symbolize/symbolize.h"
 
 #include <stdlib.h>
@@ -505,12 +506,17 @@ int pp_profile_finish(pprof_profile *p)
         }
         prev_f = f - n;
     }
+    /* Symbolizing is the profiler's own work, whoever's thread does it. */
+    pprof_labels *caller_set = pp_own_begin();
     pp_sym_session *ss = pp_sym_begin();
-    if (!ss)
+    if (!ss) {
+        pp_own_end(caller_set);
         goto out;
+    }
     p->locations = pp_arena_alloc(p->arena, nloc * sizeof *p->locations + 1);
     if (!p->locations || build_mappings(p, ss)) {
         pp_sym_end(ss);
+        pp_own_end(caller_set);
         goto out;
     }
     /* Pass 2: symbolize each distinct address once. */
@@ -520,12 +526,14 @@ int pp_profile_finish(pprof_profile *p)
         int mi = symbolize_location(p, ss, *(uint64_t *)pp_table_at(&am, j), loc);
         if (mi == PPROF_ENOMEM) {
             pp_sym_end(ss);
+            pp_own_end(caller_set);
             goto out;
         }
         loc->mapping_id = mi >= 0 && (size_t)mi < p->nmappings ? (uint64_t)mi + 1 : 0;
         note_mapping_flags(p, loc);
     }
     pp_sym_end(ss);
+    pp_own_end(caller_set);
     p->nlocations = nloc;
     /* Pass 3: samples point at their locations. */
     for (size_t i = 0, f = 0; i < p->nsamples; i++) {

@@ -92,7 +92,7 @@ static void *collector_main(void *arg)
 {
     (void)arg;
     pthread_setname_np(pthread_self(), "pprof-collector");
-    pprof_labels_unref(pprof_labels_enter(NULL)); /* not the creator's request labels */
+    pprof_labels_unref(pp_own_begin()); /* the profiler's own work, not its creator's request */
     int64_t since_rescan = 0;
     for (;;) {
         /* Wake often enough that the ring (1024 records) stays under a

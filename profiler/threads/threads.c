@@ -132,7 +132,9 @@ void pp_threads_register_main(void)
     register_self(NULL, 0);
 }
 
-static void *trampoline(void *p)
+/* Runs the thread's function; its own frame is left out of every stack
+ * (PP_HIDDEN_FRAME). */
+PP_HIDDEN_FRAME static void *trampoline(void *p)
 {
     struct start s = *(struct start *)p;
     pthread_setspecific(exit_key, (void *)1);

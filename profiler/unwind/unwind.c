@@ -253,6 +253,17 @@ static int step_cached(uint64_t e, uint64_t *regs, bounds *b)
     return 1;
 }
 
+/* The code of PP_HIDDEN_FRAME functions (the linker's bounds of their
+ * section; weak: a program that links none has none). */
+extern const char __start_pp_hidden_text[] __attribute__((weak, visibility("hidden")));
+extern const char __stop_pp_hidden_text[] __attribute__((weak, visibility("hidden")));
+
+/* 1 for a call site inside a PP_HIDDEN_FRAME function. async-signal-safe */
+static inline int hidden(uintptr_t at)
+{
+    return at - (uintptr_t)__start_pp_hidden_text < (uintptr_t)(__stop_pp_hidden_text - __start_pp_hidden_text);
+}
+
 /* One step by the frame-pointer chain. async-signal-safe */
 static int step_fp(uint64_t *regs, bounds *b)
 {
@@ -299,11 +310,13 @@ static int walk(uint64_t *regs, uint64_t *pcs, int max, int *truncated)
             signal_frame = 1;
             continue;
         }
-        if (n == max) {
-            *truncated = 1;
-            break;
+        if (signal_frame || !hidden(at)) {
+            if (n == max) {
+                *truncated = 1;
+                break;
+            }
+            pcs[n++] = at;
         }
-        pcs[n++] = at;
         uint64_t sp = regs[PP_REG_RSP];
         pp_cfi_row row;
         int ok;

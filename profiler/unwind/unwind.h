@@ -51,6 +51,11 @@ int pp_unwind_here(uint64_t caller, uint64_t *pcs, int max, int *truncated);
  * wake and change its stack meanwhile, which gives a wrong stack, never a
  * fault. Not for signal handlers. */
 int pp_unwind_remote(uint64_t pc, uint64_t sp, uint64_t rbp, uint64_t *pcs, int max, int *truncated);
+/* Functions of the profiler that stand between a program's frames (the
+ * thread-start prologue that calls the thread's function) are placed in
+ * one section, and the walks leave their frames out. */
+#define PP_HIDDEN_FRAME __attribute__((section("pp_hidden_text"), noinline))
+
 /* 1 if `ra` is in loaded code right after a call instruction. */
 int pp_unwind_after_call(uint64_t ra);
 #endif

@@ -5,7 +5,11 @@
 # (build_cart) are allocated and freed; heap samples carry the request
 # labels (endpoint, tenant), so -tags and -tagfocus split them; Go's sample
 # and period types; the index lists heap and allocs; the mutex and block
-# profiles (on in the demo) show the inventory lock, with labels.
+# profiles (on in the demo) show the inventory lock, with labels. The
+# profiler's own work is not in them: after a CPU profile (whose
+# symbolizing fills libdw's tables), no heap, allocs or block sample has a
+# frame of libpprof, libdw, libelf or libmicrohttpd, and the index shows it
+# as libpprof's own; no stack shows the thread-start prologue.
 # Usage: test_heap_demo.sh BUILD_DIR
 . "$(dirname "$0")/lib.sh"
 pp_init "$1"
@@ -55,4 +59,22 @@ pp_check "block: reserve_inventory blocks" grep -q 'reserve_inventory' "$TMP/blo
 curl -sS --max-time 10 "$base/" >"$TMP/index.html"
 pp_check "index lists heap" grep -q 'href="heap"' "$TMP/index.html"
 pp_check "index lists allocs" grep -q 'href="allocs"' "$TMP/index.html"
+
+# the profiler's own work
+curl -sS --max-time 30 -o "$TMP/cpu.pb.gz" "$base/profile?seconds=2"
+OWN='pp_|pprof_http|dwfl|dwarf_|elf_|libdw|MHD_|scheduler_main|finisher_main|collector_main|deflate'
+for k in heap allocs; do
+    pp_pprof -top -nodecount=1000 "$base/$k" >"$TMP/own-$k.top" 2>&1
+    pp_check "$k: no frame of the profiler's own work" \
+        test -z "$(awk 'f; /flat%/ { f = 1 }' "$TMP/own-$k.top" | grep -E "$OWN" | head -3)"
+done
+pp_pprof -top -nodecount=1000 "$base/block?seconds=2" >"$TMP/own-block.top" 2>&1
+pp_check "block: no wait of the profiler's threads" \
+    test -z "$(awk 'f; /flat%/ { f = 1 }' "$TMP/own-block.top" | grep -E "$OWN" | head -3)"
+curl -sS --max-time 10 "$base/" >"$TMP/index2.html"
+own=$(grep -o "heap in use [0-9.]* MiB" "$TMP/index2.html" | grep -o '[0-9.]*')
+pp_check "index: libpprof's own heap shown (${own:-?} MiB)" awk -v v="${own:-0}" 'BEGIN { exit !(v > 0) }'
+pp_pprof -traces "$TMP/cpu.pb.gz" >"$TMP/cpu.traces" 2>&1
+pp_check "profile: stacks run from start_thread to the thread's function, no prologue" \
+    test -z "$(grep -w trampoline "$TMP/cpu.traces")" -a -n "$(grep -w start_thread "$TMP/cpu.traces")"
 pp_finish
