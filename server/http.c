@@ -302,6 +302,8 @@ static int parse_query(pp_req *q)
                                      q->cfg.max_seconds);
             } else if (!ok) {
                 return bad_query(q, "invalid value for \"%s\" - must be an integer", names[which]);
+            } else if (which == 1 && v < 0) {
+                return bad_query(q, "invalid value for \"debug\" - must be 0 or more");
             }
             *has = 1;
             *out = (int)v;

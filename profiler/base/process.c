@@ -5,6 +5,7 @@
 
 #include <stdatomic.h>
 #include <stddef.h>
+#include <time.h>
 
 _Atomic int pp_fork_pending;
 
@@ -33,6 +34,27 @@ void pp_shutdown_run(void (*first)(void))
         if (fn)
             fn();
     }
+}
+
+static _Atomic int64_t start_mono, start_real;
+
+static int64_t now_ns(clockid_t c)
+{
+    struct timespec ts;
+    clock_gettime(c, &ts);
+    return (int64_t)ts.tv_sec * 1000000000ll + ts.tv_nsec;
+}
+
+void pp_mark_start(void)
+{
+    atomic_store(&start_real, now_ns(CLOCK_REALTIME));
+    atomic_store(&start_mono, now_ns(CLOCK_MONOTONIC));
+}
+
+int64_t pp_start_ns(int realtime)
+{
+    int64_t t = atomic_load(realtime ? &start_real : &start_mono);
+    return t ? t : now_ns(realtime ? CLOCK_REALTIME : CLOCK_MONOTONIC);
 }
 
 int pp_shutting_down(void)

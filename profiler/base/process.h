@@ -9,6 +9,7 @@
  */
 #ifndef PP_PROCESS_H
 #define PP_PROCESS_H
+#include <stdint.h>
 
 /* Adds a hook; adding the same function again does nothing. At most 8
  * hooks; returns 0, or -1 when full. Thread-safe. */
@@ -17,6 +18,11 @@ int pp_shutdown_hook_add(void (*fn)(void));
  * `first` (profiling stops), then the hooks; later calls do nothing.
  * Thread-safe. */
 void pp_shutdown_run(void (*first)(void));
+/* Marks the profiler's start (its constructor, when heap sampling
+ * begins); pp_start_ns gives it on the monotonic (0) or real-time (1)
+ * clock, or now on that clock when it was never marked. Thread-safe. */
+void pp_mark_start(void);
+int64_t pp_start_ns(int realtime);
 /* Whether the process is exiting (pp_shutdown_run has begun): nothing new
  * starts. Thread-safe. */
 int pp_shutting_down(void);

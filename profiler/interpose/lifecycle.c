@@ -81,6 +81,7 @@ static void fork_child(void)
 
 __attribute__((constructor(101))) static void pp_init(void)
 {
+    pp_mark_start();
     pp_env_init();
     int signo = pp_env_int("LIBPPROF_SIGNAL", SIGPROF, 1, SIGRTMAX);
     if (signo != SIGPROF && pprof_cpu_set_signal(signo) != 0)

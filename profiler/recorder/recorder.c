@@ -46,6 +46,13 @@ void pp_recorder_window_begin(pprof_recorder *r)
     r->window_real_ns = pp_now_ns(CLOCK_REALTIME);
 }
 
+void pp_recorder_window_begin_at_start(pprof_recorder *r)
+{
+    r->running = 1;
+    r->window_mono_ns = pp_start_ns(0);
+    r->window_real_ns = pp_start_ns(1);
+}
+
 void pp_recorder_window_end(pprof_recorder *r, pprof_profile *p, int reopen)
 {
     if (p) {

@@ -49,6 +49,9 @@ struct pprof_recorder {
 pprof_recorder *pp_recorder_new(size_t size, const pp_recorder_ops *ops);
 /* Marks the window's start, now, and the recorder running. */
 void pp_recorder_window_begin(pprof_recorder *r);
+/* As pp_recorder_window_begin, for a window that holds everything since
+ * the profiler started: it begins then. */
+void pp_recorder_window_begin_at_start(pprof_recorder *r);
 /* Ends the window: p (when not NULL) gets its start and duration; with
  * reopen the next window begins now, else the recorder stops running. */
 void pp_recorder_window_end(pprof_recorder *r, pprof_profile *p, int reopen);

@@ -71,13 +71,17 @@ static int contention_start(pprof_recorder *r)
     if (rc)
         return rc;
     c->snap = (pp_store_snap){0};
-    rc = c->from_start ? 0 : pp_store_snap_take(table_of(c), &c->snap);
+    int from_start = c->from_start;
+    rc = from_start ? 0 : pp_store_snap_take(table_of(c), &c->snap);
     c->from_start = 0; /* only the first window */
     if (rc) {
         pp_contention_leave(c->block, c->turned_on);
         return rc;
     }
-    pp_recorder_window_begin(r);
+    if (from_start)
+        pp_recorder_window_begin_at_start(r);
+    else
+        pp_recorder_window_begin(r);
     return 0;
 }
 

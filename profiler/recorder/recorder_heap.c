@@ -54,9 +54,12 @@ static int alloc_start(pprof_recorder *r)
         free(base);
         return pp_fail(PPROF_ENOMEM);
     }
+    if (h->from_start)
+        pp_recorder_window_begin_at_start(r);
+    else
+        pp_recorder_window_begin(r);
     h->from_start = 0; /* only the first window */
     h->snap = base;
-    pp_recorder_window_begin(r);
     return 0;
 }
 

@@ -84,6 +84,10 @@ run_one() { # NAME PRELOAD
         c2=$(mib "$TMP/dh2.pb.gz" alloc_space churn)
         k2=$(mib "$TMP/dh2.pb.gz" inuse_space keep_new)
         pp_check "delta_heap first call: every allocation so far (churn ${c1:-?} MiB)" pp_in_range "$c1" 217.6 294.4
+        local d1
+        d1=$(pp_pprof -raw "$TMP/dh1.pb.gz" 2>/dev/null | sed -n 's/^Duration: //p')
+        pp_check "delta_heap first call: its duration runs from the profiler's start (${d1:-?} s, the program ran longer than 1 s)" \
+            awk -v d="${d1:-0}" 'BEGIN { exit !(d >= 1) }'
         pp_check "delta_heap second call: no new allocation (churn ${c2:-none})" test -z "$c2" -o "$c2" = 0
         pp_check "delta_heap second call: in-use live (keep_new ${k2:-?} MiB)" pp_in_range "$k2" 54.4 73.6
     fi

@@ -271,6 +271,7 @@ static void test_query_errors(void)
         {"debug=1", "seconds and debug params are incompatible"},
         {"seconds=1&seconds=2", NULL},
         {"debug=x", NULL},
+        {"debug=-1", "invalid value for \"debug\" - must be 0 or more"},
         {"gc=1x", NULL},
         {"seconds=%zz", NULL},
         {"seconds=1%", NULL},
@@ -278,6 +279,7 @@ static void test_query_errors(void)
     };
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++)
         expect_error("GET", p, bad[i].query, 400, bad[i].text);
+    expect_error("GET", "/debug/pprof/heap", "debug=-1", 400, "invalid value for \"debug\" - must be 0 or more");
 
     answer a;
     pprof_server_config cfg = {.max_seconds = 5};
