@@ -79,6 +79,13 @@ __attribute__((noinline)) static void park_in_sem_wait(void)
             eintr++;
 }
 
+__attribute__((noinline)) static void park_in_pause(void)
+{
+    while (!stop)
+        if (pause() < 0 && errno == EINTR)
+            eintr++;
+}
+
 __attribute__((noinline)) static void spin_with_signals_blocked(void)
 {
     sigset_t all;
@@ -135,6 +142,10 @@ static void *run(void *arg)
         pthread_setname_np(pthread_self(), "spin-masked");
         spin_with_signals_blocked();
         break;
+    case 5:
+        pthread_setname_np(pthread_self(), "park-pause");
+        park_in_pause();
+        break;
     }
     return NULL;
 }
@@ -153,8 +164,8 @@ int main(int argc, char **argv)
         open_log_files(c);
         open_config(c);
     }
-    pthread_t t[5];
-    for (long i = 0; i < 5; i++)
+    pthread_t t[6];
+    for (long i = 0; i < 6; i++)
         pthread_create(&t[i], NULL, run, (void *)i);
     serve_announce();
     serve_wait(&set);

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # test_threads.sh: thread dumps (goroutine, threads, threadcreate) of a
-# program with threads parked in poll, epoll_wait, nanosleep and sem_wait
+# program with threads parked in poll, epoll_wait, nanosleep, sem_wait and pause
 # (named, two of them labeled) and one spinning with every signal blocked:
 #   - debug=2 names each parked thread, the function it waits in, the call
 #     and its labels; the masked thread is listed as not answering, and the
@@ -28,7 +28,8 @@ ms=$(( ($(date +%s%N) - start) / 1000000 ))
 pp_check "debug=2 answered in ${ms} ms despite a thread blocking every signal (< 1500)" test "$ms" -lt 1500
 stanza() { awk -v n="\"$1\"" '$1 == "thread" && $3 == n { on = 1 } on { print } on && /^$/ { exit }' "$TMP/dump.txt"; }
 for spec in "park-poll:park_in_poll:poll" "park-epoll:park_in_epoll:epoll_wait" \
-    "park-sleep:park_in_nanosleep:(clock_)?nanosleep" "park-sem:park_in_sem_wait:futex"; do
+    "park-sleep:park_in_nanosleep:(clock_)?nanosleep" "park-sem:park_in_sem_wait:futex" \
+    "park-pause:park_in_pause:pause"; do
     IFS=: read -r name fn call <<<"$spec"
     s=$(stanza "$name")
     pp_check "$name: walked to $fn" grep -qx "$fn" <<<"$s"
@@ -54,7 +55,7 @@ pp_check "go tool pprof -top: park_in_epoll" grep -q 'park_in_epoll' "$TMP/top.t
 curl -sS --max-time 10 "$base/goroutine?debug=1" >"$TMP/d1.txt"
 pp_check "debug=1: Go's header" grep -qE '^goroutine profile: total [0-9]+$' "$TMP/d1.txt"
 curl -sS --max-time 10 "$base/threadcreate?debug=1" >"$TMP/tc.txt"
-pp_check "threadcreate: total 7 (main, server, 5 parked)" grep -qE '^threadcreate profile: total ([7-9]|1[0-9])$' "$TMP/tc.txt"
+pp_check "threadcreate: total 8 (main, server, 6 parked)" grep -qE '^threadcreate profile: total ([89]|1[0-9])$' "$TMP/tc.txt"
 pp_check "threadcreate: the pthread_create call in main" grep -qP '^#\t0x[0-9a-f]+\tmain\+0x[0-9a-f]+\t' "$TMP/tc.txt"
 curl -sS --max-time 10 -D "$TMP/h" -o "$TMP/delta.pb.gz" "$base/goroutine?seconds=1"
 pp_check "goroutine?seconds=1: goroutine-delta" test "$(pp_header "$TMP/h" Content-Disposition)" = 'attachment; filename="goroutine-delta"'
