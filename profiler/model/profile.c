@@ -446,28 +446,30 @@ static int build_mappings(pprof_profile *p, pp_sym_session *ss)
         d->offset = m[i].offset;
         d->path = intern(p, m[i].path);
         d->build_id = intern(p, m[i].build_id);
-        d->has_functions = d->has_filenames = d->has_line_numbers = 1;
+        d->has_functions = 1;
     }
     p->nmappings = n;
     return 0;
 }
 
-static void note_mapping_flags(pprof_profile *p, const pprof_location *loc)
+/* A mapping has functions when every one of its locations got one; it has
+ * file names and line numbers when any did: the object carries line
+ * tables, and the locations without (assembly such as _start) have none
+ * anywhere. pprof looks elsewhere for what a mapping lacks. */
+static void note_mapping_flags(pprof_profile *p, const pprof_location *loc, unsigned char *seen)
 {
     if (!loc->mapping_id)
         return;
     pprof_mapping *m = &p->mappings[loc->mapping_id - 1];
-    if (loc->nlines == 0) {
-        m->has_functions = m->has_filenames = m->has_line_numbers = 0;
-        return;
-    }
+    if (loc->nlines == 0)
+        m->has_functions = 0;
     for (size_t i = 0; i < loc->nlines; i++) {
         if (!loc->lines[i].function[0])
             m->has_functions = 0;
-        if (!loc->lines[i].filename[0])
-            m->has_filenames = 0;
-        if (loc->lines[i].line <= 0)
-            m->has_line_numbers = 0;
+        if (loc->lines[i].filename[0])
+            seen[loc->mapping_id - 1] |= 1;
+        if (loc->lines[i].line > 0)
+            seen[loc->mapping_id - 1] |= 2;
     }
 }
 
@@ -514,7 +516,8 @@ int pp_profile_finish(pprof_profile *p)
         goto out;
     }
     p->locations = pp_arena_alloc(p->arena, nloc * sizeof *p->locations + 1);
-    if (!p->locations || build_mappings(p, ss)) {
+    unsigned char *seen = NULL; /* per mapping: 1 a file name, 2 a line met */
+    if (!p->locations || build_mappings(p, ss) || !(seen = pp_arena_alloc(p->arena, p->nmappings + 1))) {
         pp_sym_end(ss);
         pp_own_end(caller_set);
         goto out;
@@ -530,7 +533,11 @@ int pp_profile_finish(pprof_profile *p)
             goto out;
         }
         loc->mapping_id = mi >= 0 && (size_t)mi < p->nmappings ? (uint64_t)mi + 1 : 0;
-        note_mapping_flags(p, loc);
+        note_mapping_flags(p, loc, seen);
+    }
+    for (size_t i = 0; i < p->nmappings; i++) {
+        p->mappings[i].has_filenames = seen[i] & 1;
+        p->mappings[i].has_line_numbers = (seen[i] & 2) >> 1;
     }
     pp_sym_end(ss);
     pp_own_end(caller_set);

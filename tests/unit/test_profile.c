@@ -84,6 +84,24 @@ int main(void)
     CHECK(lost && lost->mapping_id == 0);
     CHECK(beta_function(1) == 28);
     pprof_profile_free(p);
+
+    /* _start has a name but no line (crt1's assembly): the executable's
+     * mapping still says it has file names and line numbers, as the other
+     * locations do, and functions, as every location has one */
+    extern char _start[];
+    p = pp_profile_new(types, 2, (pprof_value_type){"cpu", "nanoseconds"}, 1);
+    uint64_t st[] = {a, (uint64_t)(uintptr_t)_start + 1};
+    CHECK(p && pp_profile_add(p, st, 2, v1, NULL, 0) == 0 && pp_profile_finish(p) == 0);
+    const pprof_location *ls = loc_named(p, "_start");
+    la = loc_named(p, "alpha_function");
+    m = pprof_profile_mappings(p, &nm);
+    CHECK(ls && la && ls->mapping_id == la->mapping_id && ls->lines[0].line == 0);
+    if (ls && la) {
+        const pprof_mapping *exe = &m[la->mapping_id - 1];
+        CHECKF(exe->has_functions && exe->has_filenames && exe->has_line_numbers, "%s: functions %d files %d lines %d",
+               exe->path, exe->has_functions, exe->has_filenames, exe->has_line_numbers);
+    }
+    pprof_profile_free(p);
     pprof_profile_free(NULL);
     return check_summary("test_profile");
 }
