@@ -1,0 +1,44 @@
+#!/usr/bin/env bash
+# test_dump_eintr.sh: thread dumps do not break event loops' waits
+# (test-labels: plain-only)
+#
+# prog_eventloop_linked's threads wait in poll, epoll_wait, nanosleep and
+# sem_timedwait for 1 ms over and over, so a dump often sees one running
+# and signals it just as it enters its next wait (about 5% of dumps gave an
+# EINTR before the handler learned to enter the wait again). After 2,000
+# goroutine?debug=2 dumps and 2,000 goroutine profiles: not one EINTR.
+# Meanwhile the program breaks another thread's 10 s poll with its own
+# SIGUSR1 every 20 ms: each of those still ends the wait with EINTR.
+# Usage: test_dump_eintr.sh BUILD_DIR
+. "$(dirname "$0")/lib.sh"
+pp_init "$1"
+
+if ! pp_start_helper prog "$BUILD/tests/prog_eventloop_linked"; then
+    pp_bad "prog_eventloop_linked did not serve" "$(cat "$TMP/prog.err" 2>/dev/null)"
+    pp_finish
+fi
+prog=$PID
+base=http://127.0.0.1:$PORT/debug/pprof
+N=2000
+
+for kind in "goroutine?debug=2" "goroutine"; do
+    for i in $(seq $N); do
+        printf 'url = "%s/%s"\noutput = /dev/null\n' "$base" "$kind"
+    done >"$TMP/urls"
+    start=$SECONDS
+    curl -sS --max-time 600 -K "$TMP/urls" -w '%{http_code}\n' >"$TMP/codes" 2>"$TMP/curl.err"
+    pp_check "$N dumps of $kind answered 200 in $((SECONDS - start)) s ($(sort "$TMP/codes" | uniq -c | tr '\n' ' '))" \
+        test "$(grep -c '^200$' "$TMP/codes")" = "$N"
+done
+
+pp_stop "$prog"
+line=$(grep '^eintr=' "$TMP/prog.out")
+eintr=$(sed -n 's/^eintr=\([0-9]*\).*/\1/p' <<<"$line")
+waits=$(sed -n 's/.* waits=\([0-9]*\).*/\1/p' <<<"$line")
+sent=$(sed -n 's/.* own_sent=\([0-9]*\).*/\1/p' <<<"$line")
+own=$(sed -n 's/.* own_eintr=\([0-9]*\).*/\1/p' <<<"$line")
+pp_check "no EINTR in the event loops' ${waits:-?} waits over $((2 * N)) dumps (${eintr:-?})" \
+    test -n "$eintr" -a "${eintr:-1}" = 0 -a "${waits:-0}" -gt 1000
+pp_check "the program's own signal still breaks its wait: ${own:-?} EINTR for ${sent:-?} signals" \
+    test -n "$sent" -a "${sent:-0}" -gt 10 -a "${own:-0}" -ge $((${sent:-0} - 1)) -a "${own:-0}" -le "${sent:-0}"
+pp_finish
