@@ -139,6 +139,7 @@ static void on_signal(int sig, siginfo_t *si, void *uc)
         chain(sig, si, uc);
         return;
     }
+    pp_signal_restart_wait(uc);
     /* A timer's last signal can arrive after profiling stopped: it belongs
      * to no window (and the next one must not get it). */
     if (!atomic_load_explicit(&cpu_hz, memory_order_relaxed))

@@ -17,20 +17,9 @@
  *     thread and about 1 s in all; a thread that does not answer (it
  *     blocks the signal, or is stopped) gets a frame that says so, and the
  *     late signal is ignored when it arrives.
- * The race: a thread seen running may enter a waiting call (poll,
- * epoll_wait, nanosleep, a futex...) before the signal arrives, which then
- * makes the call fail with EINTR (event loops with short timeouts hit it in
- * about 5% of dumps). The handler undoes that: when the context it
- * interrupted is the instruction after glibc's `mov $nr,%eax; syscall`
- * with -EINTR in rax, and nr is a wait that can be entered again with the
- * same arguments, it points the thread back at the syscall instruction
- * with nr in rax, as the kernel does for the calls it restarts itself.
- * The call was entered after the dump saw the thread running, so entering
- * it again lengthens a relative timeout by at most the microseconds
- * between the two. A signal of the program's that arrives at once with the
- * dump's is delivered first when its number is lower than the profiling
- * signal's, and then the dump's handler sees that handler's context, not
- * the call's: the program still gets its EINTR.
+ * A thread seen running may enter a waiting call before the signal
+ * arrives; the handler sends it back into the call (pp_signal_restart_wait)
+ * rather than let it fail with EINTR.
  * One dump runs at a time.
  */
 #define _GNU_SOURCE
@@ -75,54 +64,12 @@ static struct {
     uint64_t pcs[PP_DUMP_FRAMES];
 } answer;
 
-/* The waits a thread can enter again with the same arguments (x86-64). */
-static int restartable(uint32_t nr) /* async-signal-safe */
-{
-    switch (nr) {
-    case 7:   /* poll */
-    case 23:  /* select */
-    case 34:  /* pause */
-    case 35:  /* nanosleep */
-    case 128: /* rt_sigtimedwait */
-    case 130: /* rt_sigsuspend */
-    case 202: /* futex */
-    case 208: /* io_getevents */
-    case 230: /* clock_nanosleep */
-    case 232: /* epoll_wait */
-    case 270: /* pselect6 */
-    case 271: /* ppoll */
-    case 281: /* epoll_pwait */
-    case 441: /* epoll_pwait2 */
-        return 1;
-    default:
-        return 0;
-    }
-}
-
-/* If the dump's signal broke a wait (see the top of the file), makes the
- * thread enter it again. async-signal-safe */
-static void restart_wait(void *ucontext)
-{
-    ucontext_t *uc = ucontext;
-    greg_t *g = uc->uc_mcontext.gregs;
-    uintptr_t ip = (uintptr_t)g[REG_RIP];
-    if (g[REG_RAX] != -EINTR || (ip & 4095) < 7) /* the 7 bytes before ip on its page */
-        return;
-    const unsigned char *c = (const unsigned char *)ip;
-    uint32_t nr;
-    memcpy(&nr, c - 6, sizeof nr);
-    if (c[-7] != 0xb8 || c[-2] != 0x0f || c[-1] != 0x05 || !restartable(nr))
-        return;
-    g[REG_RIP] = (greg_t)(ip - 2);
-    g[REG_RAX] = (greg_t)nr;
-}
-
 /* async-signal-safe */
 int pp_thread_dump_on_signal(const siginfo_t *si, void *uc, int tid)
 {
     if (si->si_code != SI_QUEUE || si->si_value.sival_int != DUMP_MAGIC)
         return 0;
-    restart_wait(uc);
+    pp_signal_restart_wait(uc);
     uint64_t expected = SLOT(tid, WAITING);
     if (!atomic_compare_exchange_strong(&answer.slot, &expected, SLOT(tid, BUSY)))
         return 1; /* a late or stray request */
