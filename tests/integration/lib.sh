@@ -12,7 +12,7 @@
 #                            waits up to S seconds for a line matching RE
 #   pp_wait_http URL S       waits up to S seconds until URL answers over HTTP
 #   pp_pprof ARGS...         go tool pprof with a time limit
-#   pp_ok / pp_bad / pp_check / pp_finish
+#   pp_ok / pp_bad / pp_check / pp_skip / pp_note / pp_finish
 #                            count checks; pp_finish prints "N passed, M
 #                            failed" as the last line and exits non-zero on
 #                            any failure
@@ -80,6 +80,17 @@ pp_check() {
     local msg=$1
     shift
     if "$@"; then pp_ok "$msg"; else pp_bad "$msg"; fi
+}
+
+# pp_skip MESSAGE: a part that cannot run here (a package is missing); it
+# neither passes nor fails.
+pp_skip() {
+    echo "skip - $1"
+}
+
+# pp_note MESSAGE: a figure the test reports without asserting it.
+pp_note() {
+    echo "note - $1"
 }
 
 pp_finish() {

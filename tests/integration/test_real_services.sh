@@ -1,0 +1,127 @@
+#!/usr/bin/env bash
+# test_real_services.sh: unmodified programs from Debian's packages under
+# LD_PRELOAD, driven by their own load tools, their profiles checked
+# against their own counts (test-labels: plain-only)
+#
+#   memcached, loaded by memcslap (libmemcached-tools): the heap profile's
+#     in-use total within 10% of what memcached says it holds (stats slabs'
+#     total_malloced plus stats' hash_bytes); a CPU profile taken under a
+#     get load is memcached's event loop (libevent's event_base_loop; the
+#     Debian binary has no symbols of its own); the load's time with and
+#     without libpprof (reported, not asserted).
+#   python3 with PYTHONMALLOC=malloc: the heap profile's in-use total
+#     within 10% of what tracemalloc counted (tracemalloc stopped, so its
+#     own tables are gone); a CPU profile of its hot loop is the
+#     interpreter's _PyEval_EvalFrameDefault.
+# A part whose package is missing is skipped with a line saying so
+# (scripts/test.sh installs them). Postgresql and nginx come with the
+# process-tree work (their workers are forked).
+# Usage: test_real_services.sh BUILD_DIR
+. "$(dirname "$0")/lib.sh"
+pp_init "$1"
+
+LIB=$BUILD/libpprof.so
+HERE=$(cd "$(dirname "$0")" && pwd)
+
+# inuse_total FILE: the heap profile's in-use bytes, summed over samples.
+inuse_total() {
+    pp_pprof -raw "$1" 2>/dev/null |
+        awk '/^Samples:/ { s = 1; next } /^Locations/ { s = 0 } s && $1 ~ /^[0-9]+$/ && $4 ~ /:$/ { t += $4 } END { print t + 0 }'
+}
+
+# within PERCENT VALUE TRUTH: VALUE is within PERCENT% of TRUTH (> 0).
+within() {
+    awk -v p="$1" -v v="$2" -v t="$3" 'BEGIN { exit !(t > 0 && v >= t * (1 - p / 100) && v <= t * (1 + p / 100)) }'
+}
+
+# mc_stat PORT COMMAND KEY: one value of memcached's "COMMAND" (stats,
+# stats slabs) over its text protocol.
+mc_stat() {
+    local out
+    exec 3<>"/dev/tcp/127.0.0.1/$1" || return 1
+    printf '%s\r\nquit\r\n' "$2" >&3
+    out=$(timeout 5 cat <&3)
+    exec 3<&-
+    awk -v k="$3" '$1 == "STAT" && $2 == k { sub(/\r$/, "", $3); print $3; exit }' <<<"$out"
+}
+
+# mc_load PORT TEST: memcslap's run against PORT; prints its seconds.
+mc_load() {
+    local s
+    s=$(date +%s%N)
+    memcslap --servers="127.0.0.1:$1" --test="$2" --concurrency=4 --execute-number=50000 >/dev/null 2>&1
+    echo $(( ($(date +%s%N) - s) / 1000000 ))
+}
+
+memcached_part() {
+    if ! command -v memcached >/dev/null || ! command -v memcslap >/dev/null; then
+        pp_skip "memcached: memcached or memcslap (libmemcached-tools) is not installed"
+        return
+    fi
+    local mport plain_ms
+    # without libpprof first, for the throughput reference
+    mport=$(pp_free_port)
+    pp_start mc-plain memcached -u root -l 127.0.0.1 -p "$mport" -m 1024 -t 2
+    local mc_plain=$PID
+    sleep 0.5
+    plain_ms=$(mc_load "$mport" set)
+    pp_stop "$mc_plain" >/dev/null 2>&1
+
+    mport=$(pp_free_port)
+    if ! pp_serve mc env LD_PRELOAD="$LIB" LIBPPROF_ADDR=127.0.0.1:@PORT@ LIBPPROF_HEAP_RATE=65536 \
+        memcached -u root -l 127.0.0.1 -p "$mport" -m 1024 -t 2; then
+        pp_bad "memcached under LD_PRELOAD did not serve" "$(cat "$TMP/mc.err" 2>/dev/null)"
+        return
+    fi
+    local base=http://127.0.0.1:$PORT/debug/pprof pre_ms
+    pre_ms=$(mc_load "$mport" set)
+    pp_note "memcached: memcslap set x200,000: ${plain_ms} ms without libpprof, ${pre_ms} ms with (ratio $(awk -v a="$pre_ms" -v b="$plain_ms" 'BEGIN { printf "%.2f", b ? a / b : 0 }'))"
+    local malloced hash total
+    malloced=$(mc_stat "$mport" "stats slabs" total_malloced)
+    hash=$(mc_stat "$mport" stats hash_bytes)
+    curl -sS --max-time 60 -o "$TMP/mc.heap" "$base/heap"
+    total=$(inuse_total "$TMP/mc.heap")
+    local own=$(( ${malloced:-0} + ${hash:-0} ))
+    pp_check "memcached: heap in use $total B against its own $own B (slabs $malloced + hash $hash; within 10%)" \
+        within 10 "$total" "$own"
+    # a CPU profile under a get load
+    (mc_load "$mport" get >/dev/null; mc_load "$mport" get >/dev/null) &
+    local loader=$!
+    curl -sS --max-time 60 -o "$TMP/mc.cpu" "$base/profile?seconds=2"
+    wait "$loader"
+    pp_pprof -top -cum -nodecount=60 "$TMP/mc.cpu" >"$TMP/mc.cpu.top" 2>&1
+    pp_check "memcached: the CPU profile under load is its event loop (event_base_loop)" \
+        grep -q 'event_base_loop' "$TMP/mc.cpu.top"
+    pp_stop "$PID" >/dev/null 2>&1
+}
+
+python_part() {
+    local py=/usr/bin/python3
+    if [ ! -x "$py" ]; then
+        pp_skip "python3: /usr/bin/python3 is not installed"
+        return
+    fi
+    if ! pp_serve py env LD_PRELOAD="$LIB" LIBPPROF_ADDR=127.0.0.1:@PORT@ LIBPPROF_HEAP_RATE=65536 \
+        PYTHONMALLOC=malloc "$py" "$HERE/services/py_heap.py"; then
+        pp_bad "python3 under LD_PRELOAD did not serve" "$(cat "$TMP/py.err" 2>/dev/null)"
+        return
+    fi
+    if ! pp_wait_line "$TMP/py.out" '^ready$' 120 "$PID" >/dev/null; then
+        pp_bad "python3: py_heap.py did not get ready" "$(cat "$TMP/py.err")"
+        return
+    fi
+    local base=http://127.0.0.1:$PORT/debug/pprof traced total
+    traced=$(sed -n 's/^traced=//p' "$TMP/py.out")
+    curl -sS --max-time 60 -o "$TMP/py.heap" "$base/heap"
+    total=$(inuse_total "$TMP/py.heap")
+    pp_check "python3: heap in use $total B against tracemalloc's $traced B (within 10%)" within 10 "$total" "$traced"
+    curl -sS --max-time 60 -o "$TMP/py.cpu" "$base/profile?seconds=2"
+    pp_pprof -top -cum -nodecount=40 "$TMP/py.cpu" >"$TMP/py.cpu.top" 2>&1
+    pp_check "python3: the CPU profile is the interpreter's loop (_PyEval_EvalFrameDefault)" \
+        grep -q '_PyEval_EvalFrameDefault' "$TMP/py.cpu.top"
+    pp_stop "$PID" >/dev/null 2>&1
+}
+
+memcached_part
+python_part
+pp_finish
