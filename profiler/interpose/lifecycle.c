@@ -100,7 +100,8 @@ typedef int (*main_fn)(int, char **, char **);
 typedef int (*start_main_fn)(main_fn, int, char **, void (*)(void), void (*)(void), void (*)(void), void *);
 static main_fn host_main;
 
-static int main_with_exit_hook(int argc, char **argv, char **envp)
+/* Runs the host's main; its own frame is left out of every stack. */
+PP_HIDDEN_FRAME static int main_with_exit_hook(int argc, char **argv, char **envp)
 {
     atexit(shutdown_all); /* for exits this file does not see */
     int status = host_main(argc, argv, envp);
