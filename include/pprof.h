@@ -496,6 +496,9 @@ typedef struct pprof_cpu_stats {
     int64_t hz;              /* rate in force, 0 when idle */
     uint64_t handler_reclaimed; /* times another handler had replaced the profiling signal's
                                    and was put behind it (it gets the signals that are not ours) */
+    uint64_t blocked;        /* samples not taken because their thread blocked the profiling
+                                signal while it ran (estimated from its CPU time); profiles
+                                show them as "[not sampled: ...]" */
     /* handler_hist[i]: signals handled in [i*100, (i+1)*100) ns; the last
      * bucket also counts everything slower. */
     uint64_t handler_hist[PPROF_CPU_HIST_BUCKETS];

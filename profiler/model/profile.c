@@ -392,6 +392,7 @@ static const char *pseudo_name(uint64_t pc)
     case PP_PC_NO_ANSWER: return "[no answer: the thread blocks the profiling signal or is stopped]";
     case PP_PC_TIME_LIMIT: return "[not taken: the dump's time limit was reached]";
     case PP_PC_NO_CREATOR: return "[not created through pthread_create]";
+    case PP_PC_BLOCKED: return "[not sampled: the thread blocks the profiling signal]";
     default: return "[unknown]";
     }
 }

@@ -23,6 +23,7 @@
 #define PP_PC_NO_ANSWER 4   /* a thread did not answer a dump's signal */
 #define PP_PC_TIME_LIMIT 5  /* a thread dump ran out of time before this thread */
 #define PP_PC_NO_CREATOR 6  /* a thread not created through pthread_create */
+#define PP_PC_BLOCKED 7     /* CPU time of threads that block the profiling signal */
 #define PP_PC_PSEUDO_MAX 15
 
 #include "base/base.h"

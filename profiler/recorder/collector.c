@@ -35,7 +35,7 @@ static int nactive;
 static int running;
 static clockid_t col_clock;
 static uint64_t col_ns_done;
-static uint64_t lost_seen;
+static uint64_t lost_seen, blocked_seen;
 
 void pp_collector_lock(void) { pp_mutex_lock(&col_lock); }
 void pp_collector_unlock(void) { pp_mutex_unlock(&col_lock); }
@@ -67,6 +67,12 @@ void pp_collector_drain_locked(void)
         uint64_t pc = PP_PC_LOST;
         add_to_all(&pc, 1, lost - lost_seen, NULL);
         lost_seen = lost;
+    }
+    uint64_t blocked = pp_cpu_blocked();
+    if (blocked > blocked_seen) {
+        uint64_t pc = PP_PC_BLOCKED;
+        add_to_all(&pc, 1, blocked - blocked_seen, NULL);
+        blocked_seen = blocked;
     }
 }
 
@@ -172,6 +178,7 @@ void pp_collector_fork_child(void)
     col_ns_done = 0;
     pp_ring_reset(&pp_cpu_ring);
     lost_seen = pp_cpu_lost();
+    blocked_seen = pp_cpu_blocked();
 }
 
 int pp_collector_detach_locked(pp_cpu_window *w)

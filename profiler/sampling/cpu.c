@@ -35,7 +35,9 @@
 
 #include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <signal.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/syscall.h>
@@ -51,6 +53,8 @@
 typedef struct tslot {
     int tid;                /* 0: free */
     timer_t timer;
+    uint64_t cpu_ns;        /* its CPU clock at the last rescan, 0 before */
+    int blocked;            /* it blocked the profiling signal then */
 } tslot;
 
 static pp_mutex reg_lock = PP_MUTEX_INIT;
@@ -67,7 +71,7 @@ static _Atomic uint64_t st_reclaimed;
 
 static _Atomic int cpu_hz;          /* rate in force, 0 idle */
 static _Atomic int cpu_max_frames = PPROF_DEFAULT_MAX_FRAMES;
-static _Atomic uint64_t st_signals, st_samples, st_lost, st_truncated, st_handler_ns;
+static _Atomic uint64_t st_signals, st_samples, st_lost, st_truncated, st_handler_ns, st_blocked;
 static _Atomic int st_threads;
 static _Atomic uint64_t st_hist[PPROF_CPU_HIST_BUCKETS];
 
@@ -350,6 +354,52 @@ static int list_tasks(int *tids, int max)
 
 static int *task_buf;
 
+/* Whether thread tid blocks the profiling signal (its SigBlk in /proc). */
+static int blocks_signal(int tid)
+{
+    char path[64], buf[2048];
+    snprintf(path, sizeof path, "/proc/self/task/%d/status", tid);
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return 0;
+    ssize_t n = read(fd, buf, sizeof buf - 1);
+    close(fd);
+    if (n <= 0)
+        return 0;
+    buf[n] = 0;
+    const char *b = strstr(buf, "SigBlk:");
+    unsigned long long mask = b ? strtoull(b + 7, NULL, 16) : 0;
+    return (mask >> (PP_SIGNAL - 1)) & 1;
+}
+
+/* A thread that blocks the profiling signal gets none of its samples: its
+ * timer's expirations pile up on one pending signal. When a thread that
+ * ran at least a period since the last rescan blocks the signal now and
+ * did then too, its CPU time in between counts as not sampled, and its
+ * timer is set again, which drops the pending signal's overrun (else the
+ * same time would come back as that signal's weight once it unblocks). */
+static void count_blocked_locked(int i, int64_t period)
+{
+    tslot *s = &slots[i];
+    struct timespec ts;
+    if (clock_gettime(thread_cpu_clock(s->tid), &ts))
+        return;
+    uint64_t now = (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+    if (s->cpu_ns && now - s->cpu_ns >= (uint64_t)period) {
+        int blocked = blocks_signal(s->tid);
+        if (blocked && s->blocked) {
+            atomic_fetch_add(&st_blocked, (now - s->cpu_ns) / (uint64_t)period);
+            struct itimerspec its = {
+                .it_interval = {period / 1000000000, period % 1000000000},
+                .it_value = {period / 1000000000, period % 1000000000},
+            };
+            timer_settime(s->timer, 0, &its, NULL);
+        }
+        s->blocked = blocked;
+    }
+    s->cpu_ns = now;
+}
+
 static void rescan_locked(void)
 {
     if (!task_buf && !(task_buf = malloc(MAX_THREADS * sizeof *task_buf)))
@@ -375,6 +425,10 @@ static void rescan_locked(void)
         if (!known)
             arm_locked(task_buf[k]);
     }
+    int hz = atomic_load(&cpu_hz);
+    for (int i = 0; i < nslots && hz; i++)
+        if (slots[i].tid)
+            count_blocked_locked(i, period_ns(hz));
 }
 
 int pp_cpu_enable(int hz, int max_frames)
@@ -435,6 +489,11 @@ int pp_cpu_hz(void)
 int pp_cpu_threads(void)
 {
     return atomic_load(&st_threads);
+}
+
+uint64_t pp_cpu_blocked(void)
+{
+    return atomic_load(&st_blocked);
 }
 
 uint64_t pp_cpu_lost(void)
@@ -522,6 +581,7 @@ void pp_cpu_stats_fill(pprof_cpu_stats *out)
     out->threads_timed = atomic_load(&st_threads);
     out->hz = atomic_load(&cpu_hz);
     out->handler_reclaimed = atomic_load(&st_reclaimed);
+    out->blocked = atomic_load(&st_blocked);
     for (int i = 0; i < PPROF_CPU_HIST_BUCKETS; i++)
         out->handler_hist[i] = atomic_load(&st_hist[i]);
 }

@@ -39,6 +39,9 @@ typedef int (*pp_queued_handler)(const siginfo_t *si, void *uc, int tid);
 void pp_cpu_set_queued_handler(pp_queued_handler fn);
 /* Weighted samples lost to a full ring so far. */
 uint64_t pp_cpu_lost(void);
+/* Samples not taken so far because threads blocked the profiling signal
+ * (counted at each rescan, pp_cpu_rescan). */
+uint64_t pp_cpu_blocked(void);
 
 /* Thread hooks (threads.c): a thread starting or exiting. */
 void pp_cpu_thread_start(void);

@@ -10,6 +10,7 @@
 #     text; threadcreate shows the pthread_create call in main; seconds=N
 #     gives the difference (the parked threads did not change: absent)
 #   - the program's custom profile open_files over HTTP and on the index
+#   - a CPU profile shows the masked thread's time as not sampled
 # Usage: test_threads.sh BUILD_DIR
 . "$(dirname "$0")/lib.sh"
 pp_init "$1"
@@ -39,6 +40,12 @@ pp_check "park-poll carries role=poller" grep -q '"role":"poller"' <<<"$(stanza 
 pp_check "park-sleep carries role=sleeper" grep -q '"role":"sleeper"' <<<"$(stanza park-sleep)"
 pp_check "spin-masked is listed as not answering" grep -q 'no answer' <<<"$(stanza spin-masked)"
 pp_check "the main thread waits in sigwait under main" grep -qx main <<<"$(stanza prog_threads_li)"
+
+# the masked thread's CPU time: not sampled, and the profile says so
+pp_pprof -top "$base/profile?seconds=2" >"$TMP/cpu.top" 2>&1
+v=$(awk '/not sampled: the thread blocks the profiling signal/ { print $1; exit }' "$TMP/cpu.top")
+pp_check "profile: the masked thread's CPU time shows as not sampled (${v:-none}, >= 0.5s of 2 s)" \
+    awk -v v="${v:-0s}" 'BEGIN { sub(/s$/, "", v); exit !(v + 0 >= 0.5) }'
 
 bad=0
 for i in $(seq 100); do
