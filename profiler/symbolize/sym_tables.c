@@ -51,11 +51,12 @@ static uint64_t section_limit(Elf *elf, GElf_Word shndx, Dwarf_Addr bias)
 }
 
 /* Symbol names as profiles should show them: glibc's debug symbols carry
- * version suffixes ("pthread_mutex_lock@@GLIBC_2.2.5"), dropped here. */
+ * version suffixes ("pthread_mutex_lock@@GLIBC_2.2.5"), dropped here; a
+ * PLT stub's "@plt" stays. */
 static const char *clean_name(pp_arena *a, const char *name)
 {
     const char *at = strchr(name, '@');
-    if (!at || at == name)
+    if (!at || at == name || strcmp(at, "@plt") == 0)
         return name;
     size_t n = (size_t)(at - name);
     char *p = pp_arena_alloc_aligned(a, n + 1, 1);
@@ -83,14 +84,106 @@ static bool is_code_symbol(const GElf_Sym *sym, const char *name, GElf_Word shnd
     return scn && gelf_getshdr(scn, &shdr) && (shdr.sh_flags & SHF_EXECINSTR);
 }
 
+/* --- PLT stubs: no symbol covers them, so they are named as objdump and
+ * perf name them, "<function>@plt", from the relocation of the GOT slot
+ * each one jumps through. --- */
+
+typedef struct got_name {
+    uint64_t slot;         /* the GOT slot's link-time address */
+    const char *name;      /* in the ELF's string table */
+} got_name;
+
+static int cmp_got(const void *x, const void *y)
+{
+    const got_name *a = x, *b = y;
+    return a->slot < b->slot ? -1 : a->slot > b->slot;
+}
+
+/* The function names of the GOT slots that jump-slot and glob-dat
+ * relocations fill (malloc'd, sorted by slot). */
+static got_name *got_names(Elf *elf, size_t *n)
+{
+    *n = 0;
+    size_t cap = 0;
+    got_name *g = NULL;
+    for (Elf_Scn *scn = NULL; (scn = elf_nextscn(elf, scn));) {
+        GElf_Shdr sh;
+        if (!gelf_getshdr(scn, &sh) || sh.sh_type != SHT_RELA || !sh.sh_entsize)
+            continue;
+        Elf_Scn *symscn = elf_getscn(elf, sh.sh_link);
+        GElf_Shdr symsh;
+        Elf_Data *rel = elf_getdata(scn, NULL), *syms = symscn ? elf_getdata(symscn, NULL) : NULL;
+        if (!rel || !syms || !gelf_getshdr(symscn, &symsh))
+            continue;
+        for (size_t i = 0; i < sh.sh_size / sh.sh_entsize; i++) {
+            GElf_Rela r;
+            GElf_Sym sym;
+            unsigned type = gelf_getrela(rel, (int)i, &r) ? (unsigned)GELF_R_TYPE(r.r_info) : 0;
+            if ((type != R_X86_64_JUMP_SLOT && type != R_X86_64_GLOB_DAT) || !GELF_R_SYM(r.r_info) ||
+                !gelf_getsym(syms, (int)GELF_R_SYM(r.r_info), &sym))
+                continue;
+            const char *name = elf_strptr(elf, symsh.sh_link, sym.st_name);
+            if (!name || !name[0] || pp_reserve(&g, &cap, *n, sizeof *g) < 0)
+                continue;
+            g[(*n)++] = (got_name){r.r_offset, name};
+        }
+    }
+    if (*n > 1)
+        qsort(g, *n, sizeof *g, cmp_got);
+    return g;
+}
+
+/* Candidates for the stubs of .plt, .plt.sec and .plt.got: each entry
+ * whose `jmp *disp(%rip)` goes through a named GOT slot. Appends to *c. */
+static void add_plt_stubs(Dwfl_Module *mod, pp_arena *names, sym_cand **c, size_t *nc, size_t *cap)
+{
+    Dwarf_Addr bias;
+    Elf *elf = dwfl_module_getelf(mod, &bias);
+    size_t shstrndx, ng = 0;
+    if (!elf || elf_getshdrstrndx(elf, &shstrndx) != 0)
+        return;
+    got_name *g = NULL;
+    for (Elf_Scn *scn = NULL; (scn = elf_nextscn(elf, scn));) {
+        GElf_Shdr sh;
+        const char *sname = gelf_getshdr(scn, &sh) ? elf_strptr(elf, shstrndx, sh.sh_name) : NULL;
+        if (!sname || strncmp(sname, ".plt", 4) != 0 || !(sh.sh_flags & SHF_EXECINSTR))
+            continue;
+        Elf_Data *d = elf_getdata(scn, NULL);
+        if (!d || !d->d_buf || d->d_size < sh.sh_size)
+            continue;
+        if (!g && !(g = got_names(elf, &ng)))
+            break;
+        size_t stride = sh.sh_entsize ? sh.sh_entsize : 16;
+        const unsigned char *code = d->d_buf;
+        for (size_t off = 0; off + stride <= sh.sh_size; off += stride) {
+            for (size_t k = off; k + 6 <= off + stride; k++) {
+                if (code[k] != 0xff || code[k + 1] != 0x25)
+                    continue;
+                int32_t disp;
+                memcpy(&disp, code + k + 2, sizeof disp);
+                got_name key = {sh.sh_addr + k + 6 + (uint64_t)(int64_t)disp, NULL};
+                const got_name *hit = bsearch(&key, g, ng, sizeof *g, cmp_got);
+                size_t len = hit ? strlen(hit->name) : 0;
+                char *name = hit ? pp_arena_alloc_aligned(names, len + 5, 1) : NULL;
+                if (name && pp_reserve(c, cap, *nc, sizeof **c) == 0) {
+                    memcpy(name, hit->name, len);
+                    memcpy(name + len, "@plt", 5);
+                    (*c)[(*nc)++] = (sym_cand){sh.sh_addr + off + bias, stride, 0, name, 1u << 9};
+                }
+                break;
+            }
+        }
+    }
+    free(g);
+}
+
 static bool build_sym_index(Dwfl_Module *mod, pp_arena *names, sym_index *out)
 {
     out->syms = NULL;
     out->n = 0;
     int total = dwfl_module_getsymtab(mod);
-    if (total <= 1)
-        return true;
-    sym_cand *c = malloc((size_t)total * sizeof *c);
+    size_t cap = total > 1 ? (size_t)total : 1;
+    sym_cand *c = malloc(cap * sizeof *c);
     if (!c)
         return false;
     size_t nc = 0;
@@ -106,6 +199,7 @@ static bool build_sym_index(Dwfl_Module *mod, pp_arena *names, sym_index *out)
         uint64_t limit = sym.st_size ? 0 : section_limit(elf, shndx, bias);
         c[nc++] = (sym_cand){addr, sym.st_size, limit, name, cand_rank(&sym, name)};
     }
+    add_plt_stubs(mod, names, &c, &nc, &cap);
     if (nc == 0) {
         free(c);
         return true;

@@ -8,7 +8,9 @@
  * carries the executable's GNU build ID (compared with the note the loader
  * mapped); that pprof_symbol_name() works and rejects what it should; and
  * that libraries loaded or deleted later, JIT-style anonymous code and a
- * forked child are handled. Ends with a timing of 10k distinct addresses.
+ * forked child are handled; that a PLT stub is named "<function>@plt" and
+ * its mapping keeps has_functions. Ends with a timing of 10k distinct
+ * addresses.
  * Needs -O2 -g (the default RelWithDebInfo build).
  */
 #define _GNU_SOURCE
@@ -301,6 +303,33 @@ static void test_symbol_name(void)
     check_case_end("pprof_symbol_name");
 }
 
+/* Calls getpid through the executable's PLT. */
+__attribute__((noinline)) int symbolize_plt_caller(void)
+{
+    return (int)getpid() + 1;
+}
+
+/* The stub a call in symbolize_plt_caller goes to: "getpid@plt". */
+static void test_plt(void)
+{
+    check_case_begin();
+    const unsigned char *code = (const unsigned char *)(uintptr_t)symbolize_plt_caller;
+    uint64_t stub = 0;
+    for (int i = 0; i < 48 && !stub; i++)
+        if (code[i] == 0xe8) {
+            int32_t rel;
+            memcpy(&rel, code + i + 1, sizeof rel);
+            stub = (uint64_t)(uintptr_t)(code + i + 5) + (uint64_t)(int64_t)rel;
+        }
+    CHECKF(stub != 0, "no call in symbolize_plt_caller");
+    char buf[256] = "";
+    int rc = stub ? pprof_symbol_name(stub + 4, buf, sizeof buf) : -1;
+    CHECKF(rc == 0 && strcmp(buf, "getpid@plt") == 0, "stub %#llx: rc %d name '%s'", (unsigned long long)stub, rc,
+           buf);
+    CHECK(symbolize_plt_caller() > 1);
+    check_case_end("PLT stubs are named <function>@plt");
+}
+
 /* Concurrent callers each get a consistent answer. */
 static void *name_thread(void *arg)
 {
@@ -538,6 +567,7 @@ int main(void)
     test_libc();
     test_mappings();
     test_symbol_name();
+    test_plt();
     test_threads();
     test_dlopen();
     test_anonymous_exec();
