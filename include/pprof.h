@@ -344,6 +344,25 @@ PPROF_API int pprof_heap_recorder_new(const pprof_heap_config *cfg, pprof_record
  * recorder. */
 PPROF_API int pprof_recorder_write_to(pprof_recorder *r, pprof_profile **out);
 
+/* How a recorder's profiles are symbolized. FULL: function names, files,
+ * lines and inlined frames (libdw reads the objects' DWARF); FUNCTIONS:
+ * function names only, from the symbol tables (no DWARF is read: far
+ * less memory and time in big programs); NONE: addresses, mappings and
+ * build IDs only, for go tool pprof with the binaries at hand, or a
+ * continuous profiler that symbolizes on its server. DEFAULT: the
+ * environment's LIBPPROF_SYMBOLIZE (full, functions or none; full when
+ * unset). */
+typedef enum pprof_symbolize {
+    PPROF_SYMBOLIZE_DEFAULT = 0,
+    PPROF_SYMBOLIZE_FULL,
+    PPROF_SYMBOLIZE_FUNCTIONS,
+    PPROF_SYMBOLIZE_NONE,
+} pprof_symbolize;
+
+/* Sets how the recorder's next profiles are symbolized. Returns 0 or
+ * PPROF_EINVAL. Thread-safe; one thread at a time per recorder. */
+PPROF_API int pprof_recorder_set_symbolize(pprof_recorder *r, pprof_symbolize how);
+
 typedef struct pprof_heap_stats {
     int64_t rate;              /* in force, 0 when off */
     uint64_t sampled;          /* allocations sampled since start-up */

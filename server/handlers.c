@@ -58,6 +58,7 @@ int pp_serve_window(pp_req *q, pprof_recorder *rec, int seconds, const char *wha
         return pp_reply_error(q, 503, "too many profile requests at once (limit %d); try again later",
                               q->cfg.max_concurrent);
     }
+    pprof_recorder_set_symbolize(rec, q->q.symbolize);
     int rc = pprof_recorder_start(rec);
     if (rc != 0) {
         char why[256];
@@ -99,6 +100,7 @@ int pp_serve_recorder(pp_req *q, pprof_recorder *rec, pprof_format fmt, const ch
     if (q->q.has_seconds)
         return pp_serve_window(q, rec, q->q.seconds, what, delta_disposition);
     pprof_profile *p = NULL;
+    pprof_recorder_set_symbolize(rec, q->q.symbolize);
     int rc = pprof_recorder_write_to(rec, &p);
     pprof_recorder_free(rec);
     if (rc != 0)
@@ -121,6 +123,8 @@ int pp_serve_delta(pp_req *q, pprof_recorder **state, int (*make)(pprof_recorder
         }
     }
     pprof_profile *p = NULL;
+    if (rc == 0)
+        pprof_recorder_set_symbolize(*state, q->q.symbolize);
     if (rc == 0)
         rc = pprof_recorder_snapshot(*state, &p);
     char why[256];

@@ -284,7 +284,17 @@ static int parse_query(pp_req *q)
         for (int i = 0; i < 3 && kl < (long)sizeof key; i++)
             if ((size_t)kl == strlen(names[i]) && memcmp(key, names[i], (size_t)kl) == 0)
                 which = i;
-        if (which >= 0) {
+        if (kl == 9 && memcmp(key, "symbolize", 9) == 0) {
+            static const char *const hows[] = {"full", "functions", "none"};
+            long vl = eq ? pct_decode(eq + 1, len - klen - 1, val, sizeof val) : -1;
+            if (pq->symbolize)
+                return bad_query(q, "parameter \"symbolize\" given more than once");
+            for (int i = 0; i < 3 && vl >= 0 && vl < (long)sizeof val; i++)
+                if ((size_t)vl == strlen(hows[i]) && memcmp(val, hows[i], (size_t)vl) == 0)
+                    pq->symbolize = (pprof_symbolize)(PPROF_SYMBOLIZE_FULL + i);
+            if (!pq->symbolize)
+                return bad_query(q, "invalid value for \"symbolize\" - must be full, functions or none");
+        } else if (which >= 0) {
             int *has = which == 0 ? &pq->has_seconds : which == 1 ? &pq->has_debug : &pq->has_gc;
             int *out = which == 0 ? &pq->seconds : which == 1 ? &pq->debug : &pq->gc;
             long vl = eq ? pct_decode(eq + 1, len - klen - 1, val, sizeof val) : 0;

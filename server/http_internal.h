@@ -39,6 +39,7 @@ typedef struct pp_query {
     int has_seconds, seconds; /* validated: 1..max_seconds */
     int has_debug, debug;
     int has_gc, gc;
+    pprof_symbolize symbolize; /* symbolize=full|functions|none; DEFAULT when absent */
 } pp_query;
 
 /* One request inside pprof_http_handle. */

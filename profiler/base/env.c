@@ -10,6 +10,7 @@
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 int pp_env_int(const char *name, int def, int min, int max)
 {
@@ -28,10 +29,25 @@ int pp_env_int(const char *name, int def, int min, int max)
 }
 
 static int cpu_hz = PPROF_CPU_DEFAULT_HZ;
+static int symbolize = PPROF_SYMBOLIZE_FULL;
 
 void pp_env_init(void)
 {
     cpu_hz = pp_env_int("LIBPPROF_CPU_HZ", PPROF_CPU_DEFAULT_HZ, 0, PPROF_CPU_MAX_HZ);
+    const char *s = getenv("LIBPPROF_SYMBOLIZE");
+    if (!s || !*s || !strcmp(s, "full"))
+        symbolize = PPROF_SYMBOLIZE_FULL;
+    else if (!strcmp(s, "functions"))
+        symbolize = PPROF_SYMBOLIZE_FUNCTIONS;
+    else if (!strcmp(s, "none"))
+        symbolize = PPROF_SYMBOLIZE_NONE;
+    else
+        fprintf(stderr, "libpprof: ignoring LIBPPROF_SYMBOLIZE=%s: want full, functions or none; using full\n", s);
+}
+
+int pp_env_symbolize(void)
+{
+    return symbolize;
 }
 
 int pp_env_cpu_hz(void)

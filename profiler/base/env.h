@@ -7,4 +7,7 @@ int pp_env_int(const char *name, int def, int min, int max);
 void pp_env_init(void);
 /* The default CPU rate: LIBPPROF_CPU_HZ or 100. */
 int pp_env_cpu_hz(void);
+/* How profiles are symbolized by default: LIBPPROF_SYMBOLIZE (full,
+ * functions or none), PPROF_SYMBOLIZE_FULL when unset. */
+int pp_env_symbolize(void);
 #endif

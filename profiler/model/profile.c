@@ -397,8 +397,10 @@ static const char *pseudo_name(uint64_t pc)
     }
 }
 
-/* Fills location `loc` for `addr`; returns the mapping index or -1. */
-static int symbolize_location(pprof_profile *p, pp_sym_session *ss, uint64_t addr, pprof_location *loc)
+/* Fills location `loc` for `addr` as `how` says (FULL, FUNCTIONS or
+ * NONE); returns the mapping index or -1. */
+static int symbolize_location(pprof_profile *p, pp_sym_session *ss, uint64_t addr, pprof_location *loc,
+                              pprof_symbolize how)
 {
     loc->address = addr;
     if (addr <= PP_PC_PSEUDO_MAX) {
@@ -412,8 +414,10 @@ static int symbolize_location(pprof_profile *p, pp_sym_session *ss, uint64_t add
         loc->nlines = 1;
         return -1;
     }
+    if (how == PPROF_SYMBOLIZE_NONE)
+        return pp_sym_mapping_of(ss, addr);
     pp_sym_result r;
-    pp_sym_lookup(ss, addr, &r);
+    pp_sym_lookup_how(ss, addr, how == PPROF_SYMBOLIZE_FUNCTIONS, &r);
     if (r.nframes > 0) {
         pprof_line *l = pp_arena_alloc(p->arena, r.nframes * sizeof *l);
         if (!l)
@@ -476,8 +480,15 @@ static void note_mapping_flags(pprof_profile *p, const pprof_location *loc, unsi
 
 int pp_profile_finish(pprof_profile *p)
 {
-    if (!p || !p->b)
+    return pp_profile_finish_how(p, PPROF_SYMBOLIZE_DEFAULT);
+}
+
+int pp_profile_finish_how(pprof_profile *p, pprof_symbolize how)
+{
+    if (!p || !p->b || how < PPROF_SYMBOLIZE_DEFAULT || how > PPROF_SYMBOLIZE_NONE)
         return pp_fail(PPROF_EINVAL);
+    if (how == PPROF_SYMBOLIZE_DEFAULT)
+        how = (pprof_symbolize)pp_env_symbolize();
     struct pp_builder *b = p->b;
     pp_table am = PP_TABLE_INIT(uint64_t);
     uint32_t *frame_loc = NULL;
@@ -527,7 +538,7 @@ int pp_profile_finish(pprof_profile *p)
     for (uint32_t j = 0; j < nloc; j++) {
         pprof_location *loc = &p->locations[j];
         loc->id = j + 1;
-        int mi = symbolize_location(p, ss, *(uint64_t *)pp_table_at(&am, j), loc);
+        int mi = symbolize_location(p, ss, *(uint64_t *)pp_table_at(&am, j), loc, how);
         if (mi == PPROF_ENOMEM) {
             pp_sym_end(ss);
             pp_own_end(caller_set);

@@ -104,7 +104,11 @@ void pp_profile_drop_zero(pprof_profile *p);
 /* Adds a free-form comment (copied). */
 int pp_profile_add_comment(pprof_profile *p, const char *comment);
 
-/* Symbolizes and freezes the profile. Returns 0 or PPROF_ENOMEM. */
+/* Symbolizes (as LIBPPROF_SYMBOLIZE says) and freezes the profile.
+ * Returns 0 or PPROF_ENOMEM. */
 int pp_profile_finish(pprof_profile *p);
+/* The same, symbolized as `how` says (pprof.h's pprof_symbolize; DEFAULT:
+ * as LIBPPROF_SYMBOLIZE says). */
+int pp_profile_finish_how(pprof_profile *p, pprof_symbolize how);
 
 #endif

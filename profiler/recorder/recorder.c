@@ -65,13 +65,13 @@ void pp_recorder_window_end(pprof_recorder *r, pprof_profile *p, int reopen)
         r->running = 0;
 }
 
-int pp_recorder_finish(pprof_profile *p, pprof_profile **out)
+int pp_recorder_finish(const pprof_recorder *r, pprof_profile *p, pprof_profile **out)
 {
     if (!out) {
         pprof_profile_free(p);
         return 0;
     }
-    int rc = pp_profile_finish(p);
+    int rc = pp_profile_finish_how(p, r->symbolize);
     if (rc) {
         pprof_profile_free(p);
         *out = NULL;
@@ -126,6 +126,14 @@ int pprof_recorder_write_to(pprof_recorder *r, pprof_profile **out)
     if (!r->ops->write_to)
         return pp_error_detail(PPROF_ENOTSUP, "a windowed recorder: use start, snapshot and stop");
     return r->ops->write_to(r, out);
+}
+
+int pprof_recorder_set_symbolize(pprof_recorder *r, pprof_symbolize how)
+{
+    if (!r || how < PPROF_SYMBOLIZE_DEFAULT || how > PPROF_SYMBOLIZE_NONE)
+        return pp_fail(PPROF_EINVAL);
+    r->symbolize = how;
+    return 0;
 }
 
 int64_t pprof_recorder_rate(const pprof_recorder *r)
@@ -237,7 +245,7 @@ static int cpu_end(pprof_recorder *r, int reopen, pprof_profile **out)
     }
     pprof_profile *p = swap_window_locked(c, next);
     pp_collector_unlock();
-    return pp_recorder_finish(p, out);
+    return pp_recorder_finish(r, p, out);
 }
 
 static int64_t cpu_rate(const pprof_recorder *r)

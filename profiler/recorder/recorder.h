@@ -42,6 +42,7 @@ struct pprof_recorder {
     int running;
     int64_t window_mono_ns; /* the open window's start */
     int64_t window_real_ns;
+    pprof_symbolize symbolize; /* how its profiles are symbolized */
 };
 
 /* A zeroed recorder of `size` bytes (the kind's struct) with its ops, or
@@ -57,8 +58,8 @@ void pp_recorder_window_begin_at_start(pprof_recorder *r);
 void pp_recorder_window_end(pprof_recorder *r, pprof_profile *p, int reopen);
 /* The monotonic and real-time clocks in ns. */
 int64_t pp_now_ns(clockid_t c);
-/* Symbolizes p into *out (or frees it when out is NULL). */
-int pp_recorder_finish(pprof_profile *p, pprof_profile **out);
+/* Symbolizes p as r says into *out (or frees it when out is NULL). */
+int pp_recorder_finish(const pprof_recorder *r, pprof_profile *p, pprof_profile **out);
 
 /* The collector's fork handlers (lifecycle.c): its lock is held across
  * fork; the child, which has no collector thread, starts with no running

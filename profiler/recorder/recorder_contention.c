@@ -104,7 +104,7 @@ static int contention_end(pprof_recorder *r, int reopen, pprof_profile **out)
     }
     if (out && !p)
         return pp_fail(PPROF_ENOMEM);
-    return out ? pp_recorder_finish(p, out) : 0;
+    return out ? pp_recorder_finish(r, p, out) : 0;
 }
 
 static int contention_write_to(pprof_recorder *r, pprof_profile **out)
@@ -122,7 +122,7 @@ static int contention_write_to(pprof_recorder *r, pprof_profile **out)
     if (!p)
         return pp_fail(PPROF_ENOMEM);
     p->time_nanos = pp_now_ns(CLOCK_REALTIME);
-    return pp_recorder_finish(p, out);
+    return pp_recorder_finish(r, p, out);
 }
 
 static void contention_release(pprof_recorder *r)

@@ -170,7 +170,7 @@ static int counts_write_to(pprof_recorder *r, pprof_profile **out)
 {
     int rc;
     pprof_profile *p = take((counts_recorder *)r, &rc);
-    return p ? pp_recorder_finish(p, out) : rc;
+    return p ? pp_recorder_finish(r, p, out) : rc;
 }
 
 static int counts_start(pprof_recorder *r)
@@ -211,7 +211,7 @@ static int counts_end(pprof_recorder *r, int reopen, pprof_profile **out)
         pprof_profile_free(diff);
         return rc;
     }
-    return out ? pp_recorder_finish(diff, out) : 0;
+    return out ? pp_recorder_finish(r, diff, out) : 0;
 }
 
 static void counts_release(pprof_recorder *r)

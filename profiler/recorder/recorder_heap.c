@@ -80,7 +80,7 @@ static int alloc_end(pprof_recorder *r, int reopen, pprof_profile **out)
         snap_free(now);
     if (out && !p)
         return pp_fail(PPROF_ENOMEM);
-    return pp_recorder_finish(p, out);
+    return pp_recorder_finish(r, p, out);
 }
 
 static int heap_write_to(pprof_recorder *r, pprof_profile **out)
@@ -96,7 +96,7 @@ static int heap_write_to(pprof_recorder *r, pprof_profile **out)
     if (!p)
         return pp_fail(PPROF_ENOMEM);
     p->time_nanos = pp_now_ns(CLOCK_REALTIME);
-    return pp_recorder_finish(p, out);
+    return pp_recorder_finish(r, p, out);
 }
 
 static int64_t heap_rate(const pprof_recorder *r)

@@ -157,5 +157,5 @@ void pp_sym_refresh(struct pp_sym_session *s);
 
 /* sym_resolve.c */
 int pp_sym_find_mapping(const struct pp_sym_session *s, uint64_t addr);
-int pp_sym_resolve(struct pp_sym_session *s, uint64_t addr, pp_sym_frame *frames);
+int pp_sym_resolve(struct pp_sym_session *s, uint64_t addr, int functions_only, pp_sym_frame *frames);
 #endif

@@ -241,7 +241,7 @@ static Dwarf_Die *unit_of(Dwfl_Module *mod, uint64_t addr, Dwarf_Addr *bias)
 }
 
 /* Resolves addr into frames[], innermost first; returns the count. */
-int pp_sym_resolve(struct pp_sym_session *s, uint64_t addr, pp_sym_frame *frames)
+int pp_sym_resolve(struct pp_sym_session *s, uint64_t addr, int functions_only, pp_sym_frame *frames)
 {
     Dwfl_Module *mod = s->dwfl ? dwfl_addrmodule(s->dwfl, addr) : NULL;
     if (!mod) {
@@ -254,6 +254,14 @@ int pp_sym_resolve(struct pp_sym_session *s, uint64_t addr, pp_sym_frame *frames
 
     uint64_t entry;
     const char *symname = pp_sym_symbol_at(s, mod, addr, &entry);
+    if (functions_only) { /* the symbol tables only: no DWARF is read */
+        const char *raw = symname ? symname : loader_symbol(s, addr);
+        if (!raw)
+            return 0;
+        set_frame(s, &frames[0], raw, NULL, 0);
+        frames[0].entry = symname ? entry : 0;
+        return 1;
+    }
 
     const char *file = NULL;
     int line = 0;

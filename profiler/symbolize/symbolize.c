@@ -121,6 +121,19 @@ size_t pp_sym_mappings(pp_sym_session *s, const pp_sym_mapping **out)
 
 void pp_sym_lookup(pp_sym_session *s, uint64_t addr, pp_sym_result *res)
 {
+    pp_sym_lookup_how(s, addr, 0, res);
+}
+
+int pp_sym_mapping_of(pp_sym_session *s, uint64_t addr)
+{
+    return s ? pp_sym_find_mapping(s, addr) : -1;
+}
+
+/* Function-only answers are cached apart: addresses are below 2^63. */
+#define FUNCTIONS_ONLY_KEY (1ull << 63)
+
+void pp_sym_lookup_how(pp_sym_session *s, uint64_t addr, int functions_only, pp_sym_result *res)
+{
     res->mapping = -1;
     res->nframes = 0;
     if (!s)
@@ -131,10 +144,11 @@ void pp_sym_lookup(pp_sym_session *s, uint64_t addr, pp_sym_result *res)
      * and the loader would name the library's nearest function. */
     if (res->mapping >= 0 && s->maps[res->mapping].path[0] == '\0')
         return;
-    cache_slot *c = pp_table_find(&s->cache, addr);
+    uint64_t key = functions_only ? addr | FUNCTIONS_ONLY_KEY : addr;
+    cache_slot *c = pp_table_find(&s->cache, key);
     if (!c) {
         pp_sym_frame frames[PP_SYM_MAX_INLINE];
-        int n = pp_sym_resolve(s, addr, frames);
+        int n = pp_sym_resolve(s, addr, functions_only, frames);
         pp_sym_frame *stored = NULL;
         if (n > 0) {
             stored = pp_arena_alloc_aligned(&s->cache_arena, (size_t)n * sizeof *stored,
@@ -147,7 +161,7 @@ void pp_sym_lookup(pp_sym_session *s, uint64_t addr, pp_sym_result *res)
             }
             memcpy(stored, frames, (size_t)n * sizeof *frames);
         }
-        c = pp_table_add(&s->cache, addr);
+        c = pp_table_add(&s->cache, key);
         if (!c) {
             if (n > 0)
                 memcpy(res->frames, frames, (size_t)n * sizeof *frames);

@@ -52,6 +52,13 @@ size_t pp_sym_mappings(pp_sym_session *s, const pp_sym_mapping **out);
 /* Resolves one address (already a call site, see pprof.h). Always fills
  * res->mapping; res->nframes is 0 when nothing is known. */
 void pp_sym_lookup(pp_sym_session *s, uint64_t addr, pp_sym_result *res);
+/* As pp_sym_lookup, with `functions_only`: the function from the symbol
+ * tables and nothing from DWARF (no file, line or inlined frames), which
+ * reads none of the objects' debug sections. */
+void pp_sym_lookup_how(pp_sym_session *s, uint64_t addr, int functions_only, pp_sym_result *res);
+/* The mapping that holds addr (index into pp_sym_mappings), or -1; reads
+ * no symbols. */
+int pp_sym_mapping_of(pp_sym_session *s, uint64_t addr);
 void pp_sym_end(pp_sym_session *s);
 
 #endif

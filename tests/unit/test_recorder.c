@@ -106,6 +106,25 @@ int main(void)
     pprof_profile_free(p);
     CHECK(pprof_recorder_rate(tc) == 0);
     windowed_rules(tc, "threadcreate");
+    /* symbolizing: names only, or nothing; bad arguments refused */
+    CHECK(pprof_recorder_set_symbolize(NULL, PPROF_SYMBOLIZE_FULL) == PPROF_EINVAL);
+    CHECK(pprof_recorder_set_symbolize(tc, (pprof_symbolize)9) == PPROF_EINVAL);
+    for (int how = PPROF_SYMBOLIZE_FULL; how <= PPROF_SYMBOLIZE_NONE; how++) {
+        CHECK(pprof_recorder_set_symbolize(tc, (pprof_symbolize)how) == 0);
+        CHECK(pprof_recorder_write_to(tc, &p) == 0 && p);
+        size_t n, files = 0, names = 0;
+        const pprof_sample *s = pprof_profile_samples(p, &n);
+        for (size_t i = 0; i < n; i++)
+            for (size_t k = 0; k < s[i].nlocations; k++)
+                for (size_t j = 0; j < s[i].locations[k]->nlines; j++) {
+                    files += s[i].locations[k]->lines[j].filename[0] != 0;
+                    names += !strcmp(s[i].locations[k]->lines[j].function, "main");
+                }
+        CHECKF(how == PPROF_SYMBOLIZE_FULL ? files > 0 && names > 0
+               : how == PPROF_SYMBOLIZE_FUNCTIONS ? files == 0 && names > 0 : files == 0 && names == 0,
+               "symbolize %d: %zu lines with a file, %zu naming main", how, files, names);
+        pprof_profile_free(p);
+    }
     pprof_recorder_free(tc);
     CHECK(pprof_threads_recorder_new(&(pprof_threads_config){.per_thread = 1}, &dump) == 0);
     CHECK(pprof_recorder_start(dump) == PPROF_ENOTSUP && strstr(pprof_last_error(), "no window"));

@@ -1,0 +1,60 @@
+#!/usr/bin/env bash
+# test_symbolize_modes.sh: ?symbolize= and LIBPPROF_SYMBOLIZE
+#
+# pprof-demo's heap, read with go tool pprof -raw -symbolize=none (so the
+# tool adds nothing of its own):
+#   full:       function names, files and lines; mappings [FN][FL][LN]
+#   functions:  names only (no DWARF read); mappings [FN]
+#   none:       addresses, mappings and build IDs only; go tool pprof then
+#               symbolizes the profile itself from the binary at hand
+#   a bad value is a 400 with a one-line reason; LIBPPROF_SYMBOLIZE sets
+#   the default (functions here), a request still chooses.
+# Usage: test_symbolize_modes.sh BUILD_DIR
+. "$(dirname "$0")/lib.sh"
+pp_init "$1"
+
+# locations FILE: the Locations section of pprof -raw, tool symbolization off
+locations() { pp_pprof -raw -symbolize=none "$1" 2>/dev/null | sed -n '/^Locations/,/^Mappings/p'; }
+mappings() { pp_pprof -raw -symbolize=none "$1" 2>/dev/null | sed -n '/^Mappings/,$p'; }
+
+if ! pp_serve demo env LIBPPROF_ADDR=127.0.0.1:@PORT@ "$BUILD/pprof-demo"; then
+    pp_bad "pprof-demo did not serve" "$(cat "$TMP/demo.err" 2>/dev/null)"
+    pp_finish
+fi
+base=http://127.0.0.1:$PORT/debug/pprof
+sleep 2
+for m in full functions none; do
+    curl -sS --max-time 30 -o "$TMP/$m.pb.gz" "$base/heap?symbolize=$m"
+done
+pp_check "full: names with files and lines" grep -qE ' cache_search_results \S*demo\.c:[0-9]+ ' <(locations "$TMP/full.pb.gz")
+pp_check "full: the executable's mapping has functions, files and lines" \
+    grep -qE 'pprof-demo [0-9a-f]+ \[FN\]\[FL\]\[LN\]' <(mappings "$TMP/full.pb.gz")
+pp_check "functions: names without files or lines" grep -qE ' cache_search_results :0 ' <(locations "$TMP/functions.pb.gz")
+pp_check "functions: no location has a file" test -z "$(locations "$TMP/functions.pb.gz" | grep -E '\.c:[0-9]')"
+pp_check "functions: mappings say functions only" grep -qE 'pprof-demo [0-9a-f]+ \[FN\]$' <(mappings "$TMP/functions.pb.gz")
+pp_check "none: no function names" test -z "$(locations "$TMP/none.pb.gz" | grep -E 'cache_search_results|build_cart')"
+pp_check "none: mappings keep path and build ID, no flags" grep -qE 'pprof-demo [0-9a-f]{40} *$' <(mappings "$TMP/none.pb.gz")
+pp_pprof -top -sample_index=inuse_space "$TMP/none.pb.gz" >"$TMP/none.top" 2>&1
+pp_check "none: go tool pprof symbolizes it from the binary" grep -q cache_search_results "$TMP/none.top"
+curl -sS --max-time 10 -D "$TMP/h400" -o "$TMP/b400" "$base/heap?symbolize=some"
+pp_check "symbolize=some: 400 with a reason" \
+    test "$(pp_status "$TMP/h400")" = 400 -a "$(cat "$TMP/b400")" = 'invalid value for "symbolize" - must be full, functions or none'
+curl -sS --max-time 30 -o "$TMP/cpu-none.pb.gz" "$base/profile?seconds=1&symbolize=none"
+pp_check "profile?seconds=1&symbolize=none: a CPU profile without names" \
+    test -n "$(locations "$TMP/cpu-none.pb.gz" | grep -E '^ +[0-9]+: 0x')" -a \
+    -z "$(locations "$TMP/cpu-none.pb.gz" | grep -E 'worker|pprof_do')"
+pp_stop "$PID" >/dev/null 2>&1
+
+if ! pp_serve demo2 env LIBPPROF_ADDR=127.0.0.1:@PORT@ LIBPPROF_SYMBOLIZE=functions "$BUILD/pprof-demo"; then
+    pp_bad "pprof-demo with LIBPPROF_SYMBOLIZE did not serve" "$(cat "$TMP/demo2.err" 2>/dev/null)"
+    pp_finish
+fi
+base=http://127.0.0.1:$PORT/debug/pprof
+sleep 2
+curl -sS --max-time 30 -o "$TMP/env.pb.gz" "$base/heap"
+curl -sS --max-time 30 -o "$TMP/env-full.pb.gz" "$base/heap?symbolize=full"
+pp_check "LIBPPROF_SYMBOLIZE=functions: the default is names only" \
+    grep -qE ' cache_search_results :0 ' <(locations "$TMP/env.pb.gz")
+pp_check "LIBPPROF_SYMBOLIZE=functions: symbolize=full still gives lines" \
+    grep -qE ' cache_search_results \S*demo\.c:[0-9]+ ' <(locations "$TMP/env-full.pb.gz")
+pp_finish
