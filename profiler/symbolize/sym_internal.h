@@ -155,6 +155,15 @@ bool pp_sym_parse_maps_line(const char *line, size_t len, maps_line *m);
 struct dl_counts pp_sym_dl_counts_now(void);
 void pp_sym_refresh(struct pp_sym_session *s);
 
+/* symbolize.c: drops the Dwfl, the tables and the caches (session lock
+ * held); the next session builds them again. */
+void pp_sym_release(struct pp_sym_session *s);
+
+/* sym_idle.c: a session has ended (session lock held); the memory goes
+ * back once none has run for LIBPPROF_SYMBOLIZER_IDLE seconds. */
+void pp_sym_idle_note(struct pp_sym_session *s);
+void pp_sym_idle_fork_child(void);
+
 /* sym_resolve.c */
 int pp_sym_find_mapping(const struct pp_sym_session *s, uint64_t addr);
 int pp_sym_resolve(struct pp_sym_session *s, uint64_t addr, int functions_only, pp_sym_frame *frames);

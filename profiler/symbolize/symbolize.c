@@ -79,6 +79,16 @@ cxa_demangle_fn pp_sym_demangler;
 static void atfork_child(void)
 {
     g_sym = (struct pp_sym_session)SESSION_INIT;
+    pp_sym_idle_fork_child();
+}
+
+void pp_sym_release(struct pp_sym_session *s)
+{
+    pp_sym_cache_clear(s);
+    pp_sym_indexes_clear(s);
+    if (s->dwfl)
+        dwfl_end(s->dwfl);
+    s->dwfl = NULL; /* the next refresh builds one */
 }
 
 static void sym_init_once(void)
@@ -178,8 +188,10 @@ void pp_sym_lookup_how(pp_sym_session *s, uint64_t addr, int functions_only, pp_
 
 void pp_sym_end(pp_sym_session *s)
 {
-    if (s)
-        pthread_mutex_unlock(&s->mu);
+    if (!s)
+        return;
+    pp_sym_idle_note(s);
+    pthread_mutex_unlock(&s->mu);
 }
 
 PPROF_API int pprof_symbol_name(uint64_t addr, char *buf, size_t len)
@@ -194,7 +206,7 @@ PPROF_API int pprof_symbol_name(uint64_t addr, char *buf, size_t len)
      * time: only consult the loader's counters here and re-read the maps
      * when they moved (or no Dwfl has been tried yet). */
     struct dl_counts dc = pp_sym_dl_counts_now();
-    if (!s->dl_known || s->dwfl_pid != getpid() || !dc.ok || dc.adds != s->dl_adds ||
+    if (!s->dwfl || !s->dl_known || s->dwfl_pid != getpid() || !dc.ok || dc.adds != s->dl_adds ||
         dc.subs != s->dl_subs) {
         if (pp_table_count(&s->cache) > CACHE_MAX_ENTRIES)
             pp_sym_cache_clear(s);
@@ -215,6 +227,7 @@ PPROF_API int pprof_symbol_name(uint64_t addr, char *buf, size_t len)
             rc = 0;
         }
     }
+    pp_sym_idle_note(s);
     pthread_mutex_unlock(&s->mu);
     return rc ? pp_fail(rc) : 0;
 }

@@ -9,6 +9,9 @@
 #               symbolizes the profile itself from the binary at hand
 #   a bad value is a 400 with a one-line reason; LIBPPROF_SYMBOLIZE sets
 #   the default (functions here), a request still chooses.
+# The symbolizer gives its memory back when idle (LIBPPROF_SYMBOLIZER_IDLE=1
+# here): libpprof's own heap on the index drops to under 1 MiB, and the
+# next profile is symbolized again.
 # Usage: test_symbolize_modes.sh BUILD_DIR
 . "$(dirname "$0")/lib.sh"
 pp_init "$1"
@@ -45,7 +48,8 @@ pp_check "profile?seconds=1&symbolize=none: a CPU profile without names" \
     -z "$(locations "$TMP/cpu-none.pb.gz" | grep -E 'worker|pprof_do')"
 pp_stop "$PID" >/dev/null 2>&1
 
-if ! pp_serve demo2 env LIBPPROF_ADDR=127.0.0.1:@PORT@ LIBPPROF_SYMBOLIZE=functions "$BUILD/pprof-demo"; then
+if ! pp_serve demo2 env LIBPPROF_ADDR=127.0.0.1:@PORT@ LIBPPROF_SYMBOLIZE=functions LIBPPROF_SYMBOLIZER_IDLE=1 \
+    "$BUILD/pprof-demo"; then
     pp_bad "pprof-demo with LIBPPROF_SYMBOLIZE did not serve" "$(cat "$TMP/demo2.err" 2>/dev/null)"
     pp_finish
 fi
@@ -57,4 +61,14 @@ pp_check "LIBPPROF_SYMBOLIZE=functions: the default is names only" \
     grep -qE ' cache_search_results :0 ' <(locations "$TMP/env.pb.gz")
 pp_check "LIBPPROF_SYMBOLIZE=functions: symbolize=full still gives lines" \
     grep -qE ' cache_search_results \S*demo\.c:[0-9]+ ' <(locations "$TMP/env-full.pb.gz")
+
+own() { curl -sS --max-time 10 "$base/" | grep -o "heap in use [0-9.]* MiB" | grep -o '[0-9.]*'; }
+busy=$(own)
+sleep 3
+idle=$(own)
+pp_check "idle symbolizer: libpprof's own heap ${busy:-?} MiB after symbolizing, ${idle:-?} MiB 3 s later (< 1)" \
+    awk -v b="${busy:-0}" -v i="${idle:-99}" 'BEGIN { exit !(b >= 1 && i < 1) }'
+curl -sS --max-time 30 -o "$TMP/again.pb.gz" "$base/heap?symbolize=full"
+pp_check "idle symbolizer: the next profile is symbolized again" \
+    grep -qE ' cache_search_results \S*demo\.c:[0-9]+ ' <(locations "$TMP/again.pb.gz")
 pp_finish
