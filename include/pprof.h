@@ -344,6 +344,28 @@ PPROF_API int pprof_heap_recorder_new(const pprof_heap_config *cfg, pprof_record
  * recorder. */
 PPROF_API int pprof_recorder_write_to(pprof_recorder *r, pprof_profile **out);
 
+/* ------------------------------------------------------------- merging
+ *
+ * Several pprof protobufs (gzipped or not), such as the profiles of the
+ * processes of a tree, into one: samples, locations, functions and
+ * mappings of each input stay its own (mappings of different processes
+ * are not merged), every sample of input i gains the labels in[i].labels,
+ * and the string tables become one. The sample types must be the same
+ * (else PPROF_EINVAL, with the input named in pprof_last_error()); period
+ * and period type are the first input's, the time the earliest, the
+ * duration the longest, and the comments are all of them, each once. */
+typedef struct pprof_merge_input {
+    const void *data;
+    size_t len;
+    const pprof_label *labels; /* added to each of its samples */
+    size_t nlabels;
+} pprof_merge_input;
+
+/* Writes the merge of n >= 1 inputs to w as a gzipped protobuf. Returns
+ * 0, PPROF_EINVAL (a bad or mismatched input), PPROF_ENOMEM or PPROF_EIO.
+ * Thread-safe. */
+PPROF_API int pprof_merge(const pprof_merge_input *in, size_t n, pprof_writer w);
+
 /* How a recorder's profiles are symbolized. FULL: function names, files,
  * lines and inlined frames (libdw reads the objects' DWARF); FUNCTIONS:
  * function names only, from the symbol tables (no DWARF is read: far

@@ -565,6 +565,16 @@ int pp_encode_proto(const pprof_profile *p, int gzip, pprof_writer w)
     return rc;
 }
 
+int pp_encode_message(const void *message, int gzip, pprof_writer w)
+{
+    sink *s;
+    int rc = sink_new(w, gzip != 0, &s);
+    if (rc)
+        return rc;
+    protobuf_c_message_pack_to_buffer((const ProtobufCMessage *)message, &s->base);
+    return sink_close(s, true);
+}
+
 /* ----------------------------------------------------------------- folded */
 
 /* Writes a frame name; ';' (the frame separator) becomes ':' and line

@@ -1,0 +1,331 @@
+/* merge.c: several pprof protobufs into one (pprof_merge, pprof.h).
+ *
+ * Each input is unpacked with protobuf-c (gunzipped first when it starts
+ * with gzip's magic) and copied into one output Profile: its string ids
+ * are mapped into one string table (interned with base/hash.h's index),
+ * its mapping, function and location ids are shifted past the previous
+ * inputs' (nothing is shared between inputs, so the mappings of
+ * different processes stay apart), and its samples gain the input's extra
+ * labels. The output is built in an arena, packed once through the
+ * encoder's gzip sink, and freed.
+ */
+#include "encode.h"
+
+#include "base/base.h"
+#include "proto/profile.pb-c.h"
+
+#include <stdlib.h>
+#include <string.h>
+#include <zlib.h>
+
+typedef Perftools__Profiles__Profile Profile;
+
+typedef struct merger {
+    pp_arena arena;
+    pp_index ix;             /* the output strings */
+    char **strs;
+    size_t strs_cap;
+    /* output arrays (pointers into the arena) */
+    Perftools__Profiles__Sample **samples;
+    size_t nsamples, samples_cap;
+    Perftools__Profiles__Mapping **maps;
+    size_t nmaps, maps_cap;
+    Perftools__Profiles__Location **locs;
+    size_t nlocs, locs_cap;
+    Perftools__Profiles__Function **fns;
+    size_t nfns, fns_cap;
+    int64_t *comments;
+    size_t ncomments, comments_cap;
+} merger;
+
+/* The output id of string s, added when new; -1 when out of memory. */
+static int64_t str_id(merger *m, const char *s)
+{
+    if (!s)
+        s = "";
+    uint64_t h = pp_hash_str(s);
+    PP_INDEX_PROBE(&m->ix, h, j)
+        if (strcmp(m->strs[m->ix.slot[j] - 1], s) == 0)
+            return m->ix.slot[j] - 1;
+    if (pp_reserve(&m->strs, &m->strs_cap, m->ix.n, sizeof *m->strs) < 0)
+        return -1;
+    char *d = (char *)pp_arena_strdup(&m->arena, s);
+    uint32_t id = d ? pp_index_add(&m->ix, h) : 0;
+    if (!id)
+        return -1;
+    m->strs[id - 1] = d;
+    return id - 1;
+}
+
+/* Gunzips in (or returns it as it is when it is not gzip) into *out
+ * (malloc'd when *owned). */
+static int gunzip(const unsigned char *in, size_t len, unsigned char **out, size_t *outlen, int *owned)
+{
+    *owned = 0;
+    if (len < 2 || in[0] != 0x1f || in[1] != 0x8b) {
+        *out = (unsigned char *)in;
+        *outlen = len;
+        return 0;
+    }
+    z_stream z;
+    memset(&z, 0, sizeof z);
+    if (inflateInit2(&z, 15 + 16) != Z_OK)
+        return pp_fail(PPROF_ENOMEM);
+    size_t cap = len * 4 + 4096, n = 0;
+    unsigned char *buf = malloc(cap);
+    int rc = buf ? Z_OK : Z_MEM_ERROR;
+    z.next_in = (unsigned char *)in;
+    z.avail_in = (uInt)len;
+    while (rc == Z_OK) {
+        if (n == cap) {
+            unsigned char *b = realloc(buf, cap * 2);
+            if (!b) {
+                rc = Z_MEM_ERROR;
+                break;
+            }
+            buf = b;
+            cap *= 2;
+        }
+        z.next_out = buf + n;
+        z.avail_out = (uInt)(cap - n);
+        rc = inflate(&z, Z_NO_FLUSH);
+        n = cap - z.avail_out;
+    }
+    inflateEnd(&z);
+    if (rc != Z_STREAM_END) {
+        free(buf);
+        return rc == Z_MEM_ERROR ? pp_fail(PPROF_ENOMEM) : pp_error_detail(PPROF_EINVAL, "bad gzip data");
+    }
+    *out = buf;
+    *outlen = n;
+    *owned = 1;
+    return 0;
+}
+
+#define GROW(m, arr, n, cap) (pp_reserve(&(m)->arr, &(m)->cap, (m)->n, sizeof *(m)->arr) == 0)
+
+/* The string id of input string i, -1 when it is out of range (a bad
+ * input) or memory ran out. */
+static int64_t in_str(merger *m, const Profile *p, int64_t i)
+{
+    if (i < 0 || (size_t)i >= p->n_string_table)
+        return -1;
+    return str_id(m, p->string_table[i]);
+}
+
+/* Copies input p (its ids shifted by the bases) into m. */
+static int add_input(merger *m, const Profile *p, const pprof_merge_input *in)
+{
+    uint64_t map0 = m->nmaps, loc0 = m->nlocs, fn0 = m->nfns;
+    for (size_t i = 0; i < p->n_mapping; i++) {
+        const Perftools__Profiles__Mapping *s = p->mapping[i];
+        Perftools__Profiles__Mapping *d = pp_arena_alloc(&m->arena, sizeof *d);
+        if (!d || !GROW(m, maps, nmaps, maps_cap))
+            return pp_fail(PPROF_ENOMEM);
+        *d = *s;
+        d->id = s->id + map0;
+        if ((d->filename = in_str(m, p, s->filename)) < 0 || (d->build_id = in_str(m, p, s->build_id)) < 0)
+            return pp_error_detail(PPROF_EINVAL, "a mapping names a string that is not there");
+        m->maps[m->nmaps++] = d;
+    }
+    for (size_t i = 0; i < p->n_function; i++) {
+        const Perftools__Profiles__Function *s = p->function[i];
+        Perftools__Profiles__Function *d = pp_arena_alloc(&m->arena, sizeof *d);
+        if (!d || !GROW(m, fns, nfns, fns_cap))
+            return pp_fail(PPROF_ENOMEM);
+        *d = *s;
+        d->id = s->id + fn0;
+        if ((d->name = in_str(m, p, s->name)) < 0 || (d->system_name = in_str(m, p, s->system_name)) < 0 ||
+            (d->filename = in_str(m, p, s->filename)) < 0)
+            return pp_error_detail(PPROF_EINVAL, "a function names a string that is not there");
+        m->fns[m->nfns++] = d;
+    }
+    for (size_t i = 0; i < p->n_location; i++) {
+        const Perftools__Profiles__Location *s = p->location[i];
+        Perftools__Profiles__Location *d = pp_arena_alloc(&m->arena, sizeof *d);
+        Perftools__Profiles__Line **lines = pp_arena_alloc(&m->arena, (s->n_line + 1) * sizeof *lines);
+        if (!d || !lines || !GROW(m, locs, nlocs, locs_cap))
+            return pp_fail(PPROF_ENOMEM);
+        *d = *s;
+        d->id = s->id + loc0;
+        d->mapping_id = s->mapping_id ? s->mapping_id + map0 : 0;
+        for (size_t k = 0; k < s->n_line; k++) {
+            if (!(lines[k] = pp_arena_alloc(&m->arena, sizeof **lines)))
+                return pp_fail(PPROF_ENOMEM);
+            *lines[k] = *s->line[k];
+            lines[k]->function_id = s->line[k]->function_id ? s->line[k]->function_id + fn0 : 0;
+        }
+        d->line = lines;
+        m->locs[m->nlocs++] = d;
+    }
+    for (size_t i = 0; i < p->n_sample; i++) {
+        const Perftools__Profiles__Sample *s = p->sample[i];
+        Perftools__Profiles__Sample *d = pp_arena_alloc(&m->arena, sizeof *d);
+        uint64_t *ids = pp_arena_alloc(&m->arena, (s->n_location_id + 1) * sizeof *ids);
+        size_t nl = s->n_label + in->nlabels;
+        Perftools__Profiles__Label **l = pp_arena_alloc(&m->arena, (nl + 1) * sizeof *l);
+        Perftools__Profiles__Label *lab = pp_arena_alloc(&m->arena, (nl + 1) * sizeof *lab);
+        if (!d || !ids || !l || !lab || !GROW(m, samples, nsamples, samples_cap))
+            return pp_fail(PPROF_ENOMEM);
+        *d = *s;
+        for (size_t k = 0; k < s->n_location_id; k++)
+            ids[k] = s->location_id[k] + loc0;
+        d->location_id = ids;
+        for (size_t k = 0; k < s->n_label; k++) {
+            lab[k] = *s->label[k];
+            if ((lab[k].key = in_str(m, p, s->label[k]->key)) < 0 || (lab[k].str = in_str(m, p, s->label[k]->str)) < 0 ||
+                (lab[k].num_unit = in_str(m, p, s->label[k]->num_unit)) < 0)
+                return pp_error_detail(PPROF_EINVAL, "a label names a string that is not there");
+            l[k] = &lab[k];
+        }
+        for (size_t k = 0; k < in->nlabels; k++) {
+            Perftools__Profiles__Label *x = &lab[s->n_label + k];
+            perftools__profiles__label__init(x);
+            if ((x->key = str_id(m, in->labels[k].key)) < 0 || (x->str = str_id(m, in->labels[k].value)) < 0)
+                return pp_fail(PPROF_ENOMEM);
+            l[s->n_label + k] = x;
+        }
+        d->label = l;
+        d->n_label = nl;
+        m->samples[m->nsamples++] = d;
+    }
+    for (size_t i = 0; i < p->n_comment; i++) {
+        int64_t c = in_str(m, p, p->comment[i]);
+        if (c < 0)
+            return pp_error_detail(PPROF_EINVAL, "a comment names a string that is not there");
+        size_t k = 0;
+        while (k < m->ncomments && m->comments[k] != c)
+            k++;
+        if (k == m->ncomments) {
+            if (!GROW(m, comments, ncomments, comments_cap))
+                return pp_fail(PPROF_ENOMEM);
+            m->comments[m->ncomments++] = c;
+        }
+    }
+    return 0;
+}
+
+/* Whether b's sample types are a's (by their strings). */
+static int same_types(const Profile *a, const Profile *b)
+{
+    if (a->n_sample_type != b->n_sample_type)
+        return 0;
+    for (size_t i = 0; i < a->n_sample_type; i++) {
+        int64_t at = a->sample_type[i]->type, au = a->sample_type[i]->unit;
+        int64_t bt = b->sample_type[i]->type, bu = b->sample_type[i]->unit;
+        if (at < 0 || au < 0 || bt < 0 || bu < 0 || (size_t)at >= a->n_string_table ||
+            (size_t)au >= a->n_string_table || (size_t)bt >= b->n_string_table || (size_t)bu >= b->n_string_table ||
+            strcmp(a->string_table[at], b->string_table[bt]) || strcmp(a->string_table[au], b->string_table[bu]))
+            return 0;
+    }
+    return 1;
+}
+
+static void merger_free(merger *m)
+{
+    pp_arena_release(&m->arena);
+    pp_index_free(&m->ix);
+    free(m->strs);
+    free(m->samples);
+    free(m->maps);
+    free(m->locs);
+    free(m->fns);
+    free(m->comments);
+}
+
+/* Fills out (which points into m) from the first input p0 and m. */
+static int finish(merger *m, const Profile *p0, int64_t time, int64_t duration, Profile *out)
+{
+    perftools__profiles__profile__init(out);
+    Perftools__Profiles__ValueType **types = pp_arena_alloc(&m->arena, (p0->n_sample_type + 1) * sizeof *types);
+    Perftools__Profiles__ValueType *vt = pp_arena_alloc(&m->arena, (p0->n_sample_type + 2) * sizeof *vt);
+    if (!types || !vt)
+        return pp_fail(PPROF_ENOMEM);
+    for (size_t i = 0; i < p0->n_sample_type; i++) {
+        perftools__profiles__value_type__init(&vt[i]);
+        vt[i].type = in_str(m, p0, p0->sample_type[i]->type);
+        vt[i].unit = in_str(m, p0, p0->sample_type[i]->unit);
+        types[i] = &vt[i];
+    }
+    out->sample_type = types;
+    out->n_sample_type = p0->n_sample_type;
+    if (p0->period_type) {
+        Perftools__Profiles__ValueType *pt = &vt[p0->n_sample_type];
+        perftools__profiles__value_type__init(pt);
+        pt->type = in_str(m, p0, p0->period_type->type);
+        pt->unit = in_str(m, p0, p0->period_type->unit);
+        out->period_type = pt;
+    }
+    if (p0->default_sample_type)
+        out->default_sample_type = in_str(m, p0, p0->default_sample_type);
+    out->period = p0->period;
+    out->time_nanos = time;
+    out->duration_nanos = duration;
+    out->sample = m->samples;
+    out->n_sample = m->nsamples;
+    out->mapping = m->maps;
+    out->n_mapping = m->nmaps;
+    out->location = m->locs;
+    out->n_location = m->nlocs;
+    out->function = m->fns;
+    out->n_function = m->nfns;
+    out->comment = m->comments;
+    out->n_comment = m->ncomments;
+    out->string_table = m->strs;
+    out->n_string_table = m->ix.n;
+    return 0;
+}
+
+int pprof_merge(const pprof_merge_input *in, size_t n, pprof_writer w)
+{
+    if (!in || n == 0 || !w.write)
+        return pp_error_detail(PPROF_EINVAL, "no inputs, or no writer");
+    merger m;
+    memset(&m, 0, sizeof m);
+    Profile **ps = calloc(n, sizeof *ps);
+    if (!ps || str_id(&m, "") != 0) {
+        free(ps);
+        merger_free(&m);
+        return pp_fail(PPROF_ENOMEM);
+    }
+    int rc = 0;
+    int64_t time = 0, duration = 0;
+    for (size_t i = 0; i < n && rc == 0; i++) {
+        unsigned char *raw = NULL;
+        size_t len = 0;
+        int owned;
+        if (!in[i].data && in[i].len) {
+            rc = pp_error_detail(PPROF_EINVAL, "input %zu has no data", i);
+            break;
+        }
+        if ((rc = gunzip(in[i].data, in[i].len, &raw, &len, &owned)) != 0)
+            break;
+        ps[i] = perftools__profiles__profile__unpack(NULL, len, raw);
+        if (owned)
+            free(raw);
+        if (!ps[i]) {
+            rc = pp_error_detail(PPROF_EINVAL, "input %zu is not a pprof profile", i);
+            break;
+        }
+        if (!same_types(ps[0], ps[i])) {
+            rc = pp_error_detail(PPROF_EINVAL, "input %zu has other sample types than input 0", i);
+            break;
+        }
+        if (ps[i]->time_nanos && (!time || ps[i]->time_nanos < time))
+            time = ps[i]->time_nanos;
+        if (ps[i]->duration_nanos > duration)
+            duration = ps[i]->duration_nanos;
+        rc = add_input(&m, ps[i], &in[i]);
+    }
+    Profile out;
+    if (rc == 0)
+        rc = finish(&m, ps[0], time, duration, &out);
+    if (rc == 0)
+        rc = pp_encode_message(&out, 1, w);
+    for (size_t i = 0; i < n; i++)
+        if (ps[i])
+            perftools__profiles__profile__free_unpacked(ps[i], NULL);
+    free(ps);
+    merger_free(&m);
+    return rc;
+}

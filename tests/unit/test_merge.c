@@ -1,0 +1,133 @@
+/* test_merge.c: pprof_merge, several profiles into one.
+ * test-labels: concurrency
+ *
+ * Two threadcreate profiles of this program (one gzipped, one plain) merge
+ * into one whose samples are both inputs' with each input's extra label,
+ * whose mappings, locations and functions are both inputs' with distinct
+ * ids, and whose string table has no duplicate; the time is the earliest
+ * and the duration the longest. Mismatched sample types, garbage and
+ * missing arguments are refused with PPROF_EINVAL.
+ */
+#include "pprof.h"
+#include "proto/profile.pb-c.h"
+#include "check.h"
+
+#include <stdlib.h>
+#include <string.h>
+#include <zlib.h>
+
+/* A profile of recorder r, encoded in fmt. */
+static pprof_buffer encoded(pprof_recorder *r, pprof_format fmt)
+{
+    pprof_buffer b = {0};
+    pprof_profile *p = NULL;
+    CHECK(pprof_recorder_write_to(r, &p) == 0 && p);
+    CHECK(p && pprof_profile_write(p, fmt, pprof_writer_buffer(&b)) == 0);
+    pprof_profile_free(p);
+    return b;
+}
+
+static Perftools__Profiles__Profile *decode(const pprof_buffer *gz)
+{
+    z_stream z;
+    memset(&z, 0, sizeof z);
+    inflateInit2(&z, 15 + 16);
+    size_t cap = gz->len * 8 + 65536;
+    unsigned char *raw = malloc(cap);
+    z.next_in = (unsigned char *)gz->data;
+    z.avail_in = (uInt)gz->len;
+    z.next_out = raw;
+    z.avail_out = (uInt)cap;
+    int rc = inflate(&z, Z_FINISH);
+    size_t n = cap - z.avail_out;
+    inflateEnd(&z);
+    Perftools__Profiles__Profile *p = rc == Z_STREAM_END ? perftools__profiles__profile__unpack(NULL, n, raw) : NULL;
+    free(raw);
+    return p;
+}
+
+static const char *label_of(const Perftools__Profiles__Profile *p, const Perftools__Profiles__Sample *s,
+                            const char *key)
+{
+    for (size_t i = 0; i < s->n_label; i++)
+        if (!strcmp(p->string_table[s->label[i]->key], key))
+            return p->string_table[s->label[i]->str];
+    return NULL;
+}
+
+int main(void)
+{
+    pprof_recorder *tc;
+    CHECK(pprof_threadcreate_recorder_new(&tc) == 0);
+    pprof_buffer a = encoded(tc, PPROF_FORMAT_PROTO_GZIP), b = encoded(tc, PPROF_FORMAT_PROTO);
+    Perftools__Profiles__Profile *pa = decode(&a);
+    Perftools__Profiles__Profile *pb = perftools__profiles__profile__unpack(NULL, b.len, (const uint8_t *)b.data);
+    CHECK(pa != NULL && pb != NULL);
+
+    pprof_label la[] = {{"pid", "100"}, {"process", "first"}}, lb[] = {{"pid", "200"}, {"process", "second"}};
+    pprof_merge_input in[] = {{a.data, a.len, la, 2}, {b.data, b.len, lb, 2}};
+    pprof_buffer out = {0};
+    CHECK(pprof_merge(in, 2, pprof_writer_buffer(&out)) == 0);
+    Perftools__Profiles__Profile *m = decode(&out);
+    CHECK(m != NULL);
+    if (m && pa && pb) {
+        CHECKF(m->n_sample == pa->n_sample + pb->n_sample && m->n_location == pa->n_location + pb->n_location &&
+                   m->n_mapping == pa->n_mapping + pb->n_mapping && m->n_function == pa->n_function + pb->n_function,
+               "merged %zu samples %zu locations %zu mappings %zu functions from %zu+%zu %zu+%zu %zu+%zu %zu+%zu",
+               m->n_sample, m->n_location, m->n_mapping, m->n_function, pa->n_sample, pb->n_sample,
+               pa->n_location, pb->n_location, pa->n_mapping, pb->n_mapping, pa->n_function, pb->n_function);
+        size_t firsts = 0, seconds = 0;
+        for (size_t i = 0; i < m->n_sample; i++) {
+            const char *pid = label_of(m, m->sample[i], "pid"), *proc = label_of(m, m->sample[i], "process");
+            firsts += pid && proc && !strcmp(pid, "100") && !strcmp(proc, "first");
+            seconds += pid && proc && !strcmp(pid, "200") && !strcmp(proc, "second");
+        }
+        CHECKF(firsts == pa->n_sample && seconds == pb->n_sample, "%zu and %zu samples labelled", firsts, seconds);
+        int dup = 0;
+        for (size_t i = 0; i < m->n_string_table; i++)
+            for (size_t j = i + 1; j < m->n_string_table; j++)
+                dup |= !strcmp(m->string_table[i], m->string_table[j]);
+        CHECK(!dup && m->n_string_table > 0 && !strcmp(m->string_table[0], ""));
+        int ids_ok = 1;
+        for (size_t i = 0; i < m->n_location; i++)
+            ids_ok &= m->location[i]->id == i + 1 && m->location[i]->mapping_id <= m->n_mapping;
+        for (size_t i = 0; i < m->n_sample; i++)
+            for (size_t k = 0; k < m->sample[i]->n_location_id; k++)
+                ids_ok &= m->sample[i]->location_id[k] >= 1 && m->sample[i]->location_id[k] <= m->n_location;
+        CHECK(ids_ok);
+        CHECK(m->n_sample_type == 1 && !strcmp(m->string_table[m->sample_type[0]->type], "threadcreate"));
+        CHECK(m->time_nanos == pa->time_nanos);
+    }
+    if (m)
+        perftools__profiles__profile__free_unpacked(m, NULL);
+    if (pa)
+        perftools__profiles__profile__free_unpacked(pa, NULL);
+    if (pb)
+        perftools__profiles__profile__free_unpacked(pb, NULL);
+    pprof_buffer_free(&out);
+
+    /* refused: other sample types, garbage, no inputs, no writer */
+    pprof_custom *c;
+    pprof_recorder *cr;
+    static int thing;
+    CHECK(pprof_custom_new("merge_things", &c) == 0 && pprof_custom_add(c, &thing) == 0);
+    CHECK(pprof_custom_recorder_new(c, &cr) == 0);
+    pprof_buffer other = encoded(cr, PPROF_FORMAT_PROTO_GZIP);
+    pprof_merge_input mixed[] = {{a.data, a.len, NULL, 0}, {other.data, other.len, NULL, 0}};
+    CHECK(pprof_merge(mixed, 2, pprof_writer_buffer(&out)) == PPROF_EINVAL);
+    CHECK(strstr(pprof_last_error(), "sample types") != NULL);
+    pprof_merge_input junk[] = {{"\x1f\x8bjunk", 6, NULL, 0}};
+    CHECK(pprof_merge(junk, 1, pprof_writer_buffer(&out)) == PPROF_EINVAL);
+    pprof_merge_input notpb[] = {{"\xff\xff\xff", 3, NULL, 0}};
+    CHECK(pprof_merge(notpb, 1, pprof_writer_buffer(&out)) == PPROF_EINVAL);
+    CHECK(pprof_merge(in, 0, pprof_writer_buffer(&out)) == PPROF_EINVAL);
+    CHECK(pprof_merge(in, 2, (pprof_writer){NULL, NULL}) == PPROF_EINVAL);
+    pprof_buffer_free(&out);
+    pprof_buffer_free(&other);
+    pprof_recorder_free(cr);
+    pprof_custom_remove(c, &thing);
+    pprof_buffer_free(&a);
+    pprof_buffer_free(&b);
+    pprof_recorder_free(tc);
+    return check_summary("test_merge");
+}
