@@ -355,10 +355,14 @@ PPROF_API int pprof_recorder_write_to(pprof_recorder *r, pprof_profile **out);
  * and period type are the first input's, the time the earliest, the
  * duration the longest, and the comments are all of them, each once. */
 typedef struct pprof_merge_input {
-    const void *data;
+    const void *data;          /* NULL with len 0: no profile, only the comment */
     size_t len;
     const pprof_label *labels; /* added to each of its samples */
     size_t nlabels;
+    const pprof_num_label *num_labels; /* added to each of its samples (pid: numeric, so that
+                                          go tool pprof's -tagfocus=pid=N matches) */
+    size_t nnum_labels;
+    const char *comment;       /* added to the comments, or NULL */
 } pprof_merge_input;
 
 /* Writes the merge of n >= 1 inputs to w as a gzipped protobuf. Returns
@@ -562,6 +566,8 @@ typedef struct pprof_server_config {
     const char *prefix;        /* path prefix, NULL: "/debug/pprof/" (must start and end with '/') */
     int max_seconds;           /* largest seconds=N accepted; 0: 600 */
     int max_concurrent;        /* profile requests running at once; 0: 16; beyond: 503 */
+    int no_tree;               /* 1: forked children do not join (see README, "Process trees";
+                                  LIBPPROF_TREE=0 does the same) */
 } pprof_server_config;
 
 /* Starts the HTTP server on its own threads. cfg may be NULL. A second

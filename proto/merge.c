@@ -162,7 +162,7 @@ static int add_input(merger *m, const Profile *p, const pprof_merge_input *in)
         const Perftools__Profiles__Sample *s = p->sample[i];
         Perftools__Profiles__Sample *d = pp_arena_alloc(&m->arena, sizeof *d);
         uint64_t *ids = pp_arena_alloc(&m->arena, (s->n_location_id + 1) * sizeof *ids);
-        size_t nl = s->n_label + in->nlabels;
+        size_t nl = s->n_label + in->nlabels + in->nnum_labels;
         Perftools__Profiles__Label **l = pp_arena_alloc(&m->arena, (nl + 1) * sizeof *l);
         Perftools__Profiles__Label *lab = pp_arena_alloc(&m->arena, (nl + 1) * sizeof *lab);
         if (!d || !ids || !l || !lab || !GROW(m, samples, nsamples, samples_cap))
@@ -184,6 +184,16 @@ static int add_input(merger *m, const Profile *p, const pprof_merge_input *in)
             if ((x->key = str_id(m, in->labels[k].key)) < 0 || (x->str = str_id(m, in->labels[k].value)) < 0)
                 return pp_fail(PPROF_ENOMEM);
             l[s->n_label + k] = x;
+        }
+        for (size_t k = 0; k < in->nnum_labels; k++) {
+            Perftools__Profiles__Label *x = &lab[s->n_label + in->nlabels + k];
+            perftools__profiles__label__init(x);
+            x->num = in->num_labels[k].value;
+            if ((x->key = str_id(m, in->num_labels[k].key)) < 0 ||
+                (in->num_labels[k].unit && in->num_labels[k].unit[0] &&
+                 (x->num_unit = str_id(m, in->num_labels[k].unit)) < 0))
+                return pp_fail(PPROF_ENOMEM);
+            l[s->n_label + in->nlabels + k] = x;
         }
         d->label = l;
         d->n_label = nl;
@@ -290,7 +300,22 @@ int pprof_merge(const pprof_merge_input *in, size_t n, pprof_writer w)
     }
     int rc = 0;
     int64_t time = 0, duration = 0;
+    size_t first = 0; /* the first input with a profile */
+    while (first < n && !in[first].data && !in[first].len)
+        first++;
+    if (first == n)
+        rc = pp_error_detail(PPROF_EINVAL, "no input has a profile");
     for (size_t i = 0; i < n && rc == 0; i++) {
+        if (in[i].comment) {
+            int64_t c = str_id(&m, in[i].comment);
+            if (c < 0 || !GROW(&m, comments, ncomments, comments_cap)) {
+                rc = pp_fail(PPROF_ENOMEM);
+                break;
+            }
+            m.comments[m.ncomments++] = c;
+        }
+        if (!in[i].data && !in[i].len)
+            continue;
         unsigned char *raw = NULL;
         size_t len = 0;
         int owned;
@@ -307,8 +332,8 @@ int pprof_merge(const pprof_merge_input *in, size_t n, pprof_writer w)
             rc = pp_error_detail(PPROF_EINVAL, "input %zu is not a pprof profile", i);
             break;
         }
-        if (!same_types(ps[0], ps[i])) {
-            rc = pp_error_detail(PPROF_EINVAL, "input %zu has other sample types than input 0", i);
+        if (!same_types(ps[first], ps[i])) {
+            rc = pp_error_detail(PPROF_EINVAL, "input %zu has other sample types than input %zu", i, first);
             break;
         }
         if (ps[i]->time_nanos && (!time || ps[i]->time_nanos < time))
@@ -319,7 +344,7 @@ int pprof_merge(const pprof_merge_input *in, size_t n, pprof_writer w)
     }
     Profile out;
     if (rc == 0)
-        rc = finish(&m, ps[0], time, duration, &out);
+        rc = finish(&m, ps[first], time, duration, &out);
     if (rc == 0)
         rc = pp_encode_message(&out, 1, w);
     for (size_t i = 0; i < n; i++)

@@ -379,6 +379,7 @@ static void write_stats(pp_reply *r)
                     "cumulative profiles, %llu records with labels dropped</td></tr>\n",
                     (unsigned long long)l.live, (unsigned long long)l.created, (unsigned long long)l.freed,
                     (unsigned long long)l.kept, (unsigned long long)l.dropped);
+    pp_tree_write_index(r);
     pprof_contention_stats w;
     pprof_contention_stats_get(&w);
     pp_reply_printf(r,

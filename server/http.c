@@ -383,12 +383,15 @@ static int handle(const pprof_server_config *cfg, const pprof_http_request *req,
     return ep->fn(&q);
 }
 
-/* Answering is the profiler's own work, on whichever thread it runs. */
+/* Answering is the profiler's own work, on whichever thread it runs; a
+ * hub answers for its process tree (tree.c). */
 int pprof_http_handle(const pprof_server_config *cfg, const pprof_http_request *req,
                       pprof_http_done done, void *ctx, pprof_http_call **call)
 {
+    if (!req || !req->method || !req->path || !done)
+        return handle(cfg, req, done, ctx, call);
     pprof_labels *prev = pp_server_own_begin();
-    int rc = handle(cfg, req, done, ctx, call);
+    int rc = pp_tree_handle(cfg, req, done, ctx, call, handle);
     pprof_labels_leave(prev);
     return rc;
 }

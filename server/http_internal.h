@@ -115,6 +115,22 @@ int pp_http_watch(pprof_http_call *call, int fd, void (*closed)(void *arg), void
  * and waits for owned calls whose done or closed callback is running. */
 void pp_http_cancel_owner(const void *owner);
 
+/* ---------------------------------------------------------- process tree
+ * (tree.c) */
+
+/* Makes this process the hub of its tree (unless LIBPPROF_TREE=0): a Unix
+ * socket its forked children join. Returns 0 or PPROF_ESYS. */
+int pp_tree_start(void);
+/* Handles a request for the tree: fans it out to the members, runs it
+ * here with `local`, and merges (or, with ?pid=N, forwards) the answers.
+ * Without members, or for requests that do not merge, just `local`. */
+int pp_tree_handle(const pprof_server_config *cfg, const pprof_http_request *req, pprof_http_done done, void *ctx,
+                   pprof_http_call **call,
+                   int (*local)(const pprof_server_config *, const pprof_http_request *, pprof_http_done, void *,
+                                pprof_http_call **));
+/* The index's row about the tree (nothing when this process is no hub). */
+void pp_tree_write_index(pp_reply *r);
+
 /* Blocks the asynchronous signals a host handles itself (SIGINT, SIGTERM,
  * ...) in the calling thread, saving the old mask: threads created while
  * they are blocked inherit the mask and leave those signals to the host. */

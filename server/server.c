@@ -577,6 +577,9 @@ int pprof_server_start(const pprof_server_config *cfg)
     srv.running = 1;
     pp_shutdown_hook_add(stop_at_exit);
     rc = 0;
+    if (!c.no_tree && pp_tree_start() != 0) /* the server runs on; its tree is not joined */
+        fprintf(stderr, "libpprof: %s; forked children are not profiled through this endpoint\n",
+                pprof_last_error());
 out:
     pthread_mutex_unlock(&srv.mu);
     if (rc)

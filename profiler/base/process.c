@@ -2,9 +2,12 @@
  * shutdown hooks (see process.h and lock.h). */
 #include "lock.h"
 #include "process.h"
+#include "pprof.h"
 
 #include <stdatomic.h>
 #include <stddef.h>
+#include <pthread.h>
+#include <signal.h>
 #include <time.h>
 
 _Atomic int pp_fork_pending;
@@ -60,4 +63,19 @@ int64_t pp_start_ns(int realtime)
 int pp_shutting_down(void)
 {
     return atomic_load(&shut_down);
+}
+
+int pp_spawn_detached(void *(*fn)(void *), void *arg)
+{
+    pthread_attr_t attr;
+    sigset_t all, old;
+    sigfillset(&all);
+    pthread_attr_init(&attr);
+    pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+    pthread_sigmask(SIG_SETMASK, &all, &old);
+    pthread_t t;
+    int rc = pthread_create(&t, &attr, fn, arg);
+    pthread_sigmask(SIG_SETMASK, &old, NULL);
+    pthread_attr_destroy(&attr);
+    return rc ? PPROF_ESYS : 0;
 }

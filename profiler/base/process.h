@@ -23,6 +23,9 @@ void pp_shutdown_run(void (*first)(void));
  * clock, or now on that clock when it was never marked. Thread-safe. */
 void pp_mark_start(void);
 int64_t pp_start_ns(int realtime);
+/* Starts fn(arg) on a detached thread with every signal blocked (the
+ * host's signals stay the host's). Returns 0 or PPROF_ESYS. Thread-safe. */
+int pp_spawn_detached(void *(*fn)(void *), void *arg);
 /* Whether the process is exiting (pp_shutdown_run has begun): nothing new
  * starts. Thread-safe. */
 int pp_shutting_down(void);

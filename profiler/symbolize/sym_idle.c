@@ -71,18 +71,8 @@ void pp_sym_idle_note(struct pp_sym_session *s)
     pthread_mutex_lock(&idle_mu);
     sessions++;
     last_end_s = now_s();
-    if (!sweeper_running) {
-        pthread_attr_t attr;
-        sigset_t all, old;
-        sigfillset(&all);
-        pthread_attr_init(&attr);
-        pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
-        pthread_sigmask(SIG_SETMASK, &all, &old);
-        pthread_t t;
-        sweeper_running = pthread_create(&t, &attr, sweeper, s) == 0;
-        pthread_sigmask(SIG_SETMASK, &old, NULL);
-        pthread_attr_destroy(&attr);
-    }
+    if (!sweeper_running)
+        sweeper_running = pp_spawn_detached(sweeper, s) == 0;
     pthread_mutex_unlock(&idle_mu);
 }
 

@@ -49,9 +49,14 @@ static Perftools__Profiles__Profile *decode(const pprof_buffer *gz)
 static const char *label_of(const Perftools__Profiles__Profile *p, const Perftools__Profiles__Sample *s,
                             const char *key)
 {
+    static char num[32];
     for (size_t i = 0; i < s->n_label; i++)
-        if (!strcmp(p->string_table[s->label[i]->key], key))
-            return p->string_table[s->label[i]->str];
+        if (!strcmp(p->string_table[s->label[i]->key], key)) {
+            if (s->label[i]->str)
+                return p->string_table[s->label[i]->str];
+            snprintf(num, sizeof num, "%lld", (long long)s->label[i]->num);
+            return num;
+        }
     return NULL;
 }
 
@@ -65,9 +70,13 @@ int main(void)
     CHECK(pa != NULL && pb != NULL);
 
     pprof_label la[] = {{"pid", "100"}, {"process", "first"}}, lb[] = {{"pid", "200"}, {"process", "second"}};
-    pprof_merge_input in[] = {{a.data, a.len, la, 2}, {b.data, b.len, lb, 2}};
+    /* pid as a numeric label, process as a string */
+    pprof_num_label na = {"pid", 100, NULL}, nb = {"pid", 200, NULL};
+    pprof_merge_input in[] = {{a.data, a.len, la + 1, 1, &na, 1, "merged by test_merge"},
+                              {b.data, b.len, lb + 1, 1, &nb, 1, NULL},
+                              {NULL, 0, NULL, 0, NULL, 0, "process 300 did not answer in time"}};
     pprof_buffer out = {0};
-    CHECK(pprof_merge(in, 2, pprof_writer_buffer(&out)) == 0);
+    CHECK(pprof_merge(in, 3, pprof_writer_buffer(&out)) == 0);
     Perftools__Profiles__Profile *m = decode(&out);
     CHECK(m != NULL);
     if (m && pa && pb) {
@@ -78,7 +87,8 @@ int main(void)
                pa->n_location, pb->n_location, pa->n_mapping, pb->n_mapping, pa->n_function, pb->n_function);
         size_t firsts = 0, seconds = 0;
         for (size_t i = 0; i < m->n_sample; i++) {
-            const char *pid = label_of(m, m->sample[i], "pid"), *proc = label_of(m, m->sample[i], "process");
+            const char *proc = label_of(m, m->sample[i], "process");
+            const char *pid = label_of(m, m->sample[i], "pid");
             firsts += pid && proc && !strcmp(pid, "100") && !strcmp(proc, "first");
             seconds += pid && proc && !strcmp(pid, "200") && !strcmp(proc, "second");
         }
@@ -97,6 +107,11 @@ int main(void)
         CHECK(ids_ok);
         CHECK(m->n_sample_type == 1 && !strcmp(m->string_table[m->sample_type[0]->type], "threadcreate"));
         CHECK(m->time_nanos == pa->time_nanos);
+        int said = 0; /* the comments: the inputs' own and the ones given */
+        for (size_t i = 0; i < m->n_comment; i++)
+            said |= (!strcmp(m->string_table[m->comment[i]], "merged by test_merge") ? 1 : 0) |
+                    (!strcmp(m->string_table[m->comment[i]], "process 300 did not answer in time") ? 2 : 0);
+        CHECK(said == 3);
     }
     if (m)
         perftools__profiles__profile__free_unpacked(m, NULL);
@@ -113,14 +128,15 @@ int main(void)
     CHECK(pprof_custom_new("merge_things", &c) == 0 && pprof_custom_add(c, &thing) == 0);
     CHECK(pprof_custom_recorder_new(c, &cr) == 0);
     pprof_buffer other = encoded(cr, PPROF_FORMAT_PROTO_GZIP);
-    pprof_merge_input mixed[] = {{a.data, a.len, NULL, 0}, {other.data, other.len, NULL, 0}};
+    pprof_merge_input mixed[] = {{a.data, a.len, NULL, 0, NULL, 0, NULL}, {other.data, other.len, NULL, 0, NULL, 0, NULL}};
     CHECK(pprof_merge(mixed, 2, pprof_writer_buffer(&out)) == PPROF_EINVAL);
     CHECK(strstr(pprof_last_error(), "sample types") != NULL);
-    pprof_merge_input junk[] = {{"\x1f\x8bjunk", 6, NULL, 0}};
+    pprof_merge_input junk[] = {{"\x1f\x8bjunk", 6, NULL, 0, NULL, 0, NULL}};
     CHECK(pprof_merge(junk, 1, pprof_writer_buffer(&out)) == PPROF_EINVAL);
-    pprof_merge_input notpb[] = {{"\xff\xff\xff", 3, NULL, 0}};
+    pprof_merge_input notpb[] = {{"\xff\xff\xff", 3, NULL, 0, NULL, 0, NULL}};
     CHECK(pprof_merge(notpb, 1, pprof_writer_buffer(&out)) == PPROF_EINVAL);
     CHECK(pprof_merge(in, 0, pprof_writer_buffer(&out)) == PPROF_EINVAL);
+    CHECK(pprof_merge(in + 2, 1, pprof_writer_buffer(&out)) == PPROF_EINVAL); /* only a comment */
     CHECK(pprof_merge(in, 2, (pprof_writer){NULL, NULL}) == PPROF_EINVAL);
     pprof_buffer_free(&out);
     pprof_buffer_free(&other);

@@ -1,0 +1,651 @@
+/* tree.c: one endpoint for a process tree.
+ *
+ * The process that serves is the hub. It listens on a Unix socket in the
+ * abstract namespace, "libpprof-tree-<pid>-<n>" (no file to clean up; only
+ * peers of the same user are kept, by SO_PEERCRED). A child it forks, and
+ * their children, keep the socket's name: an atfork handler starts an
+ * agent thread in each child (every signal blocked, the profiler's own
+ * work) that connects, says hello and answers the hub's requests with
+ * pprof_http_handle in its own process. No child takes a port.
+ *
+ * A request to the hub for a profile (profile, heap, allocs, mutex, block,
+ * goroutine, threadcreate, delta_*, custom profiles) goes to every member
+ * as it comes, then runs in the hub; when the hub's answer is ready the
+ * members' are awaited (until the window's end plus 5 s), and the
+ * protobufs are merged (pprof_merge) with the labels pid and process on
+ * every sample. A member that does not answer in time, or exits first, is
+ * named in the profile's comments. ?pid=N answers with process N's
+ * profile as it is (any format); ?tree=0, and text formats (debug >= 1)
+ * without a pid, only the hub's.
+ *
+ * Wire format, both ways: a header {magic, type, id, status, len} and len
+ * bytes. Hub to member: REQ with "name?query". Member to hub: HELLO (its
+ * parent's pid in status), RES with the response body and status.
+ *
+ * One hub thread polls the listening socket and the members' sockets,
+ * reads every message and files responses under their request; requests
+ * are sent from the requesting thread under the member's send lock.
+ */
+#define _GNU_SOURCE
+#include "http_internal.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stddef.h>
+#include <poll.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <time.h>
+#include <unistd.h>
+
+#define MAGIC 0x70707472u
+enum { MSG_HELLO = 1, MSG_REQ, MSG_RES };
+#define MAX_MEMBERS 256
+#define MAX_BODY (256u << 20)
+#define GRACE_S 5
+
+typedef struct msg {
+    uint32_t magic, type, id;
+    int32_t status;
+    uint64_t len;
+} msg;
+
+typedef struct member {
+    int fd; /* -1: free */
+    int pid, ppid;
+    char name[16];
+    int64_t joined_s;
+    pthread_mutex_t send_mu;
+} member;
+
+/* A request fanned out to the members. */
+typedef struct treq {
+    struct treq *next;
+    uint32_t id;
+    int refs;                 /* the pending list and the requester */
+    int nasked, nanswered;
+    int pids[MAX_MEMBERS];    /* asked */
+    char names[MAX_MEMBERS][16];
+    int status[MAX_MEMBERS];  /* 0: no answer yet; -1: gone */
+    pprof_buffer body[MAX_MEMBERS];
+    pthread_cond_t cv;
+    int only_pid;             /* ?pid=N, 0 for all */
+    int64_t deadline_s;
+    pprof_http_done done;
+    void *ctx;
+} treq;
+
+static struct {
+    pthread_mutex_t mu;       /* everything below */
+    char name[108];           /* the socket's abstract name, "" when no tree */
+    int is_hub;
+    int listen_fd;
+    member members[MAX_MEMBERS];
+    treq *pending;
+    uint32_t next_id;
+    int thread_started;
+} hub = {.mu = PTHREAD_MUTEX_INITIALIZER, .listen_fd = -1};
+
+static int64_t mono_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return ts.tv_sec;
+}
+
+/* Sends (`out`) or receives all n bytes; 0 or -1. */
+static int io_full(int fd, void *p, size_t n, int out)
+{
+    for (char *c = p; n;) {
+        ssize_t k = out ? send(fd, c, n, MSG_NOSIGNAL) : recv(fd, c, n, 0);
+        if (k < 0 && errno == EINTR)
+            continue;
+        if (k <= 0)
+            return -1;
+        c += k;
+        n -= (size_t)k;
+    }
+    return 0;
+}
+
+static int send_msg(int fd, uint32_t type, uint32_t id, int status, const void *body, size_t len)
+{
+    msg m = {MAGIC, type, id, status, len};
+    return io_full(fd, &m, sizeof m, 1) || (len && io_full(fd, (void *)body, len, 1)) ? -1 : 0;
+}
+
+/* Reads one message; *body is malloc'd (NUL-terminated) when len > 0. */
+static int recv_msg(int fd, msg *m, char **body)
+{
+    *body = NULL;
+    if (io_full(fd, m, sizeof *m, 0) || m->magic != MAGIC || m->len > MAX_BODY)
+        return -1;
+    if (!(*body = malloc(m->len + 1)))
+        return -1;
+    (*body)[m->len] = 0;
+    if (m->len && io_full(fd, *body, m->len, 0)) {
+        free(*body);
+        *body = NULL;
+        return -1;
+    }
+    return 0;
+}
+
+static void comm_of(int pid, char out[16])
+{
+    char path[64];
+    snprintf(path, sizeof path, "/proc/%d/comm", pid);
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    ssize_t n = fd >= 0 ? read(fd, out, 15) : -1;
+    if (fd >= 0)
+        close(fd);
+    out[n > 0 ? n : 0] = 0;
+    out[strcspn(out, "\n")] = 0;
+}
+
+/* ------------------------------------------------------------------ hub */
+
+static void treq_unref_locked(treq *t)
+{
+    if (--t->refs)
+        return;
+    for (treq **p = &hub.pending; *p; p = &(*p)->next)
+        if (*p == t) {
+            *p = t->next;
+            break;
+        }
+    for (int i = 0; i < t->nasked; i++)
+        pprof_buffer_free(&t->body[i]);
+    pthread_cond_destroy(&t->cv);
+    free(t);
+}
+
+/* A member's answer, or its end (status -1). */
+static void answered_locked(int pid, uint32_t id, int status, char *body, size_t len)
+{
+    for (treq *t = hub.pending; t; t = t->next) {
+        if (id && t->id != id)
+            continue;
+        for (int i = 0; i < t->nasked; i++) {
+            if (t->pids[i] != pid || t->status[i])
+                continue;
+            t->status[i] = status;
+            if (body && len) {
+                t->body[i] = (pprof_buffer){body, len, len + 1};
+                body = NULL;
+            }
+            t->nanswered++;
+            pthread_cond_broadcast(&t->cv);
+        }
+    }
+    free(body);
+}
+
+static void drop_member_locked(member *m)
+{
+    close(m->fd);
+    m->fd = -1;
+    answered_locked(m->pid, 0, -1, NULL, 0);
+}
+
+static void accept_member(void)
+{
+    int fd = accept4(hub.listen_fd, NULL, NULL, SOCK_CLOEXEC);
+    if (fd < 0)
+        return;
+    struct ucred cr;
+    socklen_t cl = sizeof cr;
+    msg m;
+    char *body = NULL;
+    struct timeval tv = {2, 0};
+    setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+    if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cr, &cl) || cr.uid != getuid() || recv_msg(fd, &m, &body) ||
+        m.type != MSG_HELLO) {
+        free(body);
+        close(fd);
+        return;
+    }
+    free(body);
+    tv.tv_sec = 30; /* a response body in flight */
+    setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+    pthread_mutex_lock(&hub.mu);
+    member *slot = NULL;
+    for (int i = 0; i < MAX_MEMBERS && !slot; i++)
+        if (hub.members[i].fd < 0)
+            slot = &hub.members[i];
+    if (!slot) {
+        pthread_mutex_unlock(&hub.mu);
+        close(fd);
+        return;
+    }
+    slot->fd = fd;
+    slot->pid = cr.pid;
+    slot->ppid = m.status;
+    slot->joined_s = mono_s();
+    comm_of(cr.pid, slot->name);
+    pthread_mutex_unlock(&hub.mu);
+}
+
+static void *hub_main(void *arg)
+{
+    (void)arg;
+    pthread_setname_np(pthread_self(), "pprof-hub");
+    pprof_labels_unref(pp_server_own_begin());
+    struct pollfd pf[MAX_MEMBERS + 1];
+    int who[MAX_MEMBERS + 1];
+    for (;;) {
+        int n = 0;
+        pthread_mutex_lock(&hub.mu);
+        pf[n++] = (struct pollfd){hub.listen_fd, POLLIN, 0};
+        for (int i = 0; i < MAX_MEMBERS; i++)
+            if (hub.members[i].fd >= 0) {
+                who[n] = i;
+                pf[n++] = (struct pollfd){hub.members[i].fd, POLLIN, 0};
+            }
+        pthread_mutex_unlock(&hub.mu);
+        if (poll(pf, (nfds_t)n, 1000) <= 0)
+            continue;
+        if (pf[0].revents & POLLIN)
+            accept_member();
+        for (int k = 1; k < n; k++) {
+            if (!pf[k].revents)
+                continue;
+            member *m = &hub.members[who[k]];
+            msg h;
+            char *body = NULL;
+            int bad = recv_msg(pf[k].fd, &h, &body) || h.type != MSG_RES;
+            pthread_mutex_lock(&hub.mu);
+            if (m->fd == pf[k].fd) {
+                if (bad) {
+                    free(body);
+                    drop_member_locked(m);
+                } else {
+                    answered_locked(m->pid, h.id, h.status ? h.status : 500, body, h.len);
+                }
+            } else {
+                free(body);
+            }
+            pthread_mutex_unlock(&hub.mu);
+        }
+    }
+    return NULL;
+}
+
+/* ---------------------------------------------------------------- member */
+
+static void agent_done(void *ctx, const pprof_http_response *resp)
+{
+    uintptr_t v = (uintptr_t)ctx;
+    member *self = &hub.members[0]; /* a member's own connection lives here */
+    pthread_mutex_lock(&self->send_mu);
+    if (self->fd >= 0)
+        send_msg(self->fd, MSG_RES, (uint32_t)v, resp->status, resp->body.data, resp->body.len);
+    pthread_mutex_unlock(&self->send_mu);
+}
+
+static void *agent_main(void *arg)
+{
+    (void)arg;
+    pthread_setname_np(pthread_self(), "pprof-member");
+    pprof_labels_unref(pp_server_own_begin());
+    member *self = &hub.members[0];
+    for (;;) {
+        msg m;
+        char *body = NULL;
+        if (recv_msg(self->fd, &m, &body) || m.type != MSG_REQ) {
+            free(body);
+            break;
+        }
+        char path[256];
+        char *q = strchr(body, '?');
+        if (q)
+            *q++ = 0;
+        snprintf(path, sizeof path, "%s%s", PP_DEFAULT_PREFIX, body);
+        pprof_http_request req = {"GET", path, q, NULL, 0};
+        if (pprof_http_handle(NULL, &req, agent_done, (void *)(uintptr_t)m.id, NULL) != 0)
+            agent_done((void *)(uintptr_t)m.id, &(pprof_http_response){.status = 500});
+        free(body);
+    }
+    pthread_mutex_lock(&self->send_mu);
+    close(self->fd);
+    self->fd = -1;
+    pthread_mutex_unlock(&self->send_mu);
+    return NULL;
+}
+
+/* In a forked child of a tree's process: join the hub. */
+static void tree_fork_child(void)
+{
+    hub.mu = (pthread_mutex_t)PTHREAD_MUTEX_INITIALIZER;
+    if (hub.listen_fd >= 0)
+        close(hub.listen_fd);
+    hub.listen_fd = -1;
+    for (int i = 0; i < MAX_MEMBERS; i++) {
+        if (hub.members[i].fd >= 0)
+            close(hub.members[i].fd);
+        hub.members[i].fd = -1;
+        hub.members[i].send_mu = (pthread_mutex_t)PTHREAD_MUTEX_INITIALIZER;
+    }
+    hub.pending = NULL; /* the parent's requests are not this process's (leaked) */
+    hub.is_hub = 0;
+    hub.thread_started = 0;
+    if (!hub.name[0])
+        return;
+    int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    struct sockaddr_un a = {.sun_family = AF_UNIX};
+    size_t n = strlen(hub.name);
+    memcpy(a.sun_path + 1, hub.name, n);
+    if (fd < 0 || connect(fd, (struct sockaddr *)&a, (socklen_t)(offsetof(struct sockaddr_un, sun_path) + 1 + n)) ||
+        send_msg(fd, MSG_HELLO, 0, (int)getppid(), NULL, 0)) {
+        if (fd >= 0)
+            close(fd);
+        return;
+    }
+    hub.members[0].fd = fd;
+    if (pp_spawn_detached(agent_main, NULL) != 0) {
+        close(fd);
+        hub.members[0].fd = -1;
+    }
+}
+
+/* ------------------------------------------------------------ requests */
+
+static void tree_init_once(void)
+{
+    for (int i = 0; i < MAX_MEMBERS; i++) {
+        hub.members[i].fd = -1;
+        pthread_mutex_init(&hub.members[i].send_mu, NULL);
+    }
+    pthread_atfork(NULL, NULL, tree_fork_child);
+}
+
+static pthread_once_t tree_once = PTHREAD_ONCE_INIT;
+
+int pp_tree_start(void)
+{
+    pthread_once(&tree_once, tree_init_once);
+    const char *env = getenv("LIBPPROF_TREE");
+    if (env && !strcmp(env, "0"))
+        return 0;
+    pthread_mutex_lock(&hub.mu);
+    if (hub.is_hub) {
+        pthread_mutex_unlock(&hub.mu);
+        return 0;
+    }
+    static _Atomic unsigned serial;
+    char name[64];
+    snprintf(name, sizeof name, "libpprof-tree-%d-%u", (int)getpid(), atomic_fetch_add(&serial, 1));
+    int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    struct sockaddr_un a = {.sun_family = AF_UNIX};
+    size_t n = strlen(name);
+    memcpy(a.sun_path + 1, name, n);
+    if (fd < 0 || bind(fd, (struct sockaddr *)&a, (socklen_t)(offsetof(struct sockaddr_un, sun_path) + 1 + n)) ||
+        listen(fd, 64)) {
+        if (fd >= 0)
+            close(fd);
+        pthread_mutex_unlock(&hub.mu);
+        return pp_error_detail(PPROF_ESYS, "cannot listen for the process tree: %s", strerror(errno));
+    }
+    hub.listen_fd = fd;
+    snprintf(hub.name, sizeof hub.name, "%s", name);
+    hub.is_hub = 1;
+    int rc = 0;
+    if (!hub.thread_started) {
+        rc = pp_spawn_detached(hub_main, NULL);
+        hub.thread_started = rc == 0;
+        if (rc)
+            rc = pp_fail(rc);
+    }
+    pthread_mutex_unlock(&hub.mu);
+    return rc;
+}
+
+/* The value of `key` in the raw query (into out), and the query without
+ * it (into rest). Returns 1 when present. */
+static int take_param(const char *query, const char *key, char *out, size_t outlen, char *rest, size_t restlen)
+{
+    int found = 0;
+    size_t r = 0, klen = strlen(key);
+    rest[0] = 0;
+    out[0] = 0;
+    for (const char *s = query ? query : ""; *s;) {
+        size_t len = strcspn(s, "&");
+        if (len > klen && !strncmp(s, key, klen) && s[klen] == '=') {
+            snprintf(out, outlen, "%.*s", (int)(len - klen - 1), s + klen + 1);
+            found = 1;
+        } else if (len && r + len + 2 < restlen) {
+            if (r)
+                rest[r++] = '&';
+            memcpy(rest + r, s, len);
+            r += len;
+            rest[r] = 0;
+        }
+        s += len;
+        if (*s == '&')
+            s++;
+    }
+    return found;
+}
+
+/* The endpoints whose answers merge across processes. */
+static int mergeable(const char *name)
+{
+    static const char *const no[] = {"", "cmdline", "symbol", "symbolz", "trace"};
+    for (size_t i = 0; i < sizeof no / sizeof *no; i++)
+        if (!strcmp(name, no[i]))
+            return 0;
+    return 1;
+}
+
+typedef struct tree_call {
+    treq *t;
+    pprof_http_done done;
+    void *ctx;
+} tree_call;
+
+static int header_is(const pprof_http_response *r, const char *name, const char *value)
+{
+    for (size_t i = 0; i < r->nheaders; i++)
+        if (!strcasecmp(r->headers[i].name, name))
+            return !strcmp(r->headers[i].value, value);
+    return 0;
+}
+
+/* The hub's own answer is ready: await the members, then answer. */
+static void tree_done(void *ctx, const pprof_http_response *resp)
+{
+    tree_call *c = ctx;
+    treq *t = c->t;
+    pthread_mutex_lock(&hub.mu);
+    while (t->nanswered < t->nasked) {
+        struct timespec ts;
+        clock_gettime(CLOCK_MONOTONIC, &ts);
+        if (ts.tv_sec >= t->deadline_s)
+            break;
+        ts.tv_sec = t->deadline_s;
+        ts.tv_nsec = 0;
+        pthread_cond_timedwait(&t->cv, &hub.mu, &ts);
+    }
+    if (t->only_pid) {
+        int i = 0;
+        while (i < t->nasked && t->pids[i] != t->only_pid)
+            i++;
+        pprof_http_response r = {.status = 504};
+        char text[128];
+        if (i < t->nasked && t->status[i] > 0) {
+            r.status = t->status[i];
+            r.body = t->body[i];
+            if (header_is(resp, "Content-Type", "application/octet-stream") || resp->status != 200) {
+                r.headers[0].name = "Content-Type";
+                r.headers[0].value = r.status == 200 ? "application/octet-stream" : "text/plain; charset=utf-8";
+                r.nheaders = 1;
+            } else {
+                r.headers[0].name = "Content-Type";
+                r.headers[0].value = "text/plain; charset=utf-8";
+                r.nheaders = 1;
+            }
+        } else {
+            snprintf(text, sizeof text, "process %d did not answer in time\n", t->only_pid);
+            r.body = (pprof_buffer){text, strlen(text), 0};
+            r.headers[0].name = "Content-Type";
+            r.headers[0].value = "text/plain; charset=utf-8";
+            r.nheaders = 1;
+        }
+        pthread_mutex_unlock(&hub.mu);
+        c->done(c->ctx, &r);
+        pthread_mutex_lock(&hub.mu);
+    } else if (resp->status != 200 || !header_is(resp, "Content-Type", "application/octet-stream")) {
+        pthread_mutex_unlock(&hub.mu);
+        c->done(c->ctx, resp);
+        pthread_mutex_lock(&hub.mu);
+    } else {
+        pprof_merge_input in[MAX_MEMBERS + 1];
+        pprof_label labels[MAX_MEMBERS + 1];
+        pprof_num_label pids[MAX_MEMBERS + 1];
+        char self_name[16];
+        char comments[MAX_MEMBERS][96];
+        size_t n = 0;
+        comm_of((int)getpid(), self_name);
+        pids[0] = (pprof_num_label){"pid", (int64_t)getpid(), NULL};
+        labels[0] = (pprof_label){"process", self_name};
+        in[n++] = (pprof_merge_input){resp->body.data, resp->body.len, &labels[0], 1, &pids[0], 1, NULL};
+        for (int i = 0; i < t->nasked; i++) {
+            pids[n] = (pprof_num_label){"pid", t->pids[i], NULL};
+            labels[n] = (pprof_label){"process", t->names[i]};
+            if (t->status[i] == 200 && t->body[i].len) {
+                in[n] = (pprof_merge_input){t->body[i].data, t->body[i].len, &labels[n], 1, &pids[n], 1, NULL};
+            } else {
+                snprintf(comments[i], sizeof comments[i], "process %d (%s) %s", t->pids[i], t->names[i],
+                         t->status[i] == -1  ? "ended before it answered"
+                         : t->status[i] == 0 ? "did not answer in time"
+                                             : "answered with an error");
+                in[n] = (pprof_merge_input){NULL, 0, NULL, 0, NULL, 0, comments[i]};
+            }
+            n++;
+        }
+        pthread_mutex_unlock(&hub.mu);
+        pprof_http_response r = *resp;
+        r.body = (pprof_buffer){0};
+        if (pprof_merge(in, n, pprof_writer_buffer(&r.body)) != 0) {
+            pprof_buffer_free(&r.body);
+            c->done(c->ctx, resp); /* the hub's own, rather than nothing */
+        } else {
+            c->done(c->ctx, &r);
+            pprof_buffer_free(&r.body);
+        }
+        pthread_mutex_lock(&hub.mu);
+    }
+    treq_unref_locked(t);
+    pthread_mutex_unlock(&hub.mu);
+    free(c);
+}
+
+int pp_tree_handle(const pprof_server_config *cfg, const pprof_http_request *req, pprof_http_done done, void *ctx,
+                   pprof_http_call **call, int (*local)(const pprof_server_config *, const pprof_http_request *,
+                                                        pprof_http_done, void *, pprof_http_call **))
+{
+    const char *prefix = cfg && cfg->prefix ? cfg->prefix : PP_DEFAULT_PREFIX;
+    size_t plen = strlen(prefix);
+    int has_members = 0;
+    pthread_mutex_lock(&hub.mu);
+    for (int i = 0; hub.is_hub && i < MAX_MEMBERS && !has_members; i++)
+        has_members = hub.members[i].fd >= 0;
+    pthread_mutex_unlock(&hub.mu);
+    char val[32], rest[1024], rest2[1024];
+    const char *query = req->query;
+    int pid = 0, tree = 1;
+    if (take_param(query, "tree", val, sizeof val, rest, sizeof rest)) {
+        tree = strcmp(val, "0") != 0;
+        query = rest;
+    }
+    if (take_param(query, "pid", val, sizeof val, rest2, sizeof rest2)) {
+        pid = atoi(val);
+        query = rest2;
+    }
+    char dval[8], drest[1024];
+    int text = take_param(query, "debug", dval, sizeof dval, drest, sizeof drest) && strcmp(dval, "0") != 0;
+    pprof_http_request lreq = *req;
+    lreq.query = query && *query ? query : NULL;
+    if (!has_members || strncmp(req->path, prefix, plen) || !mergeable(req->path + plen) || !tree ||
+        pid == (int)getpid() || (text && !pid))
+        return local(cfg, &lreq, done, ctx, call);
+
+    treq *t = calloc(1, sizeof *t);
+    tree_call *c = malloc(sizeof *c);
+    if (!t || !c) {
+        free(t);
+        free(c);
+        return local(cfg, &lreq, done, ctx, call);
+    }
+    pthread_cond_init(&t->cv, NULL);
+    t->only_pid = pid;
+    char sec[16], srest[1024];
+    int seconds = take_param(query, "seconds", sec, sizeof sec, srest, sizeof srest) ? atoi(sec) : 0;
+    if (!strcmp(req->path + plen, "profile") && seconds <= 0)
+        seconds = PP_DEFAULT_SECONDS;
+    t->deadline_s = mono_s() + (seconds > 0 ? seconds : 0) + GRACE_S;
+    char wire[1200];
+    snprintf(wire, sizeof wire, "%s%s%s", req->path + plen, lreq.query ? "?" : "", lreq.query ? lreq.query : "");
+    pthread_mutex_lock(&hub.mu);
+    t->id = ++hub.next_id;
+    t->refs = 2;
+    t->next = hub.pending;
+    hub.pending = t;
+    for (int i = 0; i < MAX_MEMBERS; i++) {
+        member *m = &hub.members[i];
+        if (m->fd < 0 || (pid && m->pid != pid))
+            continue;
+        t->pids[t->nasked] = m->pid;
+        memcpy(t->names[t->nasked], m->name, sizeof m->name);
+        t->nasked++;
+        pthread_mutex_lock(&m->send_mu);
+        int bad = send_msg(m->fd, MSG_REQ, t->id, 0, wire, strlen(wire));
+        pthread_mutex_unlock(&m->send_mu);
+        if (bad)
+            answered_locked(m->pid, t->id, -1, NULL, 0);
+    }
+    if (pid && !t->nasked) {
+        treq_unref_locked(t);
+        treq_unref_locked(t);
+        pthread_mutex_unlock(&hub.mu);
+        free(c);
+        pp_reply r;
+        pp_reply_init(&r, 404);
+        pp_reply_set_error(&r, 404, "no process %d in the tree", pid);
+        pp_reply_deliver(&r, done, ctx);
+        return 0;
+    }
+    pthread_mutex_unlock(&hub.mu);
+    *c = (tree_call){t, done, ctx};
+    return local(cfg, &lreq, tree_done, c, call);
+}
+
+void pp_tree_write_index(pp_reply *r)
+{
+    pthread_mutex_lock(&hub.mu);
+    if (hub.is_hub) {
+        int64_t now = mono_s();
+        char self[16];
+        comm_of((int)getpid(), self);
+        pp_reply_printf(r, "<tr><td>Process tree</td><td>this process %d (%s) is the hub", (int)getpid(), self);
+        int n = 0;
+        for (int i = 0; i < MAX_MEMBERS; i++) {
+            member *m = &hub.members[i];
+            if (m->fd < 0)
+                continue;
+            pp_reply_printf(r, "%s<a href=\"goroutine?debug=2&amp;pid=%d\">%d</a> (%s, parent %d, %lld s)",
+                            n++ ? ", " : "; members: ", m->pid, m->pid, m->name, m->ppid,
+                            (long long)(now - m->joined_s));
+        }
+        pp_reply_printf(r, "%s; every profile answers for all of them (pid and process labels), ?pid=N for one, "
+                           "?tree=0 for the hub alone</td></tr>\n",
+                        n ? "" : "; no members");
+    }
+    pthread_mutex_unlock(&hub.mu);
+}

@@ -1,0 +1,78 @@
+#!/usr/bin/env bash
+# test_tree.sh: one endpoint for a process tree (test-labels: plain-only)
+#
+# prog_tree_linked serves (the hub) and forks two workers; worker i keeps
+# 500 blocks of 1000+i bytes (LIBPPROF_HEAP_RATE=1: every one sampled) and
+# burns CPU. Through the hub's endpoint, with go tool pprof:
+#   - the index lists both workers
+#   - profile?seconds=2: worker_burn, CPU time under each worker's pid tag
+#   - heap: exactly 500 worker_keep objects under each worker's pid
+#     (-tagfocus=pid=N); goroutine: threads of all three processes
+#   - ?pid=N: that process's profile as it is; goroutine?debug=2&pid=N its
+#     text dump; ?tree=0 the hub alone; an unknown pid a 404
+#   - 500 children that fork and exit at once while a profile runs: the
+#     hub answers, and keeps no fd or thread for them
+# Usage: test_tree.sh BUILD_DIR
+. "$(dirname "$0")/lib.sh"
+pp_init "$1"
+
+if ! pp_start_helper prog env LIBPPROF_HEAP_RATE=1 "$BUILD/tests/prog_tree_linked"; then
+    pp_bad "prog_tree_linked did not serve" "$(cat "$TMP/prog.err" 2>/dev/null)"
+    pp_finish
+fi
+hub=$PID
+base=http://127.0.0.1:$PORT/debug/pprof
+pp_wait_line "$TMP/prog.out" '^worker=' 10 "$hub" >/dev/null
+sleep 1
+mapfile -t workers < <(sed -n 's/^worker=//p' "$TMP/prog.out")
+pp_check "two workers forked (${workers[*]})" test "${#workers[@]}" = 2
+w1=${workers[0]} w2=${workers[1]}
+
+curl -sS --max-time 10 "$base/" >"$TMP/index.html"
+pp_check "index: both workers are members" grep -q "pid=$w1\">$w1</a>.*pid=$w2\">$w2</a>" "$TMP/index.html"
+
+curl -sS --max-time 30 -o "$TMP/cpu.pb.gz" "$base/profile?seconds=2"
+pp_pprof -top "$TMP/cpu.pb.gz" >"$TMP/cpu.top" 2>&1
+pp_check "profile: the workers' worker_burn" grep -q worker_burn "$TMP/cpu.top"
+pp_pprof -tags "$TMP/cpu.pb.gz" >"$TMP/cpu.tags" 2>&1
+for w in "$w1" "$w2"; do
+    pp_check "profile: CPU time under pid $w" grep -qE "^ +[0-9.]+m?s .*: $w\$" "$TMP/cpu.tags"
+done
+
+curl -sS --max-time 30 -o "$TMP/heap.pb.gz" "$base/heap"
+for w in "$w1" "$w2"; do
+    n=$(pp_pprof -top -sample_index=inuse_objects -tagfocus="pid=$w" "$TMP/heap.pb.gz" 2>/dev/null |
+        awk '$NF == "worker_keep" { print $1; exit }')
+    pp_check "heap: pid $w keeps exactly 500 worker_keep objects (${n:-none})" test "${n:-0}" = 500
+done
+pp_pprof -tags "$base/goroutine" >"$TMP/g.tags" 2>&1
+pp_check "goroutine: threads of the hub and both workers" \
+    test "$(grep -cE ": ($hub|$w1|$w2)\$" "$TMP/g.tags")" = 3
+
+curl -sS --max-time 30 -o "$TMP/one.pb.gz" "$base/heap?pid=$w2"
+n=$(pp_pprof -top -sample_index=inuse_objects "$TMP/one.pb.gz" 2>/dev/null | awk '$NF == "worker_keep" { print $1; exit }')
+pp_check "heap?pid=$w2: that worker's own profile (${n:-none} worker_keep objects)" test "${n:-0}" = 500
+pp_check "heap?pid=$w2: as it is, without pid tags" test -z "$(pp_pprof -tags "$TMP/one.pb.gz" 2>/dev/null | grep 'pid:')"
+curl -sS --max-time 30 "$base/goroutine?debug=2&pid=$w1" >"$TMP/dump.txt"
+pp_check "goroutine?debug=2&pid=$w1: its thread dump" grep -q "^thread $w1 .*" "$TMP/dump.txt"
+curl -sS --max-time 30 -o "$TMP/hub.pb.gz" "$base/heap?tree=0"
+pp_check "heap?tree=0: the hub alone" test -z "$(pp_pprof -top "$TMP/hub.pb.gz" 2>/dev/null | grep worker_keep)"
+curl -sS --max-time 10 -D "$TMP/h404" -o "$TMP/b404" "$base/heap?pid=1"
+pp_check "heap?pid=1: 404 with a reason" test "$(pp_status "$TMP/h404")" = 404 -a "$(cat "$TMP/b404")" = "no process 1 in the tree"
+
+fds0=$(ls /proc/$hub/fd | wc -l)
+threads0=$(ls /proc/$hub/task | wc -l)
+curl -sS --max-time 30 -o "$TMP/churn.pb.gz" "$base/profile?seconds=3" &
+curler=$!
+sleep 0.5
+kill -USR1 "$hub"
+pp_wait_line "$TMP/prog.out" '^churned$' 60 "$hub" >/dev/null
+wait "$curler"
+pp_check "500 short-lived children during a profile: the profile still came" \
+    test -n "$(pp_pprof -top "$TMP/churn.pb.gz" 2>/dev/null | grep worker_burn)"
+sleep 2
+fds1=$(ls /proc/$hub/fd | wc -l)
+threads1=$(ls /proc/$hub/task | wc -l)
+pp_check "the hub keeps no fd or thread for them (fds $fds0 -> $fds1, threads $threads0 -> $threads1)" \
+    test "$fds1" -le $((fds0 + 1)) -a "$threads1" -le $((threads0 + 1))
+pp_finish
