@@ -121,6 +121,10 @@ void pp_http_cancel_owner(const void *owner);
 /* Makes this process the hub of its tree (unless LIBPPROF_TREE=0): a Unix
  * socket its forked children join. Returns 0 or PPROF_ESYS. */
 int pp_tree_start(void);
+/* A process started by exec with the preload inherited: joins the hub
+ * among its ancestors (up to 16 up), if there is one. 0 when it joined
+ * (it then serves nothing itself), -1 when not. */
+int pp_tree_join_ancestor(void);
 /* Handles a request for the tree: fans it out to the members, runs it
  * here with `local`, and merges (or, with ?pid=N, forwards) the answers.
  * Without members, or for requests that do not merge, just `local`. */

@@ -62,6 +62,8 @@ __attribute__((constructor)) static void preload_init(void)
     const char *addr = getenv("LIBPPROF_ADDR");
     if (!addr || !*addr || strcmp(addr, "off") == 0 || !preloaded())
         return;
+    if (pp_tree_join_ancestor() == 0)
+        return; /* a process of a tree whose hub serves: it answers through the hub */
     pprof_server_config cfg = {.addr = addr};
     int rc = pprof_server_start(&cfg);
     if (rc == 0) {

@@ -1,12 +1,15 @@
 /* tree.c: one endpoint for a process tree.
  *
  * The process that serves is the hub. It listens on a Unix socket in the
- * abstract namespace, "libpprof-tree-<pid>-<n>" (no file to clean up; only
+ * abstract namespace, "libpprof-tree-<pid>" (no file to clean up; only
  * peers of the same user are kept, by SO_PEERCRED). A child it forks, and
  * their children, keep the socket's name: an atfork handler starts an
  * agent thread in each child (every signal blocked, the profiler's own
  * work) that connects, says hello and answers the hub's requests with
- * pprof_http_handle in its own process. No child takes a port.
+ * pprof_http_handle in its own process. A child that execs with the
+ * preload inherited finds the hub among its ancestors (the socket is
+ * named after the hub's pid) and joins it instead of serving. No child
+ * takes a port.
  *
  * A request to the hub for a profile (profile, heap, allocs, mutex, block,
  * goroutine, threadcreate, delta_*, custom profiles) goes to every member
@@ -91,6 +94,9 @@ static struct {
     uint32_t next_id;
     int thread_started;
 } hub = {.mu = PTHREAD_MUTEX_INITIALIZER, .listen_fd = -1};
+
+static pthread_once_t tree_once = PTHREAD_ONCE_INIT;
+static void tree_init_once(void);
 
 static int64_t mono_s(void)
 {
@@ -319,6 +325,28 @@ static void *agent_main(void *arg)
     return NULL;
 }
 
+/* Connects to the hub named hub.name and starts the agent; 0 or -1. */
+static int join(void)
+{
+    int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    struct sockaddr_un a = {.sun_family = AF_UNIX};
+    size_t n = strlen(hub.name);
+    memcpy(a.sun_path + 1, hub.name, n);
+    if (fd < 0 || connect(fd, (struct sockaddr *)&a, (socklen_t)(offsetof(struct sockaddr_un, sun_path) + 1 + n)) ||
+        send_msg(fd, MSG_HELLO, 0, (int)getppid(), NULL, 0)) {
+        if (fd >= 0)
+            close(fd);
+        return -1;
+    }
+    hub.members[0].fd = fd;
+    if (pp_spawn_detached(agent_main, NULL) != 0) {
+        close(fd);
+        hub.members[0].fd = -1;
+        return -1;
+    }
+    return 0;
+}
+
 /* In a forked child of a tree's process: join the hub. */
 static void tree_fork_child(void)
 {
@@ -335,23 +363,46 @@ static void tree_fork_child(void)
     hub.pending = NULL; /* the parent's requests are not this process's (leaked) */
     hub.is_hub = 0;
     hub.thread_started = 0;
-    if (!hub.name[0])
-        return;
-    int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-    struct sockaddr_un a = {.sun_family = AF_UNIX};
-    size_t n = strlen(hub.name);
-    memcpy(a.sun_path + 1, hub.name, n);
-    if (fd < 0 || connect(fd, (struct sockaddr *)&a, (socklen_t)(offsetof(struct sockaddr_un, sun_path) + 1 + n)) ||
-        send_msg(fd, MSG_HELLO, 0, (int)getppid(), NULL, 0)) {
-        if (fd >= 0)
-            close(fd);
-        return;
-    }
-    hub.members[0].fd = fd;
-    if (pp_spawn_detached(agent_main, NULL) != 0) {
+    if (hub.name[0])
+        join();
+}
+
+/* The parent of pid, from /proc, or 0. */
+static int parent_of(int pid)
+{
+    char path[64], buf[512];
+    snprintf(path, sizeof path, "/proc/%d/stat", pid);
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    ssize_t n = fd >= 0 ? read(fd, buf, sizeof buf - 1) : -1;
+    if (fd >= 0)
         close(fd);
-        hub.members[0].fd = -1;
+    if (n <= 0)
+        return 0;
+    buf[n] = 0;
+    const char *close_paren = strrchr(buf, ')'); /* the name may hold spaces */
+    int ppid = 0;
+    if (close_paren)
+        sscanf(close_paren + 1, " %*c %d", &ppid);
+    return ppid;
+}
+
+int pp_tree_join_ancestor(void)
+{
+    const char *env = getenv("LIBPPROF_TREE");
+    if (env && !strcmp(env, "0"))
+        return -1;
+    pthread_once(&tree_once, tree_init_once);
+    for (int pid = getppid(), depth = 0; pid > 1 && depth < 16; pid = parent_of(pid), depth++) {
+        pthread_mutex_lock(&hub.mu);
+        snprintf(hub.name, sizeof hub.name, "libpprof-tree-%d", pid);
+        int rc = join();
+        if (rc)
+            hub.name[0] = 0;
+        pthread_mutex_unlock(&hub.mu);
+        if (rc == 0)
+            return 0;
     }
+    return -1;
 }
 
 /* ------------------------------------------------------------ requests */
@@ -365,8 +416,6 @@ static void tree_init_once(void)
     pthread_atfork(NULL, NULL, tree_fork_child);
 }
 
-static pthread_once_t tree_once = PTHREAD_ONCE_INIT;
-
 int pp_tree_start(void)
 {
     pthread_once(&tree_once, tree_init_once);
@@ -378,9 +427,8 @@ int pp_tree_start(void)
         pthread_mutex_unlock(&hub.mu);
         return 0;
     }
-    static _Atomic unsigned serial;
     char name[64];
-    snprintf(name, sizeof name, "libpprof-tree-%d-%u", (int)getpid(), atomic_fetch_add(&serial, 1));
+    snprintf(name, sizeof name, "libpprof-tree-%d", (int)getpid());
     int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
     struct sockaddr_un a = {.sun_family = AF_UNIX};
     size_t n = strlen(name);

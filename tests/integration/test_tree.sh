@@ -12,6 +12,8 @@
 #     text dump; ?tree=0 the hub alone; an unknown pid a 404
 #   - 500 children that fork and exit at once while a profile runs: the
 #     hub answers, and keeps no fd or thread for them
+#   - a shell under LD_PRELOAD (the hub) running two programs it execs
+#     with the preload inherited: their CPU time under process=prog_plain
 # Usage: test_tree.sh BUILD_DIR
 . "$(dirname "$0")/lib.sh"
 pp_init "$1"
@@ -75,4 +77,20 @@ fds1=$(ls /proc/$hub/fd | wc -l)
 threads1=$(ls /proc/$hub/task | wc -l)
 pp_check "the hub keeps no fd or thread for them (fds $fds0 -> $fds1, threads $threads0 -> $threads1)" \
     test "$fds1" -le $((fds0 + 1)) -a "$threads1" -le $((threads0 + 1))
+pp_stop "$hub" >/dev/null 2>&1
+
+# exec'd children: a shell serving, running two burning programs
+if ! pp_serve sh env LD_PRELOAD="$BUILD/libpprof.so" LIBPPROF_ADDR=127.0.0.1:@PORT@ \
+    bash -c "'$BUILD/tests/prog_plain' 60 -1 & '$BUILD/tests/prog_plain' 60 -1 & wait"; then
+    pp_bad "bash under LD_PRELOAD did not serve" "$(cat "$TMP/sh.err" 2>/dev/null)"
+    pp_finish
+fi
+sleep 1
+curl -sS --max-time 30 -o "$TMP/sh.pb.gz" "http://127.0.0.1:$PORT/debug/pprof/profile?seconds=2"
+pp_pprof -tags "$TMP/sh.pb.gz" >"$TMP/sh.tags" 2>&1
+pp_pprof -top -tagfocus=process=prog_plain "$TMP/sh.pb.gz" >"$TMP/sh.top" 2>&1
+pp_check "exec'd children: their CPU time under process=prog_plain, in busy_loop_for_preload" \
+    grep -q busy_loop_for_preload "$TMP/sh.top"
+pp_check "exec'd children: two prog_plain pids besides the shell's" \
+    test "$(awk '/^ pid:/ { on = 1; next } on && NF == 0 { on = 0 } on' "$TMP/sh.tags" | grep -c .)" -ge 2
 pp_finish
