@@ -19,9 +19,13 @@
 #     within 10% of what tracemalloc counted (tracemalloc stopped, so its
 #     own tables are gone); a CPU profile of its hot loop is the
 #     interpreter's _PyEval_EvalFrameDefault.
+#   nginx (nginx-light: a master and two forked workers) under wrk: the
+#     master serves the endpoint for its tree; profile?seconds=3 shows the
+#     request path (ngx_http_*) with one pid tag per worker, ?pid=<worker>
+#     only that worker; wrk's requests/s with and without libpprof
+#     (reported, not asserted).
 # A part whose package is missing is skipped with a line saying so
-# (scripts/test.sh installs them). Postgresql and nginx come with the
-# process-tree work (their workers are forked).
+# (scripts/test.sh installs them). Postgresql is still to come.
 # Usage: test_real_services.sh BUILD_DIR
 . "$(dirname "$0")/lib.sh"
 pp_init "$1"
@@ -150,7 +154,70 @@ python_part() {
     pp_stop "$PID" >/dev/null 2>&1
 }
 
+nginx_part() {
+    if ! command -v nginx >/dev/null || ! command -v wrk >/dev/null; then
+        pp_skip "nginx: nginx (nginx-light) or wrk is not installed"
+        return
+    fi
+    local dir=$TMP/nginx nport
+    mkdir -p "$dir/logs"
+    nport=$(pp_free_port)
+    cat >"$dir/nginx.conf" <<NGX
+daemon off;
+master_process on;
+worker_processes 2;
+pid $dir/nginx.pid;
+error_log $dir/logs/error.log;
+events { worker_connections 256; }
+http {
+    access_log off;
+    server {
+        listen 127.0.0.1:$nport;
+        location / { return 200 "hello\\n"; }
+    }
+}
+NGX
+    pp_start ngx-plain nginx -p "$dir" -c "$dir/nginx.conf"
+    local plain=$PID plain_rps pre_rps
+    sleep 1
+    plain_rps=$(wrk -t2 -c20 -d3s "http://127.0.0.1:$nport/" 2>/dev/null | awk '/^Requests\/sec/ { print $2 }')
+    pp_stop "$plain" >/dev/null 2>&1
+    sleep 0.5
+    if ! pp_serve ngx env LD_PRELOAD="$LIB" LIBPPROF_ADDR=127.0.0.1:@PORT@ nginx -p "$dir" -c "$dir/nginx.conf"; then
+        pp_bad "nginx under LD_PRELOAD did not serve" "$(cat "$TMP/ngx.err" "$dir/logs/error.log" 2>/dev/null)"
+        return
+    fi
+    local base=http://127.0.0.1:$PORT/debug/pprof master=$PID
+    sleep 1
+    wrk -t2 -c20 -d5s "http://127.0.0.1:$nport/" >"$TMP/wrk.out" 2>&1 &
+    local loader=$!
+    sleep 0.5
+    curl -sS --max-time 30 -o "$TMP/ngx.cpu" "$base/profile?seconds=3"
+    wait "$loader"
+    pre_rps=$(awk '/^Requests\/sec/ { print $2 }' "$TMP/wrk.out")
+    pp_note "nginx: wrk -t2 -c20: ${plain_rps:-?} requests/s without libpprof, ${pre_rps:-?} with (a 3 s profile running for part of it)"
+    pp_pprof -top -nodecount=80 "$TMP/ngx.cpu" >"$TMP/ngx.top" 2>&1
+    pp_check "nginx: the workers' request path (ngx_http_*)" grep -q 'ngx_http_' "$TMP/ngx.top"
+    local workers
+    workers=$(ps -o pid= --ppid "$master" 2>/dev/null | tr -d ' ')
+    pp_pprof -tags "$TMP/ngx.cpu" >"$TMP/ngx.tags" 2>&1
+    local n=0 w
+    for w in $workers; do
+        grep -qE ": $w\$" "$TMP/ngx.tags" && n=$((n + 1))
+    done
+    pp_check "nginx: one pid tag per worker ($n of $(echo $workers | wc -w): $(echo $workers))" test "$n" = 2
+    w=$(echo $workers | awk '{ print $1 }')
+    curl -sS --max-time 30 -o "$TMP/ngx.one" "$base/goroutine?pid=$w"
+    pp_pprof -tags "$TMP/ngx.one" >"$TMP/ngx.one.tags" 2>&1
+    pp_pprof -top "$TMP/ngx.one" >"$TMP/ngx.one.top" 2>&1
+    pp_check "nginx: goroutine?pid=$w is that worker alone (its event loop, no pid tags)" \
+        test -n "$(grep -E 'ngx_(process_events_and_timers|worker_process_cycle)' "$TMP/ngx.one.top")" -a \
+        -z "$(grep 'pid:' "$TMP/ngx.one.tags")"
+    pp_stop "$master" >/dev/null 2>&1
+}
+
 memcached_part
 redis_part
+nginx_part
 python_part
 pp_finish
