@@ -243,14 +243,28 @@ static int validate(const pp_model_view *v, bool need_values, maxima *mx)
 
 /* --------------------------------------------------------------- protobuf */
 
+/* A label by string ids (0: absent): key = 1, str = 2, num = 3, num_unit = 4. */
+typedef struct wire_label {
+    int64_t key, str, num, unit;
+} wire_label;
+
+/* A buffer reused for each sample's bytes. */
+typedef struct sample_buf {
+    unsigned char *p;
+    size_t cap;
+} sample_buf;
+
 typedef struct enc {
     const pprof_profile *p;
     pp_model_view v;
     sink *s;
     int err;          /* PPROF_ENOMEM once an allocation failed */
     /* scratch reused for every sample and location */
-    unsigned char *sample_buf; /* one encoded sample */
-    size_t sample_cap;
+    sample_buf sb;            /* one encoded sample */
+    uint64_t *ids;            /* one sample's location ids */
+    size_t ids_cap;
+    wire_label *labels;       /* one sample's labels */
+    size_t labels_cap;
     Perftools__Profiles__Line *lines;
     Perftools__Profiles__Line **line_ptrs;
 } enc;
@@ -329,59 +343,77 @@ static unsigned char *label_to(unsigned char *b, int64_t key, int64_t str, int64
     return b;
 }
 
+/* Writes one Sample (field 2) in the wire format; PPROF_ENOMEM or 0. */
+static int put_sample(sink *s, sample_buf *sb, const uint64_t *loc_ids, size_t nlocs, const int64_t *values,
+                      size_t nvalues, const wire_label *labels, size_t nlabels)
+{
+    size_t locs = 0, vals = 0, lab = 0;
+    for (size_t j = 0; j < nlocs; j++)
+        locs += varint_size(loc_ids[j]);
+    for (size_t j = 0; j < nvalues; j++)
+        vals += varint_size((uint64_t)values[j]);
+    for (size_t j = 0; j < nlabels; j++) {
+        size_t n = label_size(labels[j].key, labels[j].str, labels[j].num, labels[j].unit);
+        lab += 1 + varint_size(n) + n;
+    }
+    size_t body = (locs ? 1 + varint_size(locs) + locs : 0) + (vals ? 1 + varint_size(vals) + vals : 0) + lab;
+    if (body + 32 > sb->cap) {
+        free(sb->p);
+        sb->cap = (body + 32) * 2;
+        if (!(sb->p = malloc(sb->cap))) {
+            sb->cap = 0;
+            return PPROF_ENOMEM;
+        }
+    }
+    unsigned char *b = sb->p;
+    *b++ = F_SAMPLE << 3 | WIRE_LEN;
+    b = varint_to(b, body);
+    if (locs) {
+        *b++ = 1 << 3 | WIRE_LEN;
+        b = varint_to(b, locs);
+        for (size_t j = 0; j < nlocs; j++)
+            b = varint_to(b, loc_ids[j]);
+    }
+    if (vals) {
+        *b++ = 2 << 3 | WIRE_LEN;
+        b = varint_to(b, vals);
+        for (size_t j = 0; j < nvalues; j++)
+            b = varint_to(b, (uint64_t)values[j]);
+    }
+    for (size_t j = 0; j < nlabels; j++)
+        b = label_to(b, labels[j].key, labels[j].str, labels[j].num, labels[j].unit);
+    sink_put(s, sb->p, (size_t)(b - sb->p));
+    return 0;
+}
+
+/* Room for n entries in a scratch array; 0 or PPROF_ENOMEM. */
+static int scratch(void *arrp, size_t *cap, size_t n, size_t size)
+{
+    return pp_reserve(arrp, cap, n ? n - 1 : 0, size) ? PPROF_ENOMEM : 0;
+}
+
 static void emit_samples(enc *e)
 {
     const pp_model_view *v = &e->v;
     for (size_t i = 0; i < v->nsamples && !failed(e); i++) {
         const pprof_sample *s = &v->samples[i];
-        size_t locs = 0, vals = 0, labels = 0;
+        size_t nl = s->nlabels + s->nnum_labels;
+        if (scratch(&e->ids, &e->ids_cap, s->nlocations, sizeof *e->ids) ||
+            scratch(&e->labels, &e->labels_cap, nl, sizeof *e->labels)) {
+            e->err = PPROF_ENOMEM;
+            return;
+        }
         for (size_t j = 0; j < s->nlocations; j++)
-            locs += varint_size(s->locations[j]->id);
-        for (size_t j = 0; j < s->nvalues; j++)
-            vals += varint_size((uint64_t)s->values[j]);
-        for (size_t j = 0; j < s->nlabels; j++) {
-            size_t n = label_size(str_index(e, s->labels[j].key), str_index(e, s->labels[j].value), 0, 0);
-            labels += 1 + varint_size(n) + n;
-        }
-        for (size_t j = 0; j < s->nnum_labels; j++) {
-            const pprof_num_label *l = &s->num_labels[j];
-            size_t n = label_size(str_index(e, l->key), 0, l->value, l->unit && l->unit[0] ? str_index(e, l->unit) : 0);
-            labels += 1 + varint_size(n) + n;
-        }
-        size_t body = (locs ? 1 + varint_size(locs) + locs : 0) + (vals ? 1 + varint_size(vals) + vals : 0) + labels;
-        unsigned char *buf = e->sample_buf, *b;
-        if (body + 32 > e->sample_cap) {
-            free(e->sample_buf);
-            e->sample_cap = (body + 32) * 2;
-            if (!(e->sample_buf = malloc(e->sample_cap))) {
-                e->sample_cap = 0;
-                e->err = PPROF_ENOMEM;
-                return;
-            }
-            buf = e->sample_buf;
-        }
-        b = buf;
-        *b++ = F_SAMPLE << 3 | WIRE_LEN;
-        b = varint_to(b, body);
-        if (locs) {
-            *b++ = 1 << 3 | WIRE_LEN;
-            b = varint_to(b, locs);
-            for (size_t j = 0; j < s->nlocations; j++)
-                b = varint_to(b, s->locations[j]->id);
-        }
-        if (vals) {
-            *b++ = 2 << 3 | WIRE_LEN;
-            b = varint_to(b, vals);
-            for (size_t j = 0; j < s->nvalues; j++)
-                b = varint_to(b, (uint64_t)s->values[j]);
-        }
+            e->ids[j] = s->locations[j]->id;
         for (size_t j = 0; j < s->nlabels; j++)
-            b = label_to(b, str_index(e, s->labels[j].key), str_index(e, s->labels[j].value), 0, 0);
+            e->labels[j] = (wire_label){str_index(e, s->labels[j].key), str_index(e, s->labels[j].value), 0, 0};
         for (size_t j = 0; j < s->nnum_labels; j++) {
             const pprof_num_label *l = &s->num_labels[j];
-            b = label_to(b, str_index(e, l->key), 0, l->value, l->unit && l->unit[0] ? str_index(e, l->unit) : 0);
+            e->labels[s->nlabels + j] = (wire_label){str_index(e, l->key), 0, l->value,
+                                                     l->unit && l->unit[0] ? str_index(e, l->unit) : 0};
         }
-        sink_put(e->s, buf, (size_t)(b - buf));
+        if (put_sample(e->s, &e->sb, e->ids, s->nlocations, s->values, s->nvalues, e->labels, nl))
+            e->err = PPROF_ENOMEM;
     }
 }
 
@@ -524,7 +556,9 @@ static int enc_scratch(enc *e, const maxima *mx)
 
 static void enc_free(enc *e)
 {
-    free(e->sample_buf);
+    free(e->sb.p);
+    free(e->ids);
+    free(e->labels);
     free(e->lines);
     free(e->line_ptrs);
 }
@@ -565,14 +599,43 @@ int pp_encode_proto(const pprof_profile *p, int gzip, pprof_writer w)
     return rc;
 }
 
-int pp_encode_message(const void *message, int gzip, pprof_writer w)
+int pp_encode_merged(const void *profile, int gzip, pprof_writer w)
 {
+    const Perftools__Profiles__Profile *p = profile;
     sink *s;
     int rc = sink_new(w, gzip != 0, &s);
     if (rc)
         return rc;
-    protobuf_c_message_pack_to_buffer((const ProtobufCMessage *)message, &s->base);
-    return sink_close(s, true);
+    sample_buf sb = {0};
+    wire_label *labels = NULL;
+    size_t labels_cap = 0;
+    for (size_t i = 0; i < p->n_sample_type && !s->err; i++)
+        put_message(s, F_SAMPLE_TYPE, &p->sample_type[i]->base);
+    for (size_t i = 0; i < p->n_sample && !s->err && !rc; i++) {
+        const Perftools__Profiles__Sample *x = p->sample[i];
+        if ((rc = scratch(&labels, &labels_cap, x->n_label, sizeof *labels)) != 0)
+            break;
+        for (size_t j = 0; j < x->n_label; j++)
+            labels[j] = (wire_label){x->label[j]->key, x->label[j]->str, x->label[j]->num, x->label[j]->num_unit};
+        rc = put_sample(s, &sb, x->location_id, x->n_location_id, x->value, x->n_value, labels, x->n_label);
+    }
+    for (size_t i = 0; i < p->n_mapping && !s->err; i++)
+        put_message(s, F_MAPPING, &p->mapping[i]->base);
+    for (size_t i = 0; i < p->n_location && !s->err; i++)
+        put_message(s, F_LOCATION, &p->location[i]->base);
+    for (size_t i = 0; i < p->n_function && !s->err; i++)
+        put_message(s, F_FUNCTION, &p->function[i]->base);
+    for (size_t i = 0; i < p->n_string_table && !s->err; i++)
+        put_string(s, F_STRING_TABLE, p->string_table[i]);
+    Perftools__Profiles__Profile tail = *p; /* the scalar fields and comments */
+    tail.n_sample_type = tail.n_sample = tail.n_mapping = tail.n_location = tail.n_function = 0;
+    tail.n_string_table = 0;
+    if (!s->err && !rc)
+        perftools__profiles__profile__pack_to_buffer(&tail, &s->base);
+    free(sb.p);
+    free(labels);
+    int err = sink_close(s, rc == 0);
+    return rc ? pp_fail(rc) : err;
 }
 
 /* ----------------------------------------------------------------- folded */

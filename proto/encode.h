@@ -24,10 +24,10 @@
  * sample types), PPROF_ENOMEM, or PPROF_EIO when the writer fails. */
 int pp_encode_proto(const pprof_profile *p, int gzip, pprof_writer w);
 
-/* Writes a whole protobuf-c message (a ProtobufCMessage) through the same
- * staging and gzip as pp_encode_proto (merge.c). Returns 0, PPROF_ENOMEM
- * or PPROF_EIO. */
-int pp_encode_message(const void *message, int gzip, pprof_writer w);
+/* Writes a whole unpacked Profile (perftools__profiles__profile, as merge.c
+ * assembles one) through the same staging, sample writer and gzip as
+ * pp_encode_proto. Returns 0, PPROF_ENOMEM or PPROF_EIO. */
+int pp_encode_merged(const void *profile, int gzip, pprof_writer w);
 
 /* Writes `p` as folded stacks: one line per sample, "root;...;leaf N\n",
  * where N is the sample's first value. Inlined frames are expanded,

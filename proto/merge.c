@@ -36,6 +36,8 @@ typedef struct merger {
     size_t nfns, fns_cap;
     int64_t *comments;
     size_t ncomments, comments_cap;
+    int64_t *smap;           /* the current input's string ids -> output ids */
+    size_t smap_cap;
 } merger;
 
 /* The output id of string s, added when new; -1 when out of memory. */
@@ -104,19 +106,24 @@ static int gunzip(const unsigned char *in, size_t len, unsigned char **out, size
 
 #define GROW(m, arr, n, cap) (pp_reserve(&(m)->arr, &(m)->cap, (m)->n, sizeof *(m)->arr) == 0)
 
-/* The string id of input string i, -1 when it is out of range (a bad
- * input) or memory ran out. */
+/* The output id of the current input's string i (from m->smap), -1 when
+ * it is out of range (a bad input). */
 static int64_t in_str(merger *m, const Profile *p, int64_t i)
 {
     if (i < 0 || (size_t)i >= p->n_string_table)
         return -1;
-    return str_id(m, p->string_table[i]);
+    return m->smap[i];
 }
 
 /* Copies input p (its ids shifted by the bases) into m. */
 static int add_input(merger *m, const Profile *p, const pprof_merge_input *in)
 {
     uint64_t map0 = m->nmaps, loc0 = m->nlocs, fn0 = m->nfns;
+    if (pp_reserve(&m->smap, &m->smap_cap, p->n_string_table, sizeof *m->smap) < 0)
+        return pp_fail(PPROF_ENOMEM);
+    for (size_t i = 0; i < p->n_string_table; i++)
+        if ((m->smap[i] = str_id(m, p->string_table[i])) < 0)
+            return pp_fail(PPROF_ENOMEM);
     for (size_t i = 0; i < p->n_mapping; i++) {
         const Perftools__Profiles__Mapping *s = p->mapping[i];
         Perftools__Profiles__Mapping *d = pp_arena_alloc(&m->arena, sizeof *d);
@@ -241,6 +248,16 @@ static void merger_free(merger *m)
     free(m->locs);
     free(m->fns);
     free(m->comments);
+    free(m->smap);
+}
+
+/* The output id of string i of input p (not the current one), -1 when out
+ * of range. */
+static int64_t any_str(merger *m, const Profile *p, int64_t i)
+{
+    if (i < 0 || (size_t)i >= p->n_string_table)
+        return -1;
+    return str_id(m, p->string_table[i]);
 }
 
 /* Fills out (which points into m) from the first input p0 and m. */
@@ -253,8 +270,8 @@ static int finish(merger *m, const Profile *p0, int64_t time, int64_t duration, 
         return pp_fail(PPROF_ENOMEM);
     for (size_t i = 0; i < p0->n_sample_type; i++) {
         perftools__profiles__value_type__init(&vt[i]);
-        vt[i].type = in_str(m, p0, p0->sample_type[i]->type);
-        vt[i].unit = in_str(m, p0, p0->sample_type[i]->unit);
+        vt[i].type = any_str(m, p0, p0->sample_type[i]->type);
+        vt[i].unit = any_str(m, p0, p0->sample_type[i]->unit);
         types[i] = &vt[i];
     }
     out->sample_type = types;
@@ -262,12 +279,12 @@ static int finish(merger *m, const Profile *p0, int64_t time, int64_t duration, 
     if (p0->period_type) {
         Perftools__Profiles__ValueType *pt = &vt[p0->n_sample_type];
         perftools__profiles__value_type__init(pt);
-        pt->type = in_str(m, p0, p0->period_type->type);
-        pt->unit = in_str(m, p0, p0->period_type->unit);
+        pt->type = any_str(m, p0, p0->period_type->type);
+        pt->unit = any_str(m, p0, p0->period_type->unit);
         out->period_type = pt;
     }
     if (p0->default_sample_type)
-        out->default_sample_type = in_str(m, p0, p0->default_sample_type);
+        out->default_sample_type = any_str(m, p0, p0->default_sample_type);
     out->period = p0->period;
     out->time_nanos = time;
     out->duration_nanos = duration;
@@ -346,7 +363,7 @@ int pprof_merge(const pprof_merge_input *in, size_t n, pprof_writer w)
     if (rc == 0)
         rc = finish(&m, ps[first], time, duration, &out);
     if (rc == 0)
-        rc = pp_encode_message(&out, 1, w);
+        rc = pp_encode_merged(&out, 1, w);
     for (size_t i = 0; i < n; i++)
         if (ps[i])
             perftools__profiles__profile__free_unpacked(ps[i], NULL);

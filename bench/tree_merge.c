@@ -1,0 +1,143 @@
+/* tree_merge.c: the cost of answering for a process tree.
+ *
+ * Builds a profile of 10,000 distinct stacks (a custom profile whose
+ * entries are added from the leaves of a binary call tree 17 levels deep),
+ * encodes it (gzipped protobuf, as a process answers), then merges 10
+ * copies of the encoding with pid and process labels (pprof_merge, as the
+ * hub answers for 10 processes). For scale, it also encodes one profile
+ * of 100,000 distinct stacks, the merge's size. Prints the median of each
+ * over ROUNDS rounds, every round's raw figures, and the ratios of the
+ * merge to encoding one process's profile and to encoding one of the
+ * merge's size.
+ *
+ *   ./build/bench/tree_merge [ROUNDS [SAVE]]   (SAVE: where to write the
+ *                                              encoded profile, to study it)
+ */
+#define _GNU_SOURCE
+#include "bench.h"
+#include "pprof.h"
+
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#define LEVELS 17
+#define STACKS 10000
+#define PROCS 10
+
+static pprof_custom *custom;
+static uintptr_t keys[STACKS * PROCS];
+static int added, wanted;
+
+static void step1(unsigned long id, int level);
+
+/* One frame per level; the call site differs by the level's bit, so every
+ * id gets its own stack. The two are one function under two names. */
+#define STEP(name)                                                          \
+    __attribute__((noinline)) static void name(unsigned long id, int level) \
+    {                                                                       \
+        if (level == LEVELS) {                                              \
+            if (added < wanted)                                             \
+                pprof_custom_add(custom, &keys[added++]);                   \
+        } else if ((id >> level) & 1) {                                     \
+            step1(id, level + 1);                                           \
+        } else {                                                            \
+            step0(id, level + 1);                                           \
+        }                                                                   \
+        __asm__ volatile("" ::: "memory");                                  \
+    }
+static void step0(unsigned long id, int level);
+STEP(step0)
+STEP(step1)
+
+static double now_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
+}
+
+int main(int argc, char **argv)
+{
+    int rounds = argc > 1 ? atoi(argv[1]) : 5;
+    if (rounds < 1 || rounds > 50)
+        rounds = 5;
+    pprof_recorder *r;
+    pprof_profile *p = NULL, *big = NULL;
+    /* the big one first: the small one is then a new custom profile */
+    wanted = STACKS * PROCS;
+    if (pprof_custom_new("tree_merge_big", &custom) != 0)
+        return 1;
+    for (unsigned long id = 0; id < (unsigned long)wanted; id++)
+        step0(id, 0);
+    if (pprof_custom_recorder_new(custom, &r) != 0 || pprof_recorder_write_to(r, &big) != 0)
+        return 1;
+    pprof_recorder_free(r);
+    added = 0;
+    wanted = STACKS;
+    if (pprof_custom_new("tree_merge_stacks", &custom) != 0)
+        return 1;
+    for (unsigned long id = 0; id < (unsigned long)wanted; id++)
+        step0(id, 0);
+    if (pprof_custom_recorder_new(custom, &r) != 0 || pprof_recorder_write_to(r, &p) != 0)
+        return 1;
+    size_t n;
+    pprof_profile_samples(p, &n);
+    printf("# tree_merge: %d rounds; a profile of %zu stacks, encoded once per round and merged %d times over\n",
+           rounds, n, PROCS);
+    double enc[50], mrg[50], ratio[50], encbig[50], ratiobig[50];
+    size_t enc_bytes = 0, out_bytes = 0;
+    for (int k = 0; k < rounds; k++) {
+        pprof_buffer one = {0}, out = {0};
+        double t0 = now_ms();
+        if (pprof_profile_write(p, PPROF_FORMAT_PROTO_GZIP, pprof_writer_buffer(&one)) != 0)
+            return 1;
+        double t1 = now_ms();
+        pprof_merge_input in[PROCS];
+        pprof_label labels[PROCS];
+        pprof_num_label pids[PROCS];
+        for (int i = 0; i < PROCS; i++) {
+            pids[i] = (pprof_num_label){"pid", 1000 + i, NULL};
+            labels[i] = (pprof_label){"process", "worker"};
+            in[i] = (pprof_merge_input){one.data, one.len, &labels[i], 1, &pids[i], 1, NULL};
+        }
+        double t2 = now_ms();
+        if (pprof_merge(in, PROCS, pprof_writer_buffer(&out)) != 0)
+            return 1;
+        double t3 = now_ms();
+        pprof_buffer b = {0};
+        if (pprof_profile_write(big, PPROF_FORMAT_PROTO_GZIP, pprof_writer_buffer(&b)) != 0)
+            return 1;
+        double t4 = now_ms();
+        enc[k] = t1 - t0;
+        mrg[k] = t3 - t2;
+        encbig[k] = t4 - t3;
+        ratio[k] = mrg[k] / enc[k];
+        ratiobig[k] = mrg[k] / encbig[k];
+        pprof_buffer_free(&b);
+        enc_bytes = one.len;
+        if (argc > 2 && k == 0) {
+            FILE *f = fopen(argv[2], "wb");
+            if (f) {
+                fwrite(one.data, 1, one.len, f);
+                fclose(f);
+            }
+        }
+        out_bytes = out.len;
+        printf("raw round %d: encode %.2f ms (%zu bytes), merge of %d %.2f ms (%zu bytes), encode of the merge's "
+               "size %.2f ms; ratios %.2f and %.2f\n",
+               k + 1, enc[k], one.len, PROCS, mrg[k], out.len, encbig[k], ratio[k], ratiobig[k]);
+        pprof_buffer_free(&one);
+        pprof_buffer_free(&out);
+    }
+    printf("median: encode one %.2f ms (%zu bytes), merge %d %.2f ms (%zu bytes), encode of the merge's size "
+           "%.2f ms; merge / encode one %.2f, merge / encode of its size %.2f\n",
+           bench_median(enc, rounds), enc_bytes, PROCS, bench_median(mrg, rounds), out_bytes,
+           bench_median(encbig, rounds), bench_median(ratio, rounds), bench_median(ratiobig, rounds));
+    pprof_profile_free(p);
+    pprof_profile_free(big);
+    pprof_recorder_free(r);
+    return 0;
+}
