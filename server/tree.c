@@ -21,6 +21,9 @@
  * profile as it is (any format); ?tree=0, and text formats (debug >= 1)
  * without a pid, only the hub's.
  *
+ * A request whose client went away (the hub's own call cancelled) is
+ * dropped two minutes after its deadline.
+ *
  * Wire format, both ways: a header {magic, type, id, status, len} and len
  * bytes. Hub to member: REQ with "name?query". Member to hub: HELLO (its
  * parent's pid in status), RES with the response body and status.
@@ -71,7 +74,7 @@ typedef struct member {
 typedef struct treq {
     struct treq *next;
     uint32_t id;
-    int refs;                 /* the pending list and the requester */
+    int refs;                 /* 1 while pending: the requester finishes it */
     int nasked, nanswered;
     int pids[MAX_MEMBERS];    /* asked */
     char names[MAX_MEMBERS][16];
@@ -79,6 +82,7 @@ typedef struct treq {
     pprof_buffer body[MAX_MEMBERS];
     pthread_cond_t cv;
     int only_pid;             /* ?pid=N, 0 for all */
+    void *call;               /* the requester's tree_call */
     int64_t deadline_s;
     pprof_http_done done;
     void *ctx;
@@ -238,6 +242,21 @@ static void accept_member(void)
     pthread_mutex_unlock(&hub.mu);
 }
 
+/* Drops requests whose requester never came back (its client went away
+ * and the hub's own call was cancelled) two minutes after their deadline.
+ * The hub's own answer always comes long before then otherwise. */
+static void collect_abandoned_locked(void)
+{
+    int64_t now = mono_s();
+    for (treq *t = hub.pending, *next; t; t = next) {
+        next = t->next;
+        if (now > t->deadline_s + 120) {
+            free(t->call);
+            treq_unref_locked(t);
+        }
+    }
+}
+
 static void *hub_main(void *arg)
 {
     (void)arg;
@@ -254,6 +273,7 @@ static void *hub_main(void *arg)
                 who[n] = i;
                 pf[n++] = (struct pollfd){hub.members[i].fd, POLLIN, 0};
             }
+        collect_abandoned_locked();
         pthread_mutex_unlock(&hub.mu);
         if (poll(pf, (nfds_t)n, 1000) <= 0)
             continue;
@@ -642,7 +662,7 @@ int pp_tree_handle(const pprof_server_config *cfg, const pprof_http_request *req
     snprintf(wire, sizeof wire, "%s%s%s", req->path + plen, lreq.query ? "?" : "", lreq.query ? lreq.query : "");
     pthread_mutex_lock(&hub.mu);
     t->id = ++hub.next_id;
-    t->refs = 2;
+    t->refs = 1;
     t->next = hub.pending;
     hub.pending = t;
     for (int i = 0; i < MAX_MEMBERS; i++) {
@@ -660,7 +680,6 @@ int pp_tree_handle(const pprof_server_config *cfg, const pprof_http_request *req
     }
     if (pid && !t->nasked) {
         treq_unref_locked(t);
-        treq_unref_locked(t);
         pthread_mutex_unlock(&hub.mu);
         free(c);
         pp_reply r;
@@ -669,8 +688,9 @@ int pp_tree_handle(const pprof_server_config *cfg, const pprof_http_request *req
         pp_reply_deliver(&r, done, ctx);
         return 0;
     }
-    pthread_mutex_unlock(&hub.mu);
     *c = (tree_call){t, done, ctx};
+    t->call = c;
+    pthread_mutex_unlock(&hub.mu);
     return local(cfg, &lreq, tree_done, c, call);
 }
 

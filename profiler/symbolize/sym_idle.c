@@ -24,6 +24,7 @@ static int sweeper_running;
 static uint64_t sessions;       /* sessions ended, under idle_mu */
 static int64_t last_end_s;      /* CLOCK_MONOTONIC, under idle_mu */
 static int idle_s = -1;         /* LIBPPROF_SYMBOLIZER_IDLE, read once */
+static int forked;              /* this process is a forked child */
 
 static int64_t now_s(void)
 {
@@ -71,6 +72,14 @@ void pp_sym_idle_note(struct pp_sym_session *s)
     pthread_mutex_lock(&idle_mu);
     sessions++;
     last_end_s = now_s();
+#ifdef __SANITIZE_THREAD__
+    /* ThreadSanitizer cannot start threads in the child of a
+     * multi-threaded fork: there the memory stays until exit. */
+    if (forked) {
+        pthread_mutex_unlock(&idle_mu);
+        return;
+    }
+#endif
     if (!sweeper_running)
         sweeper_running = pp_spawn_detached(sweeper, s) == 0;
     pthread_mutex_unlock(&idle_mu);
@@ -81,4 +90,5 @@ void pp_sym_idle_fork_child(void)
     idle_mu = (pthread_mutex_t)PTHREAD_MUTEX_INITIALIZER;
     idle_cv = (pthread_cond_t)PTHREAD_COND_INITIALIZER;
     sweeper_running = 0;
+    forked = 1;
 }

@@ -313,19 +313,22 @@ __attribute__((noinline)) int symbolize_plt_caller(void)
 static void test_plt(void)
 {
     check_case_begin();
+    /* the calls in its first bytes (sanitizers add calls of their own) */
     const unsigned char *code = (const unsigned char *)(uintptr_t)symbolize_plt_caller;
-    uint64_t stub = 0;
-    for (int i = 0; i < 48 && !stub; i++)
-        if (code[i] == 0xe8) {
-            int32_t rel;
-            memcpy(&rel, code + i + 1, sizeof rel);
-            stub = (uint64_t)(uintptr_t)(code + i + 5) + (uint64_t)(int64_t)rel;
+    char buf[256] = "", names[512] = "";
+    int found = 0;
+    for (int i = 0; i < 64 && !found; i++) {
+        if (code[i] != 0xe8)
+            continue;
+        int32_t rel;
+        memcpy(&rel, code + i + 1, sizeof rel);
+        uint64_t stub = (uint64_t)(uintptr_t)(code + i + 5) + (uint64_t)(int64_t)rel;
+        if (pprof_symbol_name(stub + 4, buf, sizeof buf) == 0) {
+            found = !strcmp(buf, "getpid@plt");
+            snprintf(names + strlen(names), sizeof names - strlen(names), "%s ", buf);
         }
-    CHECKF(stub != 0, "no call in symbolize_plt_caller");
-    char buf[256] = "";
-    int rc = stub ? pprof_symbol_name(stub + 4, buf, sizeof buf) : -1;
-    CHECKF(rc == 0 && strcmp(buf, "getpid@plt") == 0, "stub %#llx: rc %d name '%s'", (unsigned long long)stub, rc,
-           buf);
+    }
+    CHECKF(found, "no call to getpid@plt among the calls of symbolize_plt_caller (%s)", names);
     CHECK(symbolize_plt_caller() > 1);
     check_case_end("PLT stubs are named <function>@plt");
 }
