@@ -52,6 +52,26 @@ static void step0(unsigned long id, int level);
 STEP(step0)
 STEP(step1)
 
+/* A profile of n distinct stacks: a custom profile with one entry added
+ * from each of n leaves of the call tree. NULL on failure. */
+static pprof_profile *stacks_profile(const char *name, int n)
+{
+    pprof_recorder *r;
+    pprof_profile *p = NULL;
+    added = 0;
+    wanted = n;
+    if (pprof_custom_new(name, &custom) != 0)
+        return NULL;
+    for (unsigned long id = 0; id < (unsigned long)n; id++)
+        step0(id, 0);
+    if (pprof_custom_recorder_new(custom, &r) != 0)
+        return NULL;
+    if (pprof_recorder_write_to(r, &p) != 0)
+        p = NULL;
+    pprof_recorder_free(r);
+    return p;
+}
+
 static double now_ms(void)
 {
     struct timespec ts;
@@ -64,24 +84,9 @@ int main(int argc, char **argv)
     int rounds = argc > 1 ? atoi(argv[1]) : 5;
     if (rounds < 1 || rounds > 50)
         rounds = 5;
-    pprof_recorder *r;
-    pprof_profile *p = NULL, *big = NULL;
-    /* the big one first: the small one is then a new custom profile */
-    wanted = STACKS * PROCS;
-    if (pprof_custom_new("tree_merge_big", &custom) != 0)
-        return 1;
-    for (unsigned long id = 0; id < (unsigned long)wanted; id++)
-        step0(id, 0);
-    if (pprof_custom_recorder_new(custom, &r) != 0 || pprof_recorder_write_to(r, &big) != 0)
-        return 1;
-    pprof_recorder_free(r);
-    added = 0;
-    wanted = STACKS;
-    if (pprof_custom_new("tree_merge_stacks", &custom) != 0)
-        return 1;
-    for (unsigned long id = 0; id < (unsigned long)wanted; id++)
-        step0(id, 0);
-    if (pprof_custom_recorder_new(custom, &r) != 0 || pprof_recorder_write_to(r, &p) != 0)
+    pprof_profile *p = stacks_profile("tree_merge_stacks", STACKS);
+    pprof_profile *big = stacks_profile("tree_merge_big", STACKS * PROCS);
+    if (!p || !big)
         return 1;
     size_t n;
     pprof_profile_samples(p, &n);
@@ -138,6 +143,5 @@ int main(int argc, char **argv)
            bench_median(encbig, rounds), bench_median(ratio, rounds), bench_median(ratiobig, rounds));
     pprof_profile_free(p);
     pprof_profile_free(big);
-    pprof_recorder_free(r);
     return 0;
 }

@@ -22,9 +22,7 @@ typedef Perftools__Profiles__Profile Profile;
 
 typedef struct merger {
     pp_arena arena;
-    pp_index ix;             /* the output strings */
-    char **strs;
-    size_t strs_cap;
+    pp_strtab strs;          /* the output strings */
     /* output arrays (pointers into the arena) */
     Perftools__Profiles__Sample **samples;
     size_t nsamples, samples_cap;
@@ -43,20 +41,7 @@ typedef struct merger {
 /* The output id of string s, added when new; -1 when out of memory. */
 static int64_t str_id(merger *m, const char *s)
 {
-    if (!s)
-        s = "";
-    uint64_t h = pp_hash_str(s);
-    PP_INDEX_PROBE(&m->ix, h, j)
-        if (strcmp(m->strs[m->ix.slot[j] - 1], s) == 0)
-            return m->ix.slot[j] - 1;
-    if (pp_reserve(&m->strs, &m->strs_cap, m->ix.n, sizeof *m->strs) < 0)
-        return -1;
-    char *d = (char *)pp_arena_strdup(&m->arena, s);
-    uint32_t id = d ? pp_index_add(&m->ix, h) : 0;
-    if (!id)
-        return -1;
-    m->strs[id - 1] = d;
-    return id - 1;
+    return pp_strtab_id(&m->strs, s, &m->arena);
 }
 
 /* Gunzips in (or returns it as it is when it is not gzip) into *out
@@ -241,8 +226,7 @@ static int same_types(const Profile *a, const Profile *b)
 static void merger_free(merger *m)
 {
     pp_arena_release(&m->arena);
-    pp_index_free(&m->ix);
-    free(m->strs);
+    pp_strtab_free(&m->strs);
     free(m->samples);
     free(m->maps);
     free(m->locs);
@@ -298,8 +282,8 @@ static int finish(merger *m, const Profile *p0, int64_t time, int64_t duration, 
     out->n_function = m->nfns;
     out->comment = m->comments;
     out->n_comment = m->ncomments;
-    out->string_table = m->strs;
-    out->n_string_table = m->ix.n;
+    out->string_table = (char **)m->strs.strs;
+    out->n_string_table = pp_strtab_count(&m->strs);
     return 0;
 }
 

@@ -1,5 +1,6 @@
 /* hash.c: the hash-table index and the uint64-keyed table (see hash.h). */
 #include "hash.h"
+#include "arena.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -91,4 +92,45 @@ void pp_table_free(pp_table *t)
     t->e = NULL;
     t->cap = 0;
     pp_index_free(&t->ix);
+}
+
+/* The id of s under hash h, or -1. */
+static int64_t strtab_probe(const pp_strtab *t, const char *s, uint64_t h)
+{
+    PP_INDEX_PROBE(&t->ix, h, j)
+        if (strcmp(t->strs[t->ix.slot[j] - 1], s) == 0)
+            return t->ix.slot[j] - 1;
+    return -1;
+}
+
+int64_t pp_strtab_find(const pp_strtab *t, const char *s)
+{
+    if (!s)
+        s = "";
+    return strtab_probe(t, s, pp_hash_str(s));
+}
+
+int64_t pp_strtab_id(pp_strtab *t, const char *s, struct pp_arena *copy)
+{
+    if (!s)
+        s = "";
+    uint64_t h = pp_hash_str(s);
+    int64_t found = strtab_probe(t, s, h);
+    if (found >= 0)
+        return found;
+    if (pp_reserve(&t->strs, &t->cap, t->ix.n, sizeof *t->strs) < 0)
+        return -1;
+    const char *d = copy ? pp_arena_strdup(copy, s) : s;
+    uint32_t id = d ? pp_index_add(&t->ix, h) : 0;
+    if (!id)
+        return -1;
+    t->strs[id - 1] = d;
+    return id - 1;
+}
+
+void pp_strtab_free(pp_strtab *t)
+{
+    free(t->strs);
+    pp_index_free(&t->ix);
+    *t = (pp_strtab){0};
 }

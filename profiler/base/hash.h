@@ -22,6 +22,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+struct pp_arena;
+
 /* Mixes v into the running hash h. */
 static inline uint64_t pp_hash_mix(uint64_t h, uint64_t v)
 {
@@ -88,4 +90,19 @@ static inline size_t pp_table_count(const pp_table *t) { return t->ix.n; }
 static inline void *pp_table_at(const pp_table *t, size_t i) { return t->e + i * t->size; }
 /* Frees the entries and the index; the table stays usable, empty. */
 void pp_table_free(pp_table *t);
+
+/* A string table: ids 0.. in first-use order, each string once (the
+ * profile's, model/; the merge's, proto/). Zeroed is empty. */
+typedef struct pp_strtab {
+    const char **strs; /* id -> string */
+    size_t cap;
+    pp_index ix;
+} pp_strtab;
+/* The id of s (NULL counts as ""), added when new: copied into `copy`
+ * when it is not NULL, else referenced. -1 when out of memory. */
+int64_t pp_strtab_id(pp_strtab *t, const char *s, struct pp_arena *copy);
+/* The id of s (NULL counts as ""), or -1 when it is not there. */
+int64_t pp_strtab_find(const pp_strtab *t, const char *s);
+static inline size_t pp_strtab_count(const pp_strtab *t) { return t->ix.n; }
+void pp_strtab_free(pp_strtab *t);
 #endif

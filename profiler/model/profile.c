@@ -30,27 +30,14 @@ struct pp_builder {
  * when `copy`, else referenced. -1 when out of memory. */
 static int64_t string_id(pprof_profile *p, const char *s, bool copy)
 {
-    if (!s)
-        s = "";
-    uint64_t h = pp_hash_str(s);
-    PP_INDEX_PROBE(&p->str_ix, h, j)
-        if (strcmp(p->strs[p->str_ix.slot[j] - 1], s) == 0)
-            return p->str_ix.slot[j] - 1;
-    if (pp_reserve(&p->strs, &p->strs_cap, p->str_ix.n, sizeof *p->strs) < 0)
-        return -1;
-    const char *d = copy ? pp_arena_strdup(p->arena, s) : s;
-    uint32_t id = d ? pp_index_add(&p->str_ix, h) : 0;
-    if (!id)
-        return -1;
-    p->strs[id - 1] = d;
-    return id - 1;
+    return pp_strtab_id(&p->strtab, s, copy ? p->arena : NULL);
 }
 
 /* The profile's own copy of s, or NULL when out of memory. */
 static const char *intern(pprof_profile *p, const char *s)
 {
     int64_t id = string_id(p, s, true);
-    return id < 0 ? NULL : p->strs[id];
+    return id < 0 ? NULL : p->strtab.strs[id];
 }
 
 pprof_profile *pp_profile_new(const pprof_value_type *types, size_t ntypes,
@@ -331,17 +318,15 @@ static int index_functions(pprof_profile *p, bool copy)
 
 void pp_model_tables_free(pprof_profile *p)
 {
-    free(p->strs);
-    pp_index_free(&p->str_ix);
+    pp_strtab_free(&p->strtab);
     free(p->fns);
     pp_index_free(&p->fn_ix);
     free(p->line_fn);
     free(p->line0);
-    p->strs = NULL;
     p->fns = NULL;
     p->line_fn = NULL;
     p->line0 = NULL;
-    p->strs_cap = p->fns_cap = 0;
+    p->fns_cap = 0;
 }
 
 int pp_model_index(pprof_profile *p)
@@ -584,18 +569,13 @@ out:
 
 const char *const *pp_model_strings(const pprof_profile *p, size_t *n)
 {
-    *n = p->str_ix.n;
-    return p->strs;
+    *n = pp_strtab_count(&p->strtab);
+    return p->strtab.strs;
 }
 
 int64_t pp_model_string_id(const pprof_profile *p, const char *s)
 {
-    if (!s)
-        s = "";
-    PP_INDEX_PROBE(&p->str_ix, pp_hash_str(s), j)
-        if (strcmp(p->strs[p->str_ix.slot[j] - 1], s) == 0)
-            return p->str_ix.slot[j] - 1;
-    return -1;
+    return pp_strtab_find(&p->strtab, s);
 }
 
 const pp_model_function *pp_model_functions(const pprof_profile *p, size_t *n)

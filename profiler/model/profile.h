@@ -56,9 +56,7 @@ struct pprof_profile {
     /* The string table: strs[id], strs[0] = "", each string once. The
      * builder interns into it as samples arrive; it stays after finish for
      * the encoders (model.h). */
-    const char **strs;
-    size_t strs_cap;
-    pp_index str_ix;
+    pp_strtab strtab;
     /* The function table, built at finish: fns[id - 1]; line_fn holds the
      * function id of every line, location by location (line0[i] is the
      * first of location i's lines). */
