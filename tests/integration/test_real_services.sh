@@ -24,8 +24,13 @@
 #     request path (ngx_http_*) with one pid tag per worker, ?pid=<worker>
 #     only that worker; wrk's requests/s with and without libpprof
 #     (reported, not asserted).
+#   postgresql (a postmaster and a backend per connection) under pgbench
+#     -S with 4 clients: the postmaster serves the endpoint for its tree;
+#     profile?seconds=3 shows the executor's functions (Exec*) by name,
+#     with at least two backends' pid tags, and one backend's own
+#     (-tagfocus=pid=N) still shows Exec* functions.
 # A part whose package is missing is skipped with a line saying so
-# (scripts/test.sh installs them). Postgresql is still to come.
+# (scripts/test.sh installs them).
 # Usage: test_real_services.sh BUILD_DIR
 . "$(dirname "$0")/lib.sh"
 pp_init "$1"
@@ -216,8 +221,59 @@ NGX
     pp_stop "$master" >/dev/null 2>&1
 }
 
+postgres_part() {
+    local bin
+    bin=$(ls -d /usr/lib/postgresql/*/bin 2>/dev/null | tail -1)
+    if [ -z "$bin" ] || [ ! -x "$bin/pgbench" ] || ! id postgres >/dev/null 2>&1; then
+        pp_skip "postgresql: the postgresql package (postgres, pgbench, the postgres user) is not installed"
+        return
+    fi
+    local dir port
+    dir=$(mktemp -d /tmp/pprof-pg.XXXXXX)
+    chown postgres "$dir"
+    port=$(pp_free_port)
+    if ! runuser -u postgres -- "$bin/initdb" -D "$dir/data" -A trust >"$TMP/initdb.log" 2>&1; then
+        pp_bad "postgresql: initdb failed" "$(tail -5 "$TMP/initdb.log")"
+        rm -rf "$dir"
+        return
+    fi
+    # postgres runs as its own user: the library must be readable by it
+    if ! runuser -u postgres -- test -r "$LIB"; then
+        pp_skip "postgresql: $LIB is not readable by the postgres user"
+        rm -rf "$dir"
+        return
+    fi
+    if ! pp_serve pg runuser -u postgres -- env LD_PRELOAD="$LIB" LIBPPROF_ADDR=127.0.0.1:@PORT@ \
+        "$bin/postgres" -D "$dir/data" -k "$dir" -p "$port" -c listen_addresses=; then
+        pp_bad "postgresql under LD_PRELOAD did not serve" "$(cat "$TMP/pg.err" 2>/dev/null)"
+        rm -rf "$dir"
+        return
+    fi
+    local base=http://127.0.0.1:$PORT/debug/pprof
+    runuser -u postgres -- "$bin/pgbench" -h "$dir" -p "$port" -i -s 2 postgres >"$TMP/pgbench-i.log" 2>&1
+    runuser -u postgres -- "$bin/pgbench" -h "$dir" -p "$port" -c 4 -T 6 -S postgres >"$TMP/pgbench.log" 2>&1 &
+    local loader=$!
+    sleep 1
+    curl -sS --max-time 30 -o "$TMP/pg.cpu" "$base/profile?seconds=3"
+    wait "$loader"
+    pp_note "postgresql: pgbench -S -c 4 $(grep -E '^tps' "$TMP/pgbench.log" | head -1) (a 3 s profile running)"
+    pp_pprof -top -nodecount=400 "$TMP/pg.cpu" >"$TMP/pg.top" 2>&1
+    pp_check "postgresql: the executor's functions by name (Exec*)" grep -qE ' Exec[A-Z][A-Za-z]+$' "$TMP/pg.top"
+    pp_pprof -tags "$TMP/pg.cpu" >"$TMP/pg.tags" 2>&1
+    local pids
+    pids=$(awk '/^ pid:/ { on = 1; next } on && NF == 0 { exit } on { print $NF }' "$TMP/pg.tags")
+    pp_check "postgresql: backends' pid tags ($(echo $pids))" test "$(echo $pids | wc -w)" -ge 2
+    local busiest
+    busiest=$(echo $pids | awk '{ print $1 }')
+    pp_pprof -top -nodecount=400 -tagfocus="pid=$busiest" "$TMP/pg.cpu" >"$TMP/pg.one" 2>&1
+    pp_check "postgresql: backend $busiest alone runs the executor" grep -qE ' Exec[A-Z][A-Za-z]+$' "$TMP/pg.one"
+    pp_stop "$PID" >/dev/null 2>&1
+    rm -rf "$dir"
+}
+
 memcached_part
 redis_part
 nginx_part
+postgres_part
 python_part
 pp_finish
