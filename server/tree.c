@@ -315,12 +315,22 @@ static void agent_done(void *ctx, const pprof_http_response *resp)
     pthread_mutex_unlock(&self->send_mu);
 }
 
+static int hub_connect(void);
+
 static void *agent_main(void *arg)
 {
     (void)arg;
     pthread_setname_np(pthread_self(), "pprof-member");
     pprof_labels_unref(pp_server_own_begin());
     member *self = &hub.members[0];
+    if (self->fd < 0) { /* a forked child connects here, not in fork's path */
+        int fd = hub_connect();
+        pthread_mutex_lock(&self->send_mu);
+        self->fd = fd;
+        pthread_mutex_unlock(&self->send_mu);
+        if (fd < 0)
+            return NULL;
+    }
     for (;;) {
         msg m;
         char *body = NULL;
@@ -346,7 +356,8 @@ static void *agent_main(void *arg)
 }
 
 /* Connects to the hub named hub.name and starts the agent; 0 or -1. */
-static int join(void)
+/* A connection to the hub named hub.name that has said hello, or -1. */
+static int hub_connect(void)
 {
     int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
     struct sockaddr_un a = {.sun_family = AF_UNIX};
@@ -358,9 +369,21 @@ static int join(void)
             close(fd);
         return -1;
     }
+    return fd;
+}
+
+/* Joins the hub named hub.name and starts the agent; with `now`, the
+ * connection is made here (to learn whether there is a hub), else by the
+ * agent (a fork returns without waiting for it). 0 or -1. */
+static int join(int now)
+{
+    int fd = now ? hub_connect() : -1;
+    if (now && fd < 0)
+        return -1;
     hub.members[0].fd = fd;
     if (pp_spawn_detached(agent_main, NULL) != 0) {
-        close(fd);
+        if (fd >= 0)
+            close(fd);
         hub.members[0].fd = -1;
         return -1;
     }
@@ -384,7 +407,7 @@ static void tree_fork_child(void)
     hub.is_hub = 0;
     hub.thread_started = 0;
     if (hub.name[0])
-        join();
+        join(0);
 }
 
 /* The parent of pid, from /proc, or 0. */
@@ -415,7 +438,7 @@ int pp_tree_join_ancestor(void)
     for (int pid = getppid(), depth = 0; pid > 1 && depth < 16; pid = parent_of(pid), depth++) {
         pthread_mutex_lock(&hub.mu);
         snprintf(hub.name, sizeof hub.name, "libpprof-tree-%d", pid);
-        int rc = join();
+        int rc = join(1);
         if (rc)
             hub.name[0] = 0;
         pthread_mutex_unlock(&hub.mu);
