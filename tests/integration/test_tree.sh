@@ -30,8 +30,14 @@ mapfile -t workers < <(sed -n 's/^worker=//p' "$TMP/prog.out")
 pp_check "two workers forked (${workers[*]})" test "${#workers[@]}" = 2
 w1=${workers[0]} w2=${workers[1]}
 
-curl -sS --max-time 10 "$base/" >"$TMP/index.html"
-pp_check "index: both workers are members" grep -q "pid=$w1\">$w1</a>.*pid=$w2\">$w2</a>" "$TMP/index.html"
+# the workers join as their agents connect: wait for both on the index
+both_members() { grep -q "pid=$w1\">$w1</a>" "$TMP/index.html" && grep -q "pid=$w2\">$w2</a>" "$TMP/index.html"; }
+for i in $(seq 100); do
+    curl -sS --max-time 10 "$base/" >"$TMP/index.html"
+    both_members && break
+    sleep 0.1
+done
+pp_check "index: both workers are members" both_members
 
 curl -sS --max-time 30 -o "$TMP/cpu.pb.gz" "$base/profile?seconds=2"
 pp_pprof -top "$TMP/cpu.pb.gz" >"$TMP/cpu.top" 2>&1
