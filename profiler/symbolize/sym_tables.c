@@ -90,7 +90,8 @@ static bool is_code_symbol(const GElf_Sym *sym, const char *name, GElf_Word shnd
 
 typedef struct got_name {
     uint64_t slot;         /* the GOT slot's link-time address */
-    const char *name;      /* in the ELF's string table */
+    const char *name;      /* in the ELF's string table; NULL for an ifunc's */
+    uint64_t resolver;     /* an ifunc's resolver (link-time), whose symbol names it */
 } got_name;
 
 static int cmp_got(const void *x, const void *y)
@@ -100,7 +101,9 @@ static int cmp_got(const void *x, const void *y)
 }
 
 /* The function names of the GOT slots that jump-slot and glob-dat
- * relocations fill (malloc'd, sorted by slot). */
+ * relocations fill, and the resolvers of those that irelative ones fill
+ * (a library's calls to its own ifuncs, glibc's string functions among
+ * them) (malloc'd, sorted by slot). */
 static got_name *got_names(Elf *elf, size_t *n)
 {
     *n = 0;
@@ -119,13 +122,17 @@ static got_name *got_names(Elf *elf, size_t *n)
             GElf_Rela r;
             GElf_Sym sym;
             unsigned type = gelf_getrela(rel, (int)i, &r) ? (unsigned)GELF_R_TYPE(r.r_info) : 0;
+            if (type == R_X86_64_IRELATIVE && pp_reserve(&g, &cap, *n, sizeof *g) == 0) {
+                g[(*n)++] = (got_name){r.r_offset, NULL, (uint64_t)r.r_addend};
+                continue;
+            }
             if ((type != R_X86_64_JUMP_SLOT && type != R_X86_64_GLOB_DAT) || !GELF_R_SYM(r.r_info) ||
                 !gelf_getsym(syms, (int)GELF_R_SYM(r.r_info), &sym))
                 continue;
             const char *name = elf_strptr(elf, symsh.sh_link, sym.st_name);
             if (!name || !name[0] || pp_reserve(&g, &cap, *n, sizeof *g) < 0)
                 continue;
-            g[(*n)++] = (got_name){r.r_offset, name};
+            g[(*n)++] = (got_name){r.r_offset, name, 0};
         }
     }
     if (*n > 1)
@@ -133,9 +140,27 @@ static got_name *got_names(Elf *elf, size_t *n)
     return g;
 }
 
+/* The best-ranked symbol candidate starting at addr among the sorted
+ * c[0..n), or NULL. */
+static const char *name_at(const sym_cand *c, size_t n, uint64_t addr)
+{
+    size_t lo = 0, hi = n; /* first candidate with start >= addr */
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        if (c[mid].start < addr)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo < n && c[lo].start == addr ? c[lo].name : NULL;
+}
+
 /* Candidates for the stubs of .plt, .plt.sec and .plt.got: each entry
- * whose `jmp *disp(%rip)` goes through a named GOT slot. Appends to *c. */
-static void add_plt_stubs(Dwfl_Module *mod, pp_arena *names, sym_cand **c, size_t *nc, size_t *cap)
+ * whose `jmp *disp(%rip)` goes through a named GOT slot, or an ifunc's
+ * slot whose resolver is among the module's symbols c[0..nsorted),
+ * sorted. Appends to *c. */
+static void add_plt_stubs(Dwfl_Module *mod, pp_arena *names, sym_cand **c, size_t *nc, size_t *cap,
+                          size_t nsorted)
 {
     Dwarf_Addr bias;
     Elf *elf = dwfl_module_getelf(mod, &bias);
@@ -161,12 +186,13 @@ static void add_plt_stubs(Dwfl_Module *mod, pp_arena *names, sym_cand **c, size_
                     continue;
                 int32_t disp;
                 memcpy(&disp, code + k + 2, sizeof disp);
-                got_name key = {sh.sh_addr + k + 6 + (uint64_t)(int64_t)disp, NULL};
+                got_name key = {sh.sh_addr + k + 6 + (uint64_t)(int64_t)disp, NULL, 0};
                 const got_name *hit = bsearch(&key, g, ng, sizeof *g, cmp_got);
-                size_t len = hit ? strlen(hit->name) : 0;
-                char *name = hit ? pp_arena_alloc_aligned(names, len + 5, 1) : NULL;
+                const char *fn = !hit ? NULL : hit->name ? hit->name : name_at(*c, nsorted, hit->resolver + bias);
+                size_t len = fn ? strcspn(fn, "@") : 0; /* without a version suffix */
+                char *name = fn ? pp_arena_alloc_aligned(names, len + 5, 1) : NULL;
                 if (name && pp_reserve(c, cap, *nc, sizeof **c) == 0) {
-                    memcpy(name, hit->name, len);
+                    memcpy(name, fn, len);
                     memcpy(name + len, "@plt", 5);
                     (*c)[(*nc)++] = (sym_cand){sh.sh_addr + off + bias, stride, 0, name, 1u << 9};
                 }
@@ -199,7 +225,9 @@ static bool build_sym_index(Dwfl_Module *mod, pp_arena *names, sym_index *out)
         uint64_t limit = sym.st_size ? 0 : section_limit(elf, shndx, bias);
         c[nc++] = (sym_cand){addr, sym.st_size, limit, name, cand_rank(&sym, name)};
     }
-    add_plt_stubs(mod, names, &c, &nc, &cap);
+    qsort(c, nc, sizeof *c, cmp_cand); /* sorted, to name ifuncs' stubs */
+    size_t nsorted = nc;
+    add_plt_stubs(mod, names, &c, &nc, &cap, nsorted);
     if (nc == 0) {
         free(c);
         return true;

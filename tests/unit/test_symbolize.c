@@ -20,6 +20,8 @@
 
 #include <dlfcn.h>
 #include <elf.h>
+#include <gelf.h>
+#include <libelf.h>
 #include <fcntl.h>
 #include <link.h>
 #include <pthread.h>
@@ -333,6 +335,53 @@ static void test_plt(void)
     check_case_end("PLT stubs are named <function>@plt");
 }
 
+/* libc's base address and file name. */
+static int find_libc(struct dl_phdr_info *info, size_t size, void *data)
+{
+    (void)size;
+    if (!strstr(info->dlpi_name, "/libc.so"))
+        return 0;
+    struct dl_phdr_info *out = data;
+    *out = *info;
+    return 1;
+}
+
+/* Every stub of libc's own .plt has a name, its calls to its ifuncs
+ * (strnlen, memchr... through irelative slots) as well. */
+static void test_plt_libc(void)
+{
+    check_case_begin();
+    struct dl_phdr_info libc = {0};
+    dl_iterate_phdr(find_libc, &libc);
+    int fd = libc.dlpi_name ? open(libc.dlpi_name, O_RDONLY | O_CLOEXEC) : -1;
+    Elf *elf = fd >= 0 ? elf_begin(fd, ELF_C_READ, NULL) : NULL;
+    size_t shstrndx = 0, stubs = 0, named = 0;
+    char buf[256], unnamed[256] = "";
+    if (elf && elf_getshdrstrndx(elf, &shstrndx) == 0) {
+        for (Elf_Scn *scn = NULL; (scn = elf_nextscn(elf, scn));) {
+            GElf_Shdr sh;
+            const char *name = gelf_getshdr(scn, &sh) ? elf_strptr(elf, shstrndx, sh.sh_name) : NULL;
+            if (!name || strcmp(name, ".plt") != 0)
+                continue;
+            for (uint64_t off = 16; off + 16 <= sh.sh_size; off += 16) { /* after the resolver's entry */
+                stubs++;
+                if (pprof_symbol_name(libc.dlpi_addr + sh.sh_addr + off + 4, buf, sizeof buf) == 0 &&
+                    ends_with(buf, "@plt") && strncmp(buf, "*ABS*", 5) != 0)
+                    named++;
+                else if (!unnamed[0])
+                    snprintf(unnamed, sizeof unnamed, "%#llx", (unsigned long long)(sh.sh_addr + off));
+            }
+        }
+    }
+    if (elf)
+        elf_end(elf);
+    if (fd >= 0)
+        close(fd);
+    CHECKF(stubs > 0 && named == stubs, "libc .plt: %zu of %zu stubs named (first unnamed %s)", named, stubs,
+           unnamed);
+    check_case_end("libc's PLT stubs, ifuncs' too, are named");
+}
+
 /* Concurrent callers each get a consistent answer. */
 static void *name_thread(void *arg)
 {
@@ -571,6 +620,7 @@ int main(void)
     test_mappings();
     test_symbol_name();
     test_plt();
+    test_plt_libc();
     test_threads();
     test_dlopen();
     test_anonymous_exec();
