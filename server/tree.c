@@ -572,22 +572,16 @@ static void tree_done(void *ctx, const pprof_http_response *resp)
         if (i < t->nasked && t->status[i] > 0) {
             r.status = t->status[i];
             r.body = t->body[i];
-            if (header_is(resp, "Content-Type", "application/octet-stream") || resp->status != 200) {
-                r.headers[0].name = "Content-Type";
-                r.headers[0].value = r.status == 200 ? "application/octet-stream" : "text/plain; charset=utf-8";
-                r.nheaders = 1;
-            } else {
-                r.headers[0].name = "Content-Type";
-                r.headers[0].value = "text/plain; charset=utf-8";
-                r.nheaders = 1;
-            }
         } else {
             snprintf(text, sizeof text, "process %d did not answer in time\n", t->only_pid);
             r.body = (pprof_buffer){text, strlen(text), 0};
-            r.headers[0].name = "Content-Type";
-            r.headers[0].value = "text/plain; charset=utf-8";
-            r.nheaders = 1;
         }
+        /* the member's answer is a gzipped profile or text: its bytes say which */
+        const unsigned char *b = (const unsigned char *)r.body.data;
+        int gz = r.body.len >= 2 && b[0] == 0x1f && b[1] == 0x8b;
+        r.headers[0].name = "Content-Type";
+        r.headers[0].value = gz ? "application/octet-stream" : "text/plain; charset=utf-8";
+        r.nheaders = 1;
         pthread_mutex_unlock(&hub.mu);
         c->done(c->ctx, &r);
         pthread_mutex_lock(&hub.mu);
