@@ -235,16 +235,18 @@ static pprof_labels *own_set;
 
 pprof_labels *pp_own_begin(void)
 {
-    if (!own_set) {
+    pprof_labels *set = __atomic_load_n(&own_set, __ATOMIC_ACQUIRE);
+    if (!set) {
         pprof_label own = {PP_OWN_KEY, PP_OWN_VALUE};
-        pprof_labels *set;
         if (pprof_labels_new(&own, 1, &set) == 0) {
             pprof_labels *none = NULL;
-            if (!__atomic_compare_exchange_n(&own_set, &none, set, 0, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE))
+            if (!__atomic_compare_exchange_n(&own_set, &none, set, 0, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE)) {
                 pprof_labels_unref(set);
+                set = none;
+            }
         }
     }
-    return pprof_labels_enter(__atomic_load_n(&own_set, __ATOMIC_ACQUIRE));
+    return pprof_labels_enter(set);
 }
 
 void pp_own_end(pprof_labels *prev)
