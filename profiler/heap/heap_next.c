@@ -2,7 +2,7 @@
  *
  * The hooks forward to whatever allocator comes next in the symbol search
  * order (glibc, or jemalloc/tcmalloc/mimalloc when the program uses one),
- * found once with dlsym(RTLD_NEXT). Forwarding to glibc's __libc_* names
+ * found once with pp_next_symbol (base/next.h). Forwarding to glibc's __libc_* names
  * instead would send a jemalloc program's allocations to glibc. dlsym
  * itself may allocate, and the loader calls free before any constructor:
  * while the lookup runs (and on other threads that arrive meanwhile),
@@ -113,7 +113,7 @@ static const void *malloc_base;
  * served from the bootstrap buffer. */
 static void *next(const char *name)
 {
-    void *f = dlsym(RTLD_NEXT, name);
+    void *f = pp_next_symbol(name, NULL);
     Dl_info info;
     if (!f || !malloc_base)
         return f;

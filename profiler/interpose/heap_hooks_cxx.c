@@ -52,7 +52,7 @@ static void *lookup(void *_Atomic *slot, const char *name)
         return f == MISSING ? NULL : f;
     int64_t saved[2];
     pp_heap_guard_enter(saved);
-    f = dlsym(RTLD_NEXT, name);
+    f = pp_next_symbol(name, NULL);
     pp_heap_guard_leave(saved);
     atomic_store_explicit(slot, f ? f : MISSING, memory_order_release);
     return f;

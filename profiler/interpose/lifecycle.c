@@ -116,7 +116,7 @@ __attribute__((visibility("default"), noreturn)) void exit(int status)
 {
     static exit_fn real;
     if (!real)
-        real = (exit_fn)dlsym(RTLD_NEXT, "exit");
+        real = (exit_fn)pp_next_symbol("exit", NULL);
     shutdown_all();
     real(status);
     __builtin_unreachable();
@@ -126,7 +126,7 @@ __attribute__((visibility("default"))) int __libc_start_main(main_fn main, int a
                                                              void (*init)(void), void (*fini)(void),
                                                              void (*rtld_fini)(void), void *stack_end)
 {
-    start_main_fn real = (start_main_fn)dlsym(RTLD_NEXT, "__libc_start_main");
+    start_main_fn real = (start_main_fn)pp_next_symbol("__libc_start_main", NULL);
     host_main = main;
     return real(main_with_exit_hook, argc, argv, init, fini, rtld_fini, stack_end);
 }

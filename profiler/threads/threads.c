@@ -1,7 +1,7 @@
 /* threads.c: thread creation and exit tracking, and the thread registry.
  *
- * pthread_create is interposed so every new thread runs a short prologue
- * before its start routine: it arms its own CPU timer if profiling is on
+ * interpose/ wraps pthread_create so every new thread runs a short
+ * prologue (pp_threads_trampoline) before its start routine: it arms its own CPU timer if profiling is on
  * (no thread has to register itself) and takes its creator's label set.
  * A thread-specific key's destructor runs at thread exit, including
  * pthread_exit and cancellation, and deletes the thread's timer. Threads
@@ -22,14 +22,11 @@
 
 #include "base/base.h"
 
-#include <dlfcn.h>
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/syscall.h>
 #include <unistd.h>
-
-typedef int (*create_fn)(pthread_t *, const pthread_attr_t *, void *(*)(void *), void *);
 
 struct start {
     void *(*fn)(void *);
@@ -134,7 +131,7 @@ void pp_threads_register_main(void)
 
 /* Runs the thread's function; its own frame is left out of every stack
  * (PP_HIDDEN_FRAME). */
-PP_HIDDEN_FRAME static void *trampoline(void *p)
+PP_HIDDEN_FRAME void *pp_threads_trampoline(void *p)
 {
     struct start s = *(struct start *)p;
     pthread_setspecific(exit_key, (void *)1);
@@ -146,26 +143,23 @@ PP_HIDDEN_FRAME static void *trampoline(void *p)
     return s.fn(s.arg);
 }
 
-__attribute__((visibility("default"))) int pthread_create(pthread_t *t, const pthread_attr_t *attr,
-                                                          void *(*fn)(void *), void *arg)
+void *pp_threads_start_new(void *(*fn)(void *), void *arg, uint64_t caller)
 {
-    static create_fn real;
-    if (!real)
-        real = (create_fn)dlsym(RTLD_NEXT, "pthread_create");
     pp_threads_init();
     struct start *s = malloc(sizeof *s);
     if (!s)
-        return real(t, attr, fn, arg);
+        return NULL;
     s->fn = fn;
     s->arg = arg;
     s->labels = pprof_labels_current();
     int truncated;
-    s->ncreate = pp_unwind_here((uint64_t)(uintptr_t)__builtin_return_address(0), s->create, PP_CREATE_FRAMES,
-                                &truncated);
-    int rc = real(t, attr, trampoline, s);
-    if (rc) {
-        pprof_labels_unref(s->labels);
-        free(s);
-    }
-    return rc;
+    s->ncreate = pp_unwind_here(caller, s->create, PP_CREATE_FRAMES, &truncated);
+    return s;
+}
+
+void pp_threads_start_free(void *p)
+{
+    struct start *s = p;
+    pprof_labels_unref(s->labels);
+    free(s);
 }

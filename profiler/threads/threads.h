@@ -1,6 +1,6 @@
 /* threads.h: the interface of threads/, threads and their stacks.
  *
- * threads.c wraps pthread_create so every new thread arms its CPU timer,
+ * With interpose/'s pthread_create wrapper, every new thread arms its CPU timer,
  * takes its creator's labels and is entered in a registry with the stack
  * that created it (threadcreate); a thread-exit key undoes it.
  * thread_dump.c takes every live thread's stack for the goroutine/threads
@@ -34,6 +34,15 @@ void pp_threads_register_main(void);
 /* A copy of the registered threads (malloc'd; *n receives their number),
  * or NULL when out of memory. */
 pp_thread_entry *pp_threads_copy(size_t *n);
+/* A new thread's start (the creator's labels, the creating call's stack
+ * from the call site of `caller`, fn and arg), made by the creating thread
+ * for pp_threads_trampoline; NULL when out of memory. */
+void *pp_threads_start_new(void *(*fn)(void *), void *arg, uint64_t caller);
+/* Runs a start made by pp_threads_start_new in the new thread: registers
+ * it, arms its timer, adopts the labels, then calls fn(arg). */
+void *pp_threads_trampoline(void *start);
+/* Frees a start whose thread was not created. */
+void pp_threads_start_free(void *start);
 /* fork handlers (lifecycle.c) */
 void pp_threads_fork_prepare(void);
 void pp_threads_fork_parent(void);

@@ -15,7 +15,7 @@
  * handler never calls dl_iterate_phdr or takes the loader's lock. Objects
  * come and go: the collector re-reads the list when the loader's add/remove
  * counters change (until then, code of a new object is walked by frame
- * pointers), and dlclose is wrapped. Before an object is unmapped,
+ * pointers), and interpose/ wraps dlclose. Before an object is unmapped,
  * `loader_busy` is raised and the wrapper waits until no handler is inside
  * a walk (handlers count themselves in `in_flight`); handlers that start
  * meanwhile record only the interrupted PC. The array is double buffered
@@ -32,7 +32,6 @@
 #include "cfi.h"
 #include "base/base.h"
 
-#include <dlfcn.h>
 #include <link.h>
 #include <pthread.h>
 #include <sched.h>
@@ -627,22 +626,4 @@ void pp_unwind_loader_exit(void)
     clear_cache();
     pp_unwind_refresh(0);
     atomic_fetch_sub(&loader_busy, 1);
-}
-
-/* --- dlclose wrapper ---
- * dlopen is not wrapped (a wrapper would change the caller that the loader
- * uses for RPATH and namespaces); new objects are registered by the
- * collector's periodic refresh. */
-
-typedef int (*dlclose_fn)(void *);
-
-__attribute__((visibility("default"))) int dlclose(void *handle)
-{
-    static dlclose_fn real;
-    if (!real)
-        real = (dlclose_fn)dlsym(RTLD_NEXT, "dlclose");
-    pp_unwind_loader_enter();
-    int r = real(handle);
-    pp_unwind_loader_exit();
-    return r;
 }

@@ -4,8 +4,8 @@
  * (.eh_frame_hdr, cfi.c) and fall back to frame pointers where there is
  * none; a walk starts from a signal's ucontext (CPU samples, thread dumps)
  * or from a hooked function's caller (malloc, locks). The loaded objects
- * are kept in two sets that the collector refreshes; dlclose is wrapped
- * so no handler walks code being unmapped.
+ * are kept in two sets that the collector refreshes; interpose/ wraps
+ * dlclose in pp_unwind_loader_enter/exit so no handler walks code being unmapped.
  *
  * Invariants: the walk is async-signal-safe and malloc-safe (no lock, no
  * allocation, no TLS through __tls_get_addr), bounded in depth, and reads
@@ -27,7 +27,10 @@ void pp_unwind_thread_prepare(void);
 void pp_unwind_refresh(int force);
 /* fork handlers (lifecycle.c) */
 void pp_unwind_fork_child(void);
-/* Brackets an unmapping of objects (see unwind.c). */
+/* Brackets an unmapping of objects (see unwind.c): interpose/'s dlclose
+ * wrapper. dlopen is not wrapped (a wrapper would change the caller that
+ * the loader uses for RPATH and namespaces); new objects are registered by
+ * the collector's periodic refresh. */
 void pp_unwind_loader_enter(void);
 void pp_unwind_loader_exit(void);
 

@@ -1,0 +1,45 @@
+/* thread_hooks.c: pthread_create and dlclose, interposed.
+ *
+ * pthread_create starts every new thread through threads/'s trampoline
+ * (timer, labels, registry, creation stack); when the start cannot be
+ * allocated the thread is created as asked, unprofiled until the
+ * collector's rescan finds it. dlclose is bracketed so that no stack walk
+ * reads an object while it is unmapped (unwind/).
+ */
+#define _GNU_SOURCE
+#include "threads/threads.h"
+#include "unwind/unwind.h"
+#include "base/base.h"
+
+#include <pthread.h>
+#include <stdint.h>
+
+#define API __attribute__((visibility("default")))
+
+typedef int (*create_fn)(pthread_t *, const pthread_attr_t *, void *(*)(void *), void *);
+typedef int (*dlclose_fn)(void *);
+
+API int pthread_create(pthread_t *t, const pthread_attr_t *attr, void *(*fn)(void *), void *arg)
+{
+    static create_fn real;
+    if (!real)
+        real = (create_fn)pp_next_symbol("pthread_create", NULL);
+    void *start = pp_threads_start_new(fn, arg, (uint64_t)(uintptr_t)__builtin_return_address(0));
+    if (!start)
+        return real(t, attr, fn, arg);
+    int rc = real(t, attr, pp_threads_trampoline, start);
+    if (rc)
+        pp_threads_start_free(start);
+    return rc;
+}
+
+API int dlclose(void *handle)
+{
+    static dlclose_fn real;
+    if (!real)
+        real = (dlclose_fn)pp_next_symbol("dlclose", NULL);
+    pp_unwind_loader_enter();
+    int r = real(handle);
+    pp_unwind_loader_exit();
+    return r;
+}
