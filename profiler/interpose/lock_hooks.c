@@ -18,8 +18,8 @@
 #ifndef PPROF_NO_HOOKS /* sanitizer builds: their runtime intercepts these */
 #define _GNU_SOURCE
 #include "contention/contention.h"
+#include "base/base.h"
 
-#include <dlfcn.h>
 #include <errno.h>
 #include <pthread.h>
 #include <semaphore.h>
@@ -51,32 +51,27 @@ static struct {
 
 static __thread int my_tid;
 
-static void *next(const char *name)
-{
-    return dlsym(RTLD_NEXT, name);
-}
-
 /* Not malloc-safe (dlsym may allocate): the constructor runs it. Before
  * then the lock paths use glibc's compat names (EARLY); only a condition,
  * semaphore or join wait made before the constructor resolves lazily. */
 static void resolve(void)
 {
-    real.lock = (lock_fn)next("pthread_mutex_lock");
-    real.trylock = (lock_fn)next("pthread_mutex_trylock");
-    real.rdlock = (rw_fn)next("pthread_rwlock_rdlock");
-    real.wrlock = (rw_fn)next("pthread_rwlock_wrlock");
-    real.tryrdlock = (rw_fn)next("pthread_rwlock_tryrdlock");
-    real.trywrlock = (rw_fn)next("pthread_rwlock_trywrlock");
-    real.semtrywait = (sem_fn)next("sem_trywait");
-    real.cwait = (cwait_fn)dlvsym(RTLD_NEXT, "pthread_cond_wait", "GLIBC_2.3.2");
-    real.ctwait = (ctwait_fn)dlvsym(RTLD_NEXT, "pthread_cond_timedwait", "GLIBC_2.3.2");
+    real.lock = (lock_fn)pp_next_symbol("pthread_mutex_lock", NULL);
+    real.trylock = (lock_fn)pp_next_symbol("pthread_mutex_trylock", NULL);
+    real.rdlock = (rw_fn)pp_next_symbol("pthread_rwlock_rdlock", NULL);
+    real.wrlock = (rw_fn)pp_next_symbol("pthread_rwlock_wrlock", NULL);
+    real.tryrdlock = (rw_fn)pp_next_symbol("pthread_rwlock_tryrdlock", NULL);
+    real.trywrlock = (rw_fn)pp_next_symbol("pthread_rwlock_trywrlock", NULL);
+    real.semtrywait = (sem_fn)pp_next_symbol("sem_trywait", NULL);
+    real.cwait = (cwait_fn)pp_next_symbol("pthread_cond_wait", "GLIBC_2.3.2");
+    real.ctwait = (ctwait_fn)pp_next_symbol("pthread_cond_timedwait", "GLIBC_2.3.2");
     if (!real.cwait)
-        real.cwait = (cwait_fn)next("pthread_cond_wait");
+        real.cwait = (cwait_fn)pp_next_symbol("pthread_cond_wait", NULL);
     if (!real.ctwait)
-        real.ctwait = (ctwait_fn)next("pthread_cond_timedwait");
-    real.semwait = (sem_fn)next("sem_wait");
-    real.semtwait = (semt_fn)next("sem_timedwait");
-    real.join = (join_fn)next("pthread_join");
+        real.ctwait = (ctwait_fn)pp_next_symbol("pthread_cond_timedwait", NULL);
+    real.semwait = (sem_fn)pp_next_symbol("sem_wait", NULL);
+    real.semtwait = (semt_fn)pp_next_symbol("sem_timedwait", NULL);
+    real.join = (join_fn)pp_next_symbol("pthread_join", NULL);
 }
 
 __attribute__((constructor(102))) static void init(void)
@@ -165,26 +160,27 @@ __attribute__((noinline)) static int timed_rw(rw_fn f, pthread_rwlock_t *l, uint
     return TIMED(PP_WAIT_LOCK, 0, caller, f(l));
 }
 
+/* A read or write lock: tried first while profiling, timed when busy.
+ * malloc-safe */
+static inline __attribute__((always_inline)) int rw_acquire(pthread_rwlock_t *l, rw_fn lock, rw_fn trylock,
+                                                            uint64_t caller)
+{
+    if (OFF())
+        return lock(l);
+    int rc = trylock(l);
+    return rc != EBUSY ? rc : timed_rw(lock, l, caller);
+}
+
 /* malloc-safe */
 API int pthread_rwlock_rdlock(pthread_rwlock_t *l)
 {
-    if (OFF())
-        return EARLY(rdlock, glibc_rwlock_rdlock)(l);
-    int rc = EARLY(tryrdlock, glibc_rwlock_tryrdlock)(l);
-    if (rc != EBUSY)
-        return rc;
-    return timed_rw(EARLY(rdlock, glibc_rwlock_rdlock), l, CALLER);
+    return rw_acquire(l, EARLY(rdlock, glibc_rwlock_rdlock), EARLY(tryrdlock, glibc_rwlock_tryrdlock), CALLER);
 }
 
 /* malloc-safe */
 API int pthread_rwlock_wrlock(pthread_rwlock_t *l)
 {
-    if (OFF())
-        return EARLY(wrlock, glibc_rwlock_wrlock)(l);
-    int rc = EARLY(trywrlock, glibc_rwlock_trywrlock)(l);
-    if (rc != EBUSY)
-        return rc;
-    return timed_rw(EARLY(wrlock, glibc_rwlock_wrlock), l, CALLER);
+    return rw_acquire(l, EARLY(wrlock, glibc_rwlock_wrlock), EARLY(trywrlock, glibc_rwlock_trywrlock), CALLER);
 }
 
 /* malloc-safe */
