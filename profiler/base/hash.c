@@ -20,6 +20,21 @@ int pp_reserve(void *arrp, size_t *cap, size_t n, size_t size)
     return 0;
 }
 
+size_t pp_upper_bound(const void *arr, size_t n, size_t size, size_t off, uint64_t key)
+{
+    size_t lo = 0, hi = n;
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        uint64_t k;
+        memcpy(&k, (const char *)arr + mid * size + off, sizeof k);
+        if (k <= key)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo;
+}
+
 static int grow(pp_index *ix)
 {
     size_t nslots = ix->slot ? (ix->mask + 1) * 2 : 256;

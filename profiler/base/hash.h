@@ -46,6 +46,11 @@ static inline uint64_t pp_hash_str(const char *s)
  * out of memory (the array is unchanged then). */
 int pp_reserve(void *arrp, size_t *cap, size_t n, size_t size);
 
+/* In an array of n `size`-byte entries sorted by the uint64_t at byte
+ * offset `off` of each, the number of leading entries whose key is <= key
+ * (bisection). */
+size_t pp_upper_bound(const void *arr, size_t n, size_t size, size_t off, uint64_t key);
+
 typedef struct pp_index {
     uint32_t *slot;  /* id, 0 when free; NULL until the first add */
     uint32_t *hash;  /* id - 1 -> its hash */

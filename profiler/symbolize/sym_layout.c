@@ -263,15 +263,9 @@ static void snap_line(const char *line, size_t len, void *arg)
         return;
     if (m.pathlen == 10 && memcmp(m.path, "[vsyscall]", 10) == 0)
         return;
-    if (a->n == a->cap) {
-        size_t cap = a->cap ? a->cap * 2 : 64;
-        pp_sym_mapping *t = realloc(a->maps, cap * sizeof *t);
-        if (!t) {
-            a->ok = false;
-            return;
-        }
-        a->maps = t;
-        a->cap = cap;
+    if (pp_reserve(&a->maps, &a->cap, a->n, sizeof *a->maps) < 0) {
+        a->ok = false;
+        return;
     }
     char *path = pp_arena_alloc_aligned(&a->s->map_arena, m.pathlen + 1, 1);
     if (!path) {

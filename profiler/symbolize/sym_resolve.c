@@ -5,14 +5,7 @@
 
 int pp_sym_find_mapping(const struct pp_sym_session *s, uint64_t addr)
 {
-    size_t lo = 0, hi = s->nmaps;
-    while (lo < hi) {
-        size_t mid = lo + (hi - lo) / 2;
-        if (s->maps[mid].limit <= addr)
-            lo = mid + 1;
-        else
-            hi = mid;
-    }
+    size_t lo = pp_upper_bound(s->maps, s->nmaps, sizeof *s->maps, offsetof(pp_sym_mapping, limit), addr);
     if (lo < s->nmaps && s->maps[lo].start <= addr && addr < s->maps[lo].limit)
         return (int)lo;
     return -1;
@@ -93,15 +86,9 @@ static void collect_functions(Dwarf_Die *parent, fn_vec *v, int depth)
             while ((off = dwarf_ranges(&child, off, &base, &lo, &hi)) > 0) {
                 if (hi <= lo)
                     continue;
-                if (v->n == v->cap) {
-                    size_t cap = v->cap ? v->cap * 2 : 64;
-                    fn_range *t = realloc(v->r, cap * sizeof *t);
-                    if (!t) {
-                        v->ok = false;
-                        return;
-                    }
-                    v->r = t;
-                    v->cap = cap;
+                if (pp_reserve(&v->r, &v->cap, v->n, sizeof *v->r) < 0) {
+                    v->ok = false;
+                    return;
                 }
                 v->r[v->n++] = (fn_range){lo, hi, child};
             }
@@ -139,14 +126,7 @@ static bool function_die(struct pp_sym_session *s, Dwarf_Die *cudie, Dwarf_Addr 
     cu_index *ix = cuidx_get(s, cudie);
     if (!ix || ix->n == 0)
         return false;
-    size_t lo = 0, hi = ix->n; /* first range with lo > pc */
-    while (lo < hi) {
-        size_t mid = lo + (hi - lo) / 2;
-        if (ix->r[mid].lo <= pc)
-            lo = mid + 1;
-        else
-            hi = mid;
-    }
+    size_t lo = pp_upper_bound(ix->r, ix->n, sizeof *ix->r, offsetof(fn_range, lo), pc);
     for (size_t k = 0; k < 8 && lo > 0; k++, lo--) {
         if (pc < ix->r[lo - 1].hi) {
             *out = ix->r[lo - 1].die;

@@ -316,14 +316,7 @@ const char *pp_sym_symbol_at(struct pp_sym_session *s, Dwfl_Module *mod, uint64_
     sym_index *ix = modidx_get(s, mod);
     if (!ix || ix->n == 0)
         return NULL;
-    size_t lo = 0, hi = ix->n; /* first entry with start > addr */
-    while (lo < hi) {
-        size_t mid = lo + (hi - lo) / 2;
-        if (ix->syms[mid].start <= addr)
-            lo = mid + 1;
-        else
-            hi = mid;
-    }
+    size_t lo = pp_upper_bound(ix->syms, ix->n, sizeof *ix->syms, offsetof(sym_entry, start), addr);
     /* The nearest start below addr usually holds it; a few steps back
      * catch a larger symbol enclosing smaller ones. */
     for (size_t k = 0; k < 8 && lo > 0; k++, lo--) {
