@@ -59,34 +59,38 @@ static void skip(rd *r, uint64_t n) /* async-signal-safe */
     r->p += n;
 }
 
-static uint64_t uleb(rd *r) /* async-signal-safe */
+/* A LEB128 number's bits; *shift gets the bits read, *last the last byte.
+ * async-signal-safe */
+static uint64_t leb(rd *r, unsigned *shift, uint8_t *last)
 {
     uint64_t v = 0;
-    unsigned shift = 0;
     uint8_t b;
+    *shift = 0;
     do {
         b = u8(r);
-        if (shift < 64)
-            v |= (uint64_t)(b & 0x7f) << shift;
-        shift += 7;
+        if (*shift < 64)
+            v |= (uint64_t)(b & 0x7f) << *shift;
+        *shift += 7;
     } while ((b & 0x80) && !r->bad);
+    *last = b;
     return v;
+}
+
+static uint64_t uleb(rd *r) /* async-signal-safe */
+{
+    unsigned shift;
+    uint8_t last;
+    return leb(r, &shift, &last);
 }
 
 static int64_t sleb(rd *r) /* async-signal-safe */
 {
-    int64_t v = 0;
-    unsigned shift = 0;
-    uint8_t b;
-    do {
-        b = u8(r);
-        if (shift < 64)
-            v |= (int64_t)((uint64_t)(b & 0x7f) << shift);
-        shift += 7;
-    } while ((b & 0x80) && !r->bad);
-    if (shift < 64 && (b & 0x40))
-        v = (int64_t)((uint64_t)v | (~(uint64_t)0 << shift));
-    return v;
+    unsigned shift;
+    uint8_t last;
+    uint64_t v = leb(r, &shift, &last);
+    if (shift < 64 && (last & 0x40))
+        v |= ~(uint64_t)0 << shift;
+    return (int64_t)v;
 }
 
 /* A pointer in DW_EH_PE encoding `enc` (pcrel and datarel supported).
@@ -225,6 +229,13 @@ static uint64_t expression(rd *r)
     return r->bad ? 0 : (uint64_t)(r->p - at);
 }
 
+/* Sets the rule of register reg, if it is one we track. async-signal-safe */
+static void set_rule(pp_cfi_row *row, uint64_t reg, int kind, int64_t off)
+{
+    if (reg < PP_CFI_REGS)
+        row->r[reg] = (pp_cfi_rule){kind, off, NULL};
+}
+
 /* Runs CFA instructions [p, end) up to `pc`. `initial` is the row after the
  * CIE's instructions (for DW_CFA_restore), NULL while running those.
  * Returns 0 on an instruction it does not know or one cut short.
@@ -238,16 +249,12 @@ static int run(const uint8_t *p, const uint8_t *end, const cie *c, uintptr_t loc
     while (r.p < r.end && loc <= pc && !r.bad) {
         uint8_t op = u8(&r);
         uint64_t reg = 0;
-        int64_t off;
         switch (op >> 6) {
         case 1: /* advance_loc */
             loc += (op & 0x3f) * c->code_align;
             continue;
         case 2: /* offset */
-            reg = op & 0x3f;
-            off = (int64_t)uleb(&r) * c->data_align;
-            if (reg < PP_CFI_REGS)
-                row->r[reg] = (pp_cfi_rule){PP_RULE_OFFSET, off, NULL};
+            set_rule(row, op & 0x3f, PP_RULE_OFFSET, (int64_t)uleb(&r) * c->data_align);
             continue;
         case 3: /* restore */
             reg = op & 0x3f;
@@ -268,10 +275,9 @@ static int run(const uint8_t *p, const uint8_t *end, const cie *c, uintptr_t loc
         case 0x03: loc += fixed(&r, 2) * c->code_align; break;
         case 0x04: loc += fixed(&r, 4) * c->code_align; break;
         case 0x05: /* offset_extended */
+        case 0x11: /* offset_extended_sf */
             reg = uleb(&r);
-            off = (int64_t)uleb(&r) * c->data_align;
-            if (reg < PP_CFI_REGS)
-                row->r[reg] = (pp_cfi_rule){PP_RULE_OFFSET, off, NULL};
+            set_rule(row, reg, PP_RULE_OFFSET, (op == 0x05 ? (int64_t)uleb(&r) : sleb(&r)) * c->data_align);
             break;
         case 0x06: /* restore_extended */
             reg = uleb(&r);
@@ -279,20 +285,14 @@ static int run(const uint8_t *p, const uint8_t *end, const cie *c, uintptr_t loc
                 row->r[reg] = initial ? initial->r[reg] : (pp_cfi_rule){PP_RULE_SAME, 0, NULL};
             break;
         case 0x07: /* undefined */
-            reg = uleb(&r);
-            if (reg < PP_CFI_REGS)
-                row->r[reg] = (pp_cfi_rule){PP_RULE_UNDEF, 0, NULL};
+            set_rule(row, uleb(&r), PP_RULE_UNDEF, 0);
             break;
         case 0x08: /* same_value */
-            reg = uleb(&r);
-            if (reg < PP_CFI_REGS)
-                row->r[reg] = (pp_cfi_rule){PP_RULE_SAME, 0, NULL};
+            set_rule(row, uleb(&r), PP_RULE_SAME, 0);
             break;
         case 0x09: { /* register */
             reg = uleb(&r);
-            uint64_t r2 = uleb(&r);
-            if (reg < PP_CFI_REGS)
-                row->r[reg] = (pp_cfi_rule){PP_RULE_REG, (int64_t)r2, NULL};
+            set_rule(row, reg, PP_RULE_REG, (int64_t)uleb(&r));
             break;
         }
         case 0x0a: /* remember_state */
@@ -325,12 +325,6 @@ static int run(const uint8_t *p, const uint8_t *end, const cie *c, uintptr_t loc
                 row->r[reg] = (pp_cfi_rule){op == 0x10 ? PP_RULE_EXPR : PP_RULE_VAL_EXPR, (int64_t)n, e};
             break;
         }
-        case 0x11: /* offset_extended_sf */
-            reg = uleb(&r);
-            off = sleb(&r) * c->data_align;
-            if (reg < PP_CFI_REGS)
-                row->r[reg] = (pp_cfi_rule){PP_RULE_OFFSET, off, NULL};
-            break;
         case 0x12: /* def_cfa_sf */
             row->cfa_reg = (int)uleb(&r);
             row->cfa_off = sleb(&r) * c->data_align;
@@ -338,23 +332,14 @@ static int run(const uint8_t *p, const uint8_t *end, const cie *c, uintptr_t loc
             break;
         case 0x13: row->cfa_off = sleb(&r) * c->data_align; break;
         case 0x14: /* val_offset */
-            reg = uleb(&r);
-            off = (int64_t)uleb(&r) * c->data_align;
-            if (reg < PP_CFI_REGS)
-                row->r[reg] = (pp_cfi_rule){PP_RULE_VAL_OFFSET, off, NULL};
-            break;
         case 0x15: /* val_offset_sf */
             reg = uleb(&r);
-            off = sleb(&r) * c->data_align;
-            if (reg < PP_CFI_REGS)
-                row->r[reg] = (pp_cfi_rule){PP_RULE_VAL_OFFSET, off, NULL};
+            set_rule(row, reg, PP_RULE_VAL_OFFSET, (op == 0x14 ? (int64_t)uleb(&r) : sleb(&r)) * c->data_align);
             break;
         case 0x2e: uleb(&r); break; /* GNU_args_size */
         case 0x2f: /* GNU_negative_offset_extended */
             reg = uleb(&r);
-            off = -(int64_t)uleb(&r) * c->data_align;
-            if (reg < PP_CFI_REGS)
-                row->r[reg] = (pp_cfi_rule){PP_RULE_OFFSET, off, NULL};
+            set_rule(row, reg, PP_RULE_OFFSET, -(int64_t)uleb(&r) * c->data_align);
             break;
         default:
             return 0;
