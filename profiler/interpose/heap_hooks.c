@@ -195,24 +195,28 @@ static int pow2(size_t a)
     return a && !(a & (a - 1));
 }
 
-/* malloc-safe */
-API void *memalign(size_t align, size_t n)
+/* memalign and aligned_alloc: the next allocator's (`aligned`: its
+ * aligned_alloc, read once it is resolved) unless sampled. malloc-safe */
+static inline __attribute__((always_inline)) void *aligned_entry(size_t align, size_t n, int aligned,
+                                                                 uint64_t caller)
 {
     if (!ready())
         return pp_boot_alloc(n, align);
     if (pow2(align) && take_sample(n))
-        return sampled_alloc(align, n, 0, CALLER);
-    return pp_next.memalign(align, n);
+        return sampled_alloc(align, n, 0, caller);
+    return aligned ? pp_next.aligned_alloc(align, n) : pp_next.memalign(align, n);
+}
+
+/* malloc-safe */
+API void *memalign(size_t align, size_t n)
+{
+    return aligned_entry(align, n, 0, CALLER);
 }
 
 /* malloc-safe */
 API void *aligned_alloc(size_t align, size_t n)
 {
-    if (!ready())
-        return pp_boot_alloc(n, align);
-    if (pow2(align) && take_sample(n))
-        return sampled_alloc(align, n, 0, CALLER);
-    return pp_next.aligned_alloc(align, n);
+    return aligned_entry(align, n, 1, CALLER);
 }
 
 /* malloc-safe */
