@@ -91,6 +91,19 @@ static int gunzip(const unsigned char *in, size_t len, unsigned char **out, size
 
 #define GROW(m, arr, n, cap) (pp_reserve(&(m)->arr, &(m)->cap, (m)->n, sizeof *(m)->arr) == 0)
 
+/* Appends to m->arr a copy of the message *src, made in the arena; the
+ * copy, or NULL when out of memory. */
+#define APPEND_COPY(m, arr, n, cap, src) append_copy((m), (void ***)&(m)->arr, &(m)->n, &(m)->cap, (src), sizeof *(src))
+static void *append_copy(merger *m, void ***arr, size_t *n, size_t *cap, const void *src, size_t size)
+{
+    void *d = pp_arena_alloc(&m->arena, size);
+    if (!d || pp_reserve(arr, cap, *n, sizeof **arr) < 0)
+        return NULL;
+    memcpy(d, src, size);
+    (*arr)[(*n)++] = d;
+    return d;
+}
+
 /* The output id of the current input's string i (from m->smap), -1 when
  * it is out of range (a bad input). */
 static int64_t in_str(merger *m, const Profile *p, int64_t i)
@@ -110,36 +123,29 @@ static int add_input(merger *m, const Profile *p, const pprof_merge_input *in)
         if ((m->smap[i] = str_id(m, p->string_table[i])) < 0)
             return pp_fail(PPROF_ENOMEM);
     for (size_t i = 0; i < p->n_mapping; i++) {
-        const Perftools__Profiles__Mapping *s = p->mapping[i];
-        Perftools__Profiles__Mapping *d = pp_arena_alloc(&m->arena, sizeof *d);
-        if (!d || !GROW(m, maps, nmaps, maps_cap))
+        Perftools__Profiles__Mapping *d = APPEND_COPY(m, maps, nmaps, maps_cap, p->mapping[i]);
+        if (!d)
             return pp_fail(PPROF_ENOMEM);
-        *d = *s;
-        d->id = s->id + map0;
-        if ((d->filename = in_str(m, p, s->filename)) < 0 || (d->build_id = in_str(m, p, s->build_id)) < 0)
+        d->id += map0;
+        if ((d->filename = in_str(m, p, d->filename)) < 0 || (d->build_id = in_str(m, p, d->build_id)) < 0)
             return pp_error_detail(PPROF_EINVAL, "a mapping names a string that is not there");
-        m->maps[m->nmaps++] = d;
     }
     for (size_t i = 0; i < p->n_function; i++) {
-        const Perftools__Profiles__Function *s = p->function[i];
-        Perftools__Profiles__Function *d = pp_arena_alloc(&m->arena, sizeof *d);
-        if (!d || !GROW(m, fns, nfns, fns_cap))
+        Perftools__Profiles__Function *d = APPEND_COPY(m, fns, nfns, fns_cap, p->function[i]);
+        if (!d)
             return pp_fail(PPROF_ENOMEM);
-        *d = *s;
-        d->id = s->id + fn0;
-        if ((d->name = in_str(m, p, s->name)) < 0 || (d->system_name = in_str(m, p, s->system_name)) < 0 ||
-            (d->filename = in_str(m, p, s->filename)) < 0)
+        d->id += fn0;
+        if ((d->name = in_str(m, p, d->name)) < 0 || (d->system_name = in_str(m, p, d->system_name)) < 0 ||
+            (d->filename = in_str(m, p, d->filename)) < 0)
             return pp_error_detail(PPROF_EINVAL, "a function names a string that is not there");
-        m->fns[m->nfns++] = d;
     }
     for (size_t i = 0; i < p->n_location; i++) {
         const Perftools__Profiles__Location *s = p->location[i];
-        Perftools__Profiles__Location *d = pp_arena_alloc(&m->arena, sizeof *d);
         Perftools__Profiles__Line **lines = pp_arena_alloc(&m->arena, (s->n_line + 1) * sizeof *lines);
-        if (!d || !lines || !GROW(m, locs, nlocs, locs_cap))
+        Perftools__Profiles__Location *d = lines ? APPEND_COPY(m, locs, nlocs, locs_cap, s) : NULL;
+        if (!d)
             return pp_fail(PPROF_ENOMEM);
-        *d = *s;
-        d->id = s->id + loc0;
+        d->id += loc0;
         d->mapping_id = s->mapping_id ? s->mapping_id + map0 : 0;
         for (size_t k = 0; k < s->n_line; k++) {
             if (!(lines[k] = pp_arena_alloc(&m->arena, sizeof **lines)))
@@ -148,7 +154,6 @@ static int add_input(merger *m, const Profile *p, const pprof_merge_input *in)
             lines[k]->function_id = s->line[k]->function_id ? s->line[k]->function_id + fn0 : 0;
         }
         d->line = lines;
-        m->locs[m->nlocs++] = d;
     }
     for (size_t i = 0; i < p->n_sample; i++) {
         const Perftools__Profiles__Sample *s = p->sample[i];
