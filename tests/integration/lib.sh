@@ -93,6 +93,15 @@ pp_note() {
     echo "note - $1"
 }
 
+# pp_give_up MESSAGE NAME [FILE...]: a helper NAME did not start: fails with
+# its stderr (and FILEs) and ends the test.
+pp_give_up() {
+    local msg=$1 name=$2
+    shift 2
+    pp_bad "$msg" "$(cat "$TMP/$name.err" "$@" 2>/dev/null)"
+    pp_finish
+}
+
 pp_finish() {
     echo "$PP_PASS passed, $PP_FAIL failed"
     [ "$PP_FAIL" -eq 0 ] && [ "$PP_PASS" -gt 0 ]

@@ -118,34 +118,20 @@ static pprof_labels *labels(const char *role)
 
 static void *run(void *arg)
 {
-    long which = (long)arg;
+    static const char *const names[] = {"park-poll", "park-epoll", "park-sleep",
+                                        "park-sem", "spin-masked", "park-pause"};
+    static void (*const park[])(void) = {NULL, park_in_epoll, NULL, park_in_sem_wait, spin_with_signals_blocked,
+                                         park_in_pause};
     static int fds[2];
-    switch (which) {
-    case 0:
-        pthread_setname_np(pthread_self(), "park-poll");
+    long which = (long)arg;
+    pthread_setname_np(pthread_self(), names[which]);
+    if (which == 0) {
         if (pipe(fds) == 0)
             pprof_do(labels("poller"), poller, &fds[0]);
-        break;
-    case 1:
-        pthread_setname_np(pthread_self(), "park-epoll");
-        park_in_epoll();
-        break;
-    case 2:
-        pthread_setname_np(pthread_self(), "park-sleep");
+    } else if (which == 2) {
         pprof_do(labels("sleeper"), sleeper, NULL);
-        break;
-    case 3:
-        pthread_setname_np(pthread_self(), "park-sem");
-        park_in_sem_wait();
-        break;
-    case 4:
-        pthread_setname_np(pthread_self(), "spin-masked");
-        spin_with_signals_blocked();
-        break;
-    case 5:
-        pthread_setname_np(pthread_self(), "park-pause");
-        park_in_pause();
-        break;
+    } else {
+        park[which]();
     }
     return NULL;
 }

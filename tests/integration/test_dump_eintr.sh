@@ -13,11 +13,8 @@
 . "$(dirname "$0")/lib.sh"
 pp_init "$1"
 
-if ! pp_start_helper prog "$BUILD/tests/prog_eventloop_linked"; then
-    pp_bad "prog_eventloop_linked did not serve" "$(cat "$TMP/prog.err" 2>/dev/null)"
-    pp_finish
-fi
-prog=$PID
+pp_start_helper prog "$BUILD/tests/prog_eventloop_linked" ||
+    pp_give_up "prog_eventloop_linked did not serve" prog
 base=http://127.0.0.1:$PORT/debug/pprof
 N=2000
 
@@ -31,7 +28,7 @@ for kind in "goroutine?debug=2" "goroutine"; do
         test "$(grep -c '^200$' "$TMP/codes")" = "$N"
 done
 
-pp_stop "$prog"
+pp_stop "$PID"
 line=$(grep '^eintr=' "$TMP/prog.out")
 eintr=$(sed -n 's/^eintr=\([0-9]*\).*/\1/p' <<<"$line")
 waits=$(sed -n 's/.* waits=\([0-9]*\).*/\1/p' <<<"$line")

@@ -10,10 +10,8 @@
 . "$(dirname "$0")/lib.sh"
 pp_init "$1"
 
-if ! LIBPPROF_MUTEX_FRACTION=1 LIBPPROF_BLOCK_RATE=1 pp_start_helper prog "$BUILD/tests/prog_locks_linked"; then
-    pp_bad "prog_locks_linked did not serve" "$(cat "$TMP/prog.err" 2>/dev/null)"
-    pp_finish
-fi
+LIBPPROF_MUTEX_FRACTION=1 LIBPPROF_BLOCK_RATE=1 pp_start_helper prog "$BUILD/tests/prog_locks_linked" ||
+    pp_give_up "prog_locks_linked did not serve" prog
 base=http://127.0.0.1:$PORT/debug/pprof
 sleep 1.5
 

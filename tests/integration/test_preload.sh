@@ -30,10 +30,8 @@ sockets() {
 }
 
 # ---- the main run: profile, fork and exec children, a second instance
-if ! pp_serve main env LD_PRELOAD="$LIB" LIBPPROF_ADDR=127.0.0.1:@PORT@ "$PROG" 5 3 "$TMP/exec-child.err"; then
-    pp_bad "preloaded prog_plain did not serve" "$(cat "$TMP/main.err" 2>/dev/null)"
-    pp_finish
-fi
+pp_serve main env LD_PRELOAD="$LIB" LIBPPROF_ADDR=127.0.0.1:@PORT@ "$PROG" 5 3 "$TMP/exec-child.err" ||
+    pp_give_up "preloaded prog_plain did not serve" main
 main=$PID
 port=$PORT
 base=http://127.0.0.1:$port/debug/pprof

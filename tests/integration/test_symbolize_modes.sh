@@ -20,10 +20,8 @@ pp_init "$1"
 locations() { pp_pprof -raw -symbolize=none "$1" 2>/dev/null | sed -n '/^Locations/,/^Mappings/p'; }
 mappings() { pp_pprof -raw -symbolize=none "$1" 2>/dev/null | sed -n '/^Mappings/,$p'; }
 
-if ! pp_serve demo env LIBPPROF_ADDR=127.0.0.1:@PORT@ LIBPPROF_HEAP_RATE=16384 "$BUILD/pprof-demo"; then
-    pp_bad "pprof-demo did not serve" "$(cat "$TMP/demo.err" 2>/dev/null)"
-    pp_finish
-fi
+pp_serve demo env LIBPPROF_ADDR=127.0.0.1:@PORT@ LIBPPROF_HEAP_RATE=16384 "$BUILD/pprof-demo" ||
+    pp_give_up "pprof-demo did not serve" demo
 base=http://127.0.0.1:$PORT/debug/pprof
 sleep 2
 for m in full functions none; do
@@ -48,11 +46,9 @@ pp_check "profile?seconds=1&symbolize=none: a CPU profile without names" \
     -z "$(locations "$TMP/cpu-none.pb.gz" | grep -E 'worker|pprof_do')"
 pp_stop "$PID" >/dev/null 2>&1
 
-if ! pp_serve demo2 env LIBPPROF_ADDR=127.0.0.1:@PORT@ LIBPPROF_HEAP_RATE=16384 LIBPPROF_SYMBOLIZE=functions LIBPPROF_SYMBOLIZER_IDLE=1 \
-    "$BUILD/pprof-demo"; then
-    pp_bad "pprof-demo with LIBPPROF_SYMBOLIZE did not serve" "$(cat "$TMP/demo2.err" 2>/dev/null)"
-    pp_finish
-fi
+pp_serve demo2 env LIBPPROF_ADDR=127.0.0.1:@PORT@ LIBPPROF_HEAP_RATE=16384 LIBPPROF_SYMBOLIZE=functions LIBPPROF_SYMBOLIZER_IDLE=1 \
+    "$BUILD/pprof-demo" ||
+    pp_give_up "pprof-demo with LIBPPROF_SYMBOLIZE did not serve" demo2
 base=http://127.0.0.1:$PORT/debug/pprof
 sleep 2
 curl -sS --max-time 30 -o "$TMP/env.pb.gz" "$base/heap"

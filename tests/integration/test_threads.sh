@@ -15,11 +15,8 @@
 . "$(dirname "$0")/lib.sh"
 pp_init "$1"
 
-if ! pp_start_helper prog "$BUILD/tests/prog_threads_linked"; then
-    pp_bad "prog_threads_linked did not serve" "$(cat "$TMP/prog.err" 2>/dev/null)"
-    pp_finish
-fi
-prog=$PID
+pp_start_helper prog "$BUILD/tests/prog_threads_linked" ||
+    pp_give_up "prog_threads_linked did not serve" prog
 base=http://127.0.0.1:$PORT/debug/pprof
 sleep 0.5
 
@@ -85,7 +82,7 @@ pp_check "index lists goroutine and threadcreate" grep -q 'href="threadcreate?de
 code=$(curl -sS --max-time 10 -o /dev/null -w '%{http_code}' "$base/open_filez")
 pp_check "an unknown profile is still 404 ($code)" test "$code" = 404
 
-kill -TERM "$prog"
+kill -TERM "$PID"
 e=$(pp_wait_line "$TMP/prog.out" '^eintr=' 5) && e=${e#eintr=}
 pp_check "no EINTR in the parked threads (eintr=${e:-?})" test "${e:-x}" = 0
 pp_finish

@@ -18,10 +18,8 @@
 . "$(dirname "$0")/lib.sh"
 pp_init "$1"
 
-if ! pp_start_helper prog env LIBPPROF_HEAP_RATE=1 "$BUILD/tests/prog_tree_linked"; then
-    pp_bad "prog_tree_linked did not serve" "$(cat "$TMP/prog.err" 2>/dev/null)"
-    pp_finish
-fi
+pp_start_helper prog env LIBPPROF_HEAP_RATE=1 "$BUILD/tests/prog_tree_linked" ||
+    pp_give_up "prog_tree_linked did not serve" prog
 hub=$PID
 base=http://127.0.0.1:$PORT/debug/pprof
 pp_wait_line "$TMP/prog.out" '^worker=' 10 "$hub" >/dev/null
@@ -86,11 +84,9 @@ pp_check "the hub keeps no fd or thread for them (fds $fds0 -> $fds1, threads $t
 pp_stop "$hub" >/dev/null 2>&1
 
 # exec'd children: a shell serving, running two burning programs
-if ! pp_serve sh env LD_PRELOAD="$BUILD/libpprof.so" LIBPPROF_ADDR=127.0.0.1:@PORT@ \
-    bash -c "'$BUILD/tests/prog_plain' 60 -1 & '$BUILD/tests/prog_plain' 60 -1 & wait"; then
-    pp_bad "bash under LD_PRELOAD did not serve" "$(cat "$TMP/sh.err" 2>/dev/null)"
-    pp_finish
-fi
+pp_serve sh env LD_PRELOAD="$BUILD/libpprof.so" LIBPPROF_ADDR=127.0.0.1:@PORT@ \
+    bash -c "'$BUILD/tests/prog_plain' 60 -1 & '$BUILD/tests/prog_plain' 60 -1 & wait" ||
+    pp_give_up "bash under LD_PRELOAD did not serve" sh
 sleep 1
 curl -sS --max-time 30 -o "$TMP/sh.pb.gz" "http://127.0.0.1:$PORT/debug/pprof/profile?seconds=2"
 pp_pprof -tags "$TMP/sh.pb.gz" >"$TMP/sh.tags" 2>&1

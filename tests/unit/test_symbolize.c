@@ -41,8 +41,19 @@ static int ends_with(const char *s, const char *suffix)
     return n >= m && strcmp(s + n - m, suffix) == 0;
 }
 
+/* Ends a case and its session (if it began one). */
+static void end_case(pp_sym_session *s, const char *name)
+{
+    if (s)
+        pp_sym_end(s);
+    check_case_end(name);
+}
+
+/* Prints r when the case has failed so far. */
 static void dump(const char *what, const pp_sym_result *r)
 {
+    if (check_case_ok())
+        return;
     fprintf(stderr, "  %s: mapping %d, %d frames\n", what, r->mapping, r->nframes);
     for (int i = 0; i < r->nframes; i++)
         fprintf(stderr, "    #%d %s [%s] %s:%d\n", i,
@@ -125,8 +136,7 @@ static void test_static_function(void)
         CHECKF(r2.nframes == r.nframes && r2.mapping == r.mapping &&
                   (r.nframes == 0 || r2.frames[0].function == r.frames[0].function),
               "cached result differs");
-        if (!check_case_ok())
-            dump("static function", &r);
+        dump("static function", &r);
         pp_sym_end(s);
     }
     check_case_end("static function");
@@ -160,12 +170,9 @@ static void test_inlined(void)
             CHECKF(r.frames[1].filename && ends_with(r.frames[1].filename, "test_symbolize.c"),
                   "caller file %s", r.frames[1].filename ? r.frames[1].filename : "(null)");
         }
-        if (!check_case_ok())
-            dump("inlined", &r);
+        dump("inlined", &r);
     }
-    if (s)
-        pp_sym_end(s);
-    check_case_end("inlined frames");
+    end_case(s, "inlined frames");
 }
 
 static void test_libc(void)
@@ -189,12 +196,9 @@ static void test_libc(void)
             const char *name = r.frames[r.nframes - 1].function;
             CHECKF(name && strstr(name, "getpid"), "function %s", name ? name : "(null)");
         }
-        if (!check_case_ok())
-            dump("getpid", &r);
+        dump("getpid", &r);
     }
-    if (s)
-        pp_sym_end(s);
-    check_case_end("libc symbol");
+    end_case(s, "libc symbol");
 }
 
 /* The GNU build ID of the main program, from the note the loader mapped. */
@@ -433,12 +437,9 @@ static void test_dlopen(void)
         CHECKF(r.nframes >= 1 && r.frames[r.nframes - 1].function &&
                   strstr(r.frames[r.nframes - 1].function, "crypt"),
               "nframes %d", r.nframes);
-        if (!check_case_ok())
-            dump("crypt", &r);
+        dump("crypt", &r);
     }
-    if (s)
-        pp_sym_end(s);
-    check_case_end("refresh after dlopen");
+    end_case(s, "refresh after dlopen");
 }
 
 /* Anonymous executable memory (JIT code) is a mapping with no path and no
@@ -530,8 +531,7 @@ static void test_deleted_library(void)
         CHECKF(r.nframes >= 1 && r.frames[r.nframes - 1].function &&
                   strcmp(r.frames[r.nframes - 1].function, "crypt") == 0,
               "nframes %d", r.nframes);
-        if (!check_case_ok())
-            dump("deleted crypt", &r);
+        dump("deleted crypt", &r);
         pp_sym_end(s);
     }
     check_case_end("deleted library");
