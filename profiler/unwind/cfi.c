@@ -229,6 +229,14 @@ static uint64_t expression(rd *r)
     return r->bad ? 0 : (uint64_t)(r->p - at);
 }
 
+/* v times the data alignment factor, wrapping as the machine's addition
+ * of the result will (damaged tables may ask for any product).
+ * async-signal-safe */
+static int64_t scaled(uint64_t v, const cie *c)
+{
+    return (int64_t)(v * (uint64_t)c->data_align);
+}
+
 /* Sets the rule of register reg, if it is one we track. async-signal-safe */
 static void set_rule(pp_cfi_row *row, uint64_t reg, int kind, int64_t off)
 {
@@ -254,7 +262,7 @@ static int run(const uint8_t *p, const uint8_t *end, const cie *c, uintptr_t loc
             loc += (op & 0x3f) * c->code_align;
             continue;
         case 2: /* offset */
-            set_rule(row, op & 0x3f, PP_RULE_OFFSET, (int64_t)uleb(&r) * c->data_align);
+            set_rule(row, op & 0x3f, PP_RULE_OFFSET, scaled(uleb(&r), c));
             continue;
         case 3: /* restore */
             reg = op & 0x3f;
@@ -277,7 +285,7 @@ static int run(const uint8_t *p, const uint8_t *end, const cie *c, uintptr_t loc
         case 0x05: /* offset_extended */
         case 0x11: /* offset_extended_sf */
             reg = uleb(&r);
-            set_rule(row, reg, PP_RULE_OFFSET, (op == 0x05 ? (int64_t)uleb(&r) : sleb(&r)) * c->data_align);
+            set_rule(row, reg, PP_RULE_OFFSET, scaled(op == 0x05 ? uleb(&r) : (uint64_t)sleb(&r), c));
             break;
         case 0x06: /* restore_extended */
             reg = uleb(&r);
@@ -327,19 +335,19 @@ static int run(const uint8_t *p, const uint8_t *end, const cie *c, uintptr_t loc
         }
         case 0x12: /* def_cfa_sf */
             row->cfa_reg = (int)uleb(&r);
-            row->cfa_off = sleb(&r) * c->data_align;
+            row->cfa_off = scaled((uint64_t)sleb(&r), c);
             row->cfa_expr = NULL;
             break;
-        case 0x13: row->cfa_off = sleb(&r) * c->data_align; break;
+        case 0x13: row->cfa_off = scaled((uint64_t)sleb(&r), c); break;
         case 0x14: /* val_offset */
         case 0x15: /* val_offset_sf */
             reg = uleb(&r);
-            set_rule(row, reg, PP_RULE_VAL_OFFSET, (op == 0x14 ? (int64_t)uleb(&r) : sleb(&r)) * c->data_align);
+            set_rule(row, reg, PP_RULE_VAL_OFFSET, scaled(op == 0x14 ? uleb(&r) : (uint64_t)sleb(&r), c));
             break;
         case 0x2e: uleb(&r); break; /* GNU_args_size */
         case 0x2f: /* GNU_negative_offset_extended */
             reg = uleb(&r);
-            set_rule(row, reg, PP_RULE_OFFSET, -(int64_t)uleb(&r) * c->data_align);
+            set_rule(row, reg, PP_RULE_OFFSET, scaled(-uleb(&r), c));
             break;
         default:
             return 0;
