@@ -3,13 +3,14 @@
  * Each input is unpacked with protobuf-c (gunzipped first when it starts
  * with gzip's magic) and copied into one output Profile: its string ids
  * are mapped into one string table (interned with base/hash.h's index),
- * its mapping, function and location ids are shifted past the previous
- * inputs' (nothing is shared between inputs, so the mappings of
+ * its mapping, function and location ids (checked first, merge_check.c)
+ * are shifted past the previous inputs' largest (nothing is shared between inputs, so the mappings of
  * different processes stay apart), and its samples gain the input's extra
  * labels. The output is built in an arena, packed once through the
  * encoder's gzip sink, and freed.
  */
 #include "encode.h"
+#include "merge_check.h"
 
 #include "base/base.h"
 #include "proto/profile.pb-c.h"
@@ -32,6 +33,7 @@ typedef struct merger {
     size_t nlocs, locs_cap;
     Perftools__Profiles__Function **fns;
     size_t nfns, fns_cap;
+    pp_merge_tops base;      /* what the next input's ids are shifted by */
     int64_t *comments;
     size_t ncomments, comments_cap;
     int64_t *smap;           /* the current input's string ids -> output ids */
@@ -116,7 +118,12 @@ static int64_t in_str(merger *m, const Profile *p, int64_t i)
 /* Copies input p (its ids shifted by the bases) into m. */
 static int add_input(merger *m, const Profile *p, const pprof_merge_input *in)
 {
-    uint64_t map0 = m->nmaps, loc0 = m->nlocs, fn0 = m->nfns;
+    pp_merge_tops tops;
+    int rc = pp_merge_check(p, &tops);
+    if (rc)
+        return rc;
+    uint64_t map0 = m->base.mapping, loc0 = m->base.location, fn0 = m->base.function;
+    m->base = (pp_merge_tops){map0 + tops.mapping, fn0 + tops.function, loc0 + tops.location};
     if (pp_reserve(&m->smap, &m->smap_cap, p->n_string_table, sizeof *m->smap) < 0)
         return pp_fail(PPROF_ENOMEM);
     for (size_t i = 0; i < p->n_string_table; i++)

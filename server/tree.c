@@ -617,7 +617,21 @@ static void tree_done(void *ctx, const pprof_http_response *resp)
         pthread_mutex_unlock(&hub.mu);
         pprof_http_response r = *resp;
         r.body = (pprof_buffer){0};
-        if (pprof_merge(in, n, pprof_writer_buffer(&r.body)) != 0) {
+        int rc = pprof_merge(in, n, pprof_writer_buffer(&r.body));
+        if (rc == PPROF_EINVAL) { /* a member's profile does not hold together: leave it out, say so */
+            pprof_buffer_free(&r.body);
+            for (size_t i = 1; i < n; i++) {
+                pprof_buffer one = {0};
+                if (in[i].data && pprof_merge(&in[i], 1, pprof_writer_buffer(&one)) == PPROF_EINVAL) {
+                    snprintf(comments[i - 1], sizeof comments[i - 1], "process %lld (%s) sent a profile that cannot be read",
+                             (long long)pids[i].value, labels[i].value);
+                    in[i] = (pprof_merge_input){NULL, 0, NULL, 0, NULL, 0, comments[i - 1]};
+                }
+                pprof_buffer_free(&one);
+            }
+            rc = pprof_merge(in, n, pprof_writer_buffer(&r.body));
+        }
+        if (rc != 0) {
             pprof_buffer_free(&r.body);
             c->done(c->ctx, resp); /* the hub's own, rather than nothing */
         } else {

@@ -5,8 +5,10 @@
  * into one whose samples are both inputs' with each input's extra label,
  * whose mappings, locations and functions are both inputs' with distinct
  * ids, and whose string table has no duplicate; the time is the earliest
- * and the duration the longest. Mismatched sample types, garbage and
- * missing arguments are refused with PPROF_EINVAL.
+ * and the duration the longest. An input whose ids are sparse merges with
+ * ids shifted past its largest. Mismatched sample types, garbage, an input
+ * that names a location it does not have, and missing arguments are
+ * refused with PPROF_EINVAL.
  */
 #include "pprof.h"
 #include "proto/profile.pb-c.h"
@@ -44,6 +46,29 @@ static Perftools__Profiles__Profile *decode(const pprof_buffer *gz)
     Perftools__Profiles__Profile *p = rc == Z_STREAM_END ? perftools__profiles__profile__unpack(NULL, n, raw) : NULL;
     free(raw);
     return p;
+}
+
+/* The plain profile b with its location ids times `scale` and, when
+ * dangle, its first sample naming a location that is not there. */
+static pprof_buffer reshaped(const pprof_buffer *b, uint64_t scale, int dangle)
+{
+    Perftools__Profiles__Profile *p = perftools__profiles__profile__unpack(NULL, b->len, (const uint8_t *)b->data);
+    pprof_buffer out = {0};
+    if (!p)
+        return out;
+    for (size_t i = 0; i < p->n_location; i++)
+        p->location[i]->id *= scale;
+    for (size_t i = 0; i < p->n_sample; i++)
+        for (size_t k = 0; k < p->sample[i]->n_location_id; k++)
+            p->sample[i]->location_id[k] *= scale;
+    if (dangle && p->n_sample && p->sample[0]->n_location_id)
+        p->sample[0]->location_id[0] = 1u << 30;
+    out.len = perftools__profiles__profile__get_packed_size(p);
+    out.data = malloc(out.len ? out.len : 1);
+    out.cap = out.len;
+    perftools__profiles__profile__pack(p, (uint8_t *)out.data);
+    perftools__profiles__profile__free_unpacked(p, NULL);
+    return out;
 }
 
 static const char *label_of(const Perftools__Profiles__Profile *p, const Perftools__Profiles__Sample *s,
@@ -120,6 +145,36 @@ int main(void)
     if (pb)
         perftools__profiles__profile__free_unpacked(pb, NULL);
     pprof_buffer_free(&out);
+
+    /* sparse ids: shifted past the largest, every reference kept */
+    pprof_buffer sparse = reshaped(&b, 2, 0); /* ids 2, 4, ...: shifted by their count, the next input's would meet them */
+    pprof_merge_input two[] = {{sparse.data, sparse.len, NULL, 0, NULL, 0, NULL}, {b.data, b.len, NULL, 0, NULL, 0, NULL}};
+    CHECK(pprof_merge(two, 2, pprof_writer_buffer(&out)) == 0);
+    m = decode(&out);
+    CHECK(m != NULL);
+    if (m) {
+        int refs_ok = m->n_location > 0;
+        for (size_t i = 0; i < m->n_location; i++)
+            for (size_t j = i + 1; j < m->n_location; j++)
+                refs_ok &= m->location[i]->id != m->location[j]->id;
+        for (size_t i = 0; i < m->n_sample; i++)
+            for (size_t k = 0; k < m->sample[i]->n_location_id; k++) {
+                int found = 0;
+                for (size_t j = 0; j < m->n_location; j++)
+                    found |= m->location[j]->id == m->sample[i]->location_id[k];
+                refs_ok &= found;
+            }
+        CHECKF(refs_ok, "sparse ids: %zu locations, references or ids broken", m->n_location);
+        perftools__profiles__profile__free_unpacked(m, NULL);
+    }
+    pprof_buffer_free(&out);
+    pprof_buffer_free(&sparse);
+    pprof_buffer dangling = reshaped(&b, 1, 1);
+    pprof_merge_input bad[] = {{dangling.data, dangling.len, NULL, 0, NULL, 0, NULL}};
+    CHECK(pprof_merge(bad, 1, pprof_writer_buffer(&out)) == PPROF_EINVAL);
+    CHECKF(strstr(pprof_last_error(), "location that is not there") != NULL, "%s", pprof_last_error());
+    pprof_buffer_free(&out);
+    pprof_buffer_free(&dangling);
 
     /* refused: other sample types, garbage, no inputs, no writer */
     pprof_custom *c;
