@@ -6,6 +6,8 @@
 #   TSan build       the tests labelled concurrency
 #   clang build      the whole tree built with clang (warnings are errors
 #                    there too), the unit tests not labelled plain-only
+#   fuzz build       clang with libFuzzer, ASan and UBSan: each fuzz target
+#                    of tests/fuzz for PPROF_FUZZ_SECONDS (30), two at a time
 set -euo pipefail
 cd "$(dirname "$0")/.."
 # the heap tests run over both allocators; clang builds too; the real-services
@@ -24,4 +26,5 @@ run build/test-plain "" -DCMAKE_BUILD_TYPE=RelWithDebInfo
 run build/test-asan "-L unit -LE plain-only" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DPPROF_ASAN=ON
 run build/test-tsan "-L concurrency" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DPPROF_TSAN=ON
 CC=clang CXX=clang++ run build/test-clang "-L unit -LE plain-only" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DPPROF_BENCH=ON
+CC=clang CXX=clang++ run build/test-fuzz "-L fuzz -j2" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DPPROF_FUZZ=ON -DPPROF_TESTS=OFF
 echo "all test builds passed"
