@@ -29,13 +29,16 @@
  * socket and forgets the daemon, whose thread exists only in the parent.
  */
 #define _GNU_SOURCE
+#include "accept.h"
 #include "http_internal.h"
 #include "pprof_mhd.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <microhttpd.h>
 #include <netdb.h>
 #include <netinet/in.h>
+#include <poll.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -355,6 +358,8 @@ static struct {
     int running;
     struct MHD_Daemon *daemon;
     int listen_fd;
+    int wake[2];             /* a byte on wake[1] ends the accept thread */
+    pthread_t acceptor;
     int port;
     pprof_server_config cfg; /* prefix points to our copy */
     char *prefix;
@@ -362,7 +367,7 @@ static struct {
     _Atomic int handling;        /* access-handler calls in progress */
     _Atomic int parked;      /* suspended connections of our daemon */
     char error[256];         /* why the last start failed */
-} srv = {.mu = PTHREAD_MUTEX_INITIALIZER, .listen_fd = -1};
+} srv = {.mu = PTHREAD_MUTEX_INITIALIZER, .listen_fd = -1, .wake = {-1, -1}};
 
 static pthread_once_t srv_once = PTHREAD_ONCE_INIT;
 
@@ -371,8 +376,12 @@ static pthread_once_t srv_once = PTHREAD_ONCE_INIT;
 static void srv_after_fork_child(void)
 {
     pthread_mutex_init(&srv.mu, NULL);
-    if (srv.running && srv.listen_fd >= 0)
+    if (srv.running) {
         close(srv.listen_fd);
+        close(srv.wake[0]);
+        close(srv.wake[1]);
+    }
+    srv.wake[0] = srv.wake[1] = -1;
     srv.running = 0;
     srv.daemon = NULL;
     srv.listen_fd = -1;
@@ -498,6 +507,39 @@ malformed:
     return -1;
 }
 
+/* The built-in server accepts on a thread of its own and hands each
+ * connection to libmicrohttpd: MHD's accept loop spins on EMFILE when it
+ * has no connection to close (accept.h). */
+static void *acceptor_main(void *arg)
+{
+    (void)arg;
+    pthread_setname_np(pthread_self(), "pprof-accept");
+    pp_accept_state st = {0};
+    for (;;) {
+        struct pollfd p[2] = {{srv.wake[0], POLLIN, 0}, {srv.listen_fd, pp_accept_events(&st), 0}};
+        if (poll(p, 2, pp_accept_timeout(&st, -1)) < 0 && errno != EINTR)
+            break;
+        if (p[0].revents)
+            break;
+        struct sockaddr_storage ss;
+        socklen_t sl = sizeof ss;
+        int fd = pp_accept_one(&st, srv.listen_fd, 1, &ss, &sl);
+        if (fd >= 0) /* MHD closes it when it cannot take it */
+            MHD_add_connection(srv.daemon, fd, (const struct sockaddr *)&ss, sl);
+    }
+    return NULL;
+}
+
+/* Ends the accept thread (server lock held). */
+static void acceptor_stop(void)
+{
+    if (write(srv.wake[1], "x", 1) == 1)
+        pthread_join(srv.acceptor, NULL);
+    close(srv.wake[0]);
+    close(srv.wake[1]);
+    srv.wake[0] = srv.wake[1] = -1;
+}
+
 /* The host exits: stop serving before its destructors run. */
 static void stop_at_exit(void)
 {
@@ -543,7 +585,8 @@ int pprof_server_start(const pprof_server_config *cfg)
         free(prefix);
         goto out;
     }
-    unsigned int flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_ALLOW_SUSPEND_RESUME;
+    unsigned int flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_ALLOW_SUSPEND_RESUME | MHD_USE_NO_LISTEN_SOCKET |
+                         MHD_USE_ITC;
     flags |= MHD_is_feature_supported(MHD_FEATURE_EPOLL) == MHD_YES ? MHD_USE_EPOLL : MHD_USE_POLL;
     c.addr = NULL;
     c.prefix = prefix;
@@ -555,23 +598,33 @@ int pprof_server_start(const pprof_server_config *cfg)
     pprof_labels *caller_set = pp_server_own_begin(); /* and the label set */
     struct MHD_Daemon *d = MHD_start_daemon(
         flags, 0, NULL, NULL, srv_access, NULL,
-        MHD_OPTION_LISTEN_SOCKET, (MHD_socket)fd,
         MHD_OPTION_URI_LOG_CALLBACK, srv_uri_log, NULL,
         MHD_OPTION_NOTIFY_COMPLETED, srv_completed, NULL,
         MHD_OPTION_CONNECTION_TIMEOUT, (unsigned int)120,
         MHD_OPTION_CONNECTION_LIMIT, (unsigned int)256,
         MHD_OPTION_END);
+    srv.daemon = d;
+    srv.listen_fd = fd;
+    int started = d && pipe2(srv.wake, O_CLOEXEC) == 0;
+    if (started && pthread_create(&srv.acceptor, NULL, acceptor_main, NULL) != 0) {
+        close(srv.wake[0]);
+        close(srv.wake[1]);
+        started = 0;
+    }
     pprof_labels_leave(caller_set);
     pthread_sigmask(SIG_SETMASK, &old, NULL);
-    if (!d) {
+    if (!started) {
         snprintf(srv.error, sizeof srv.error, "cannot start the HTTP daemon");
+        if (d)
+            MHD_stop_daemon(d);
+        srv.daemon = NULL;
+        srv.listen_fd = -1;
+        srv.wake[0] = srv.wake[1] = -1;
         close(fd);
         free(prefix);
         rc = PPROF_ESYS;
         goto out;
     }
-    srv.daemon = d;
-    srv.listen_fd = fd;
     srv.port = port;
     srv.prefix = prefix;
     srv.running = 1;
@@ -604,6 +657,7 @@ int pprof_server_stop(void)
         return pp_fail(PPROF_ESTATE);
     }
     atomic_store(&srv.stopping, 1);
+    acceptor_stop();
     /* End pending profiles and wait until MHD has every parked connection
      * back: stopping MHD with suspended connections is not allowed. A
      * request being handled right now may park one more, hence the loop. */
@@ -620,14 +674,10 @@ int pprof_server_stop(void)
         nanosleep(&(struct timespec){.tv_nsec = 2000000}, NULL);
     }
     /* MHD aborts the process when stopped with a parked connection: if one
-     * never came back, leave the daemon be (quiet, no longer listening). */
+     * never came back, leave the daemon be (it gets no new connections). */
     if (settled)
-        MHD_stop_daemon(srv.daemon); /* closes the listening socket */
-    else {
-        MHD_socket fd = MHD_quiesce_daemon(srv.daemon);
-        if (fd != MHD_INVALID_SOCKET)
-            close(fd);
-    }
+        MHD_stop_daemon(srv.daemon);
+    close(srv.listen_fd);
     free(srv.prefix);
     srv.prefix = NULL;
     srv.daemon = NULL;

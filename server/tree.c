@@ -33,6 +33,7 @@
  * are sent from the requesting thread under the member's send lock.
  */
 #define _GNU_SOURCE
+#include "accept.h"
 #include "http_internal.h"
 
 #include <errno.h>
@@ -204,9 +205,11 @@ static void drop_member_locked(member *m)
     answered_locked(m->pid, 0, -1, NULL, 0);
 }
 
+static pp_accept_state hub_accept; /* the hub thread's */
+
 static void accept_member(void)
 {
-    int fd = accept4(hub.listen_fd, NULL, NULL, SOCK_CLOEXEC);
+    int fd = pp_accept_one(&hub_accept, hub.listen_fd, 0, NULL, NULL);
     if (fd < 0)
         return;
     struct ucred cr;
@@ -267,7 +270,7 @@ static void *hub_main(void *arg)
     for (;;) {
         int n = 0;
         pthread_mutex_lock(&hub.mu);
-        pf[n++] = (struct pollfd){hub.listen_fd, POLLIN, 0};
+        pf[n++] = (struct pollfd){hub.listen_fd, pp_accept_events(&hub_accept), 0};
         for (int i = 0; i < MAX_MEMBERS; i++)
             if (hub.members[i].fd >= 0) {
                 who[n] = i;
@@ -275,7 +278,7 @@ static void *hub_main(void *arg)
             }
         collect_abandoned_locked();
         pthread_mutex_unlock(&hub.mu);
-        if (poll(pf, (nfds_t)n, 1000) <= 0)
+        if (poll(pf, (nfds_t)n, pp_accept_timeout(&hub_accept, 1000)) <= 0)
             continue;
         if (pf[0].revents & POLLIN)
             accept_member();
