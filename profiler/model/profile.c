@@ -16,8 +16,11 @@
 #include "labels/labels.h"
 #include "symbolize/symbolize.h"
 
+#include <errno.h>
+#include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 struct pp_builder {
     int unindexed;        /* filled by pp_profile_append: no merging */
@@ -505,6 +508,13 @@ int pp_profile_finish_how(pprof_profile *p, pprof_symbolize how)
         }
         prev_f = f - n;
     }
+    /* The symbolizer opens the program's files: say so when it cannot. */
+    int probe = open("/dev/null", O_RDONLY | O_CLOEXEC);
+    if (probe >= 0)
+        close(probe);
+    else if (errno == EMFILE || errno == ENFILE)
+        pp_profile_add_comment(p, "no file descriptor was free: the symbolizer could not open the program's "
+                                  "files, so some addresses have no names");
     /* Symbolizing is the profiler's own work, whoever's thread does it. */
     pprof_labels *caller_set = pp_own_begin();
     pp_sym_session *ss = pp_sym_begin();

@@ -159,6 +159,7 @@ typedef struct cpu_recorder {
     int cfg_hz, cfg_frames; /* as configured (0: join / default) */
     int hz;                 /* in effect while running */
     pp_cpu_window w;        /* the open window (collector lock) */
+    uint64_t unlisted;      /* pp_cpu_unlisted when the window opened */
 } cpu_recorder;
 
 static pprof_profile *new_cpu_window(cpu_recorder *c)
@@ -173,6 +174,11 @@ static pprof_profile *swap_window_locked(cpu_recorder *c, pprof_profile *next)
 {
     pprof_profile *p = c->w.profile;
     int64_t now = pp_now_ns(CLOCK_MONOTONIC);
+    uint64_t unlisted = pp_cpu_unlisted();
+    if (p && unlisted > c->unlisted)
+        pp_profile_add_comment(p, "the thread list (/proc/self/task) could not be read, most likely for want of "
+                                  "a file descriptor: only threads started through pthread_create were sampled");
+    c->unlisted = unlisted;
     if (p)
         p->duration_nanos = now - c->base.window_mono_ns;
     if (next)

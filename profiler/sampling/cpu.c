@@ -71,7 +71,7 @@ static _Atomic uint64_t st_reclaimed;
 
 static _Atomic int cpu_hz;          /* rate in force, 0 idle */
 static _Atomic int cpu_max_frames = PPROF_DEFAULT_MAX_FRAMES;
-static _Atomic uint64_t st_signals, st_samples, st_lost, st_truncated, st_handler_ns, st_blocked;
+static _Atomic uint64_t st_signals, st_samples, st_lost, st_truncated, st_handler_ns, st_blocked, st_unlisted;
 static _Atomic int st_threads;
 static _Atomic uint64_t st_hist[PPROF_CPU_HIST_BUCKETS];
 
@@ -353,6 +353,17 @@ static int list_tasks(int *tids, int max)
 }
 
 static int *task_buf;
+static _Atomic pp_thread_lister thread_lister;
+
+void pp_cpu_set_thread_lister(pp_thread_lister fn)
+{
+    atomic_store(&thread_lister, fn);
+}
+
+uint64_t pp_cpu_unlisted(void)
+{
+    return atomic_load(&st_unlisted);
+}
 
 /* Whether thread tid blocks the profiling signal (its SigBlk in /proc). */
 static int blocks_signal(int tid)
@@ -405,8 +416,12 @@ static void rescan_locked(void)
     if (!task_buf && !(task_buf = malloc(MAX_THREADS * sizeof *task_buf)))
         return;
     int n = list_tasks(task_buf, MAX_THREADS);
-    if (n < 0)
-        return;
+    if (n < 0) { /* no fd left, say: the threads that threads/ knows */
+        pp_thread_lister lister = atomic_load(&thread_lister);
+        atomic_fetch_add(&st_unlisted, 1);
+        if (!lister || (n = lister(task_buf, MAX_THREADS)) <= 0)
+            return;
+    }
     /* drop timers of threads that are gone */
     for (int i = 0; i < nslots; i++) {
         if (!slots[i].tid)

@@ -43,6 +43,14 @@ uint64_t pp_cpu_lost(void);
  * (counted at each rescan, pp_cpu_rescan). */
 uint64_t pp_cpu_blocked(void);
 
+/* Lists live threads' ids into tids (at most max); returns the count. */
+typedef int (*pp_thread_lister)(int *tids, int max);
+/* Registers the lister used when /proc/self/task cannot be read (no file
+ * descriptor left): threads/ gives the threads it knows. Thread-safe. */
+void pp_cpu_set_thread_lister(pp_thread_lister fn);
+/* Rescans so far that could not read /proc/self/task. */
+uint64_t pp_cpu_unlisted(void);
+
 /* Thread hooks (threads.c): a thread starting or exiting. */
 void pp_cpu_thread_start(void);
 void pp_cpu_thread_exit(void);

@@ -94,6 +94,18 @@ pp_thread_entry *pp_threads_copy(size_t *n)
     return out;
 }
 
+/* The registered threads' ids (a pp_thread_lister for sampling/). */
+static int list_registered(int *tids, int max)
+{
+    int n = 0;
+    pp_mutex_lock(&reg_lock);
+    for (int i = 0; i < reg_high && n < max; i++)
+        if (registry[i].tid)
+            tids[n++] = registry[i].tid;
+    pp_mutex_unlock(&reg_lock);
+    return n;
+}
+
 void pp_threads_fork_child(void)
 {
     reg_lock = (pp_mutex)PP_MUTEX_INIT;
@@ -117,6 +129,7 @@ static void on_exit_key(void *v)
 static void make_key(void)
 {
     pthread_key_create(&exit_key, on_exit_key);
+    pp_cpu_set_thread_lister(list_registered);
 }
 
 void pp_threads_init(void)
