@@ -61,9 +61,13 @@ pprof_profile *pp_profile_new(const pprof_value_type *types, size_t ntypes,
     for (size_t i = 0; i < ntypes; i++) {
         p->types[i].type = intern(p, types[i].type);
         p->types[i].unit = intern(p, types[i].unit);
+        if (!p->types[i].type || !p->types[i].unit)
+            goto fail;
     }
     p->period_type.type = intern(p, period_type.type);
     p->period_type.unit = intern(p, period_type.unit);
+    if (!p->period_type.type || !p->period_type.unit)
+        goto fail;
     p->period = period;
     return p;
 fail:
@@ -397,6 +401,8 @@ static int symbolize_location(pprof_profile *p, pp_sym_session *ss, uint64_t add
             return pp_fail(PPROF_ENOMEM);
         l->function = l->system_name = intern(p, pseudo_name(addr));
         l->filename = intern(p, "");
+        if (!l->function || !l->filename)
+            return pp_fail(PPROF_ENOMEM);
         loc->address = 0;
         loc->lines = l;
         loc->nlines = 1;
@@ -416,6 +422,8 @@ static int symbolize_location(pprof_profile *p, pp_sym_session *ss, uint64_t add
             l[i].system_name = intern(p, f->system_name ? f->system_name : f->function);
             l[i].filename = intern(p, f->filename);
             l[i].line = f->line;
+            if (!l[i].function || !l[i].system_name || !l[i].filename)
+                return pp_fail(PPROF_ENOMEM);
         }
         loc->lines = l;
         loc->nlines = (size_t)r.nframes;
@@ -440,6 +448,8 @@ static int build_mappings(pprof_profile *p, pp_sym_session *ss)
         d->path = intern(p, m[i].path);
         d->build_id = intern(p, m[i].build_id);
         d->has_functions = 1;
+        if (!d->path || !d->build_id)
+            return pp_fail(PPROF_ENOMEM);
     }
     p->nmappings = n;
     return 0;

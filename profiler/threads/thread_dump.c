@@ -183,6 +183,11 @@ static void copy_set(const void *set, pp_thread_stack *t)
     for (size_t i = 0; i < n; i++) {
         t->labels[i].key = strdup(pairs[i].key);
         t->labels[i].value = strdup(pairs[i].value);
+        if (!t->labels[i].key || !t->labels[i].value) { /* out of memory: no labels rather than half */
+            free_labels(t->labels, i + 1);
+            t->labels = NULL;
+            return;
+        }
     }
     t->nlabels = n;
 }
