@@ -36,13 +36,13 @@ static void finish_window(pprof_recorder *rec, const void *arg, pp_reply *out)
     pprof_profile *p = NULL;
     int rc = pprof_recorder_stop(rec, &p);
     if (rc != 0) {
-        pp_reply_set_error(out, 500, "Could not stop profiling: %s", pprof_last_error());
+        pp_reply_set_error(out, 500, "Could not stop profiling: %s", pp_why(rc));
         return;
     }
     rc = pprof_profile_write(p, PPROF_FORMAT_PROTO_GZIP, pp_reply_writer(out));
     pprof_profile_free(p);
     if (rc != 0 && !out->failed) {
-        pp_reply_set_error(out, 500, "Could not write profile: %s", pprof_last_error());
+        pp_reply_set_error(out, 500, "Could not write profile: %s", pp_why(rc));
         return;
     }
     pp_reply_header(out, "Content-Type", "application/octet-stream");
@@ -62,7 +62,7 @@ int pp_serve_window(pp_req *q, pprof_recorder *rec, int seconds, const char *wha
     int rc = pprof_recorder_start(rec);
     if (rc != 0) {
         char why[256];
-        snprintf(why, sizeof why, "%s", pprof_last_error()); /* before free can touch it */
+        snprintf(why, sizeof why, "%s", pp_why(rc)); /* before free can touch it */
         pprof_recorder_free(rec);
         pp_call_unreserve();
         return pp_reply_error(q, 500, "Could not enable %s profiling: %s", what, why);
@@ -70,7 +70,7 @@ int pp_serve_window(pp_req *q, pprof_recorder *rec, int seconds, const char *wha
     rc = pp_call_defer(q, rec, seconds, finish_window, disposition);
     if (rc != 0) {
         pprof_recorder_free(rec);
-        return pp_reply_error(q, 500, "Could not schedule the profile: %s", pprof_last_error());
+        return pp_reply_error(q, 500, "Could not schedule the profile: %s", pp_why(rc));
     }
     return 0;
 }
@@ -83,7 +83,7 @@ int pp_send_profile(pp_req *q, pprof_profile *p, pprof_format fmt, const char *w
     pprof_profile_free(p);
     if (rc != 0) {
         pprof_buffer_free(&r.resp.body);
-        return pp_reply_error(q, 500, "Could not write the %s profile: %s", what, pprof_last_error());
+        return pp_reply_error(q, 500, "Could not write the %s profile: %s", what, pp_why(rc));
     }
     if (fmt == PPROF_FORMAT_PROTO_GZIP || fmt == PPROF_FORMAT_PROTO) {
         pp_reply_header(&r, "Content-Type", "application/octet-stream");
@@ -104,7 +104,7 @@ int pp_serve_recorder(pp_req *q, pprof_recorder *rec, pprof_format fmt, const ch
     int rc = pprof_recorder_write_to(rec, &p);
     pprof_recorder_free(rec);
     if (rc != 0)
-        return pp_reply_error(q, 500, "Could not write the %s profile: %s", what, pprof_last_error());
+        return pp_reply_error(q, 500, "Could not write the %s profile: %s", what, pp_why(rc));
     return pp_send_profile(q, p, fmt, what, disposition);
 }
 
@@ -129,7 +129,7 @@ int pp_serve_delta(pp_req *q, pprof_recorder **state, int (*make)(pprof_recorder
         rc = pprof_recorder_snapshot(*state, &p);
     char why[256];
     if (rc != 0)
-        snprintf(why, sizeof why, "%s", pprof_last_error()); /* before the lock goes */
+        snprintf(why, sizeof why, "%s", pp_why(rc)); /* before the lock goes */
     pthread_mutex_unlock(&delta_lock);
     if (rc != 0)
         return pp_reply_error(q, 500, "Could not write the %s profile: %s", what, why);
@@ -146,7 +146,7 @@ static int h_profile(pp_req *q)
     pprof_cpu_config cc = {0}; /* hz 0: join the rate in force */
     int rc = pprof_cpu_recorder_new(&cc, &rec);
     if (rc != 0)
-        return pp_reply_error(q, 500, "Could not enable CPU profiling: %s", pprof_last_error());
+        return pp_reply_error(q, 500, "Could not enable CPU profiling: %s", pp_why(rc));
     return pp_serve_window(q, rec, q->q.has_seconds ? q->q.seconds : PP_DEFAULT_SECONDS, "CPU",
                            "attachment; filename=\"profile\"");
 }

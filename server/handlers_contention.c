@@ -21,7 +21,7 @@ static int serve(pp_req *q, new_fn make, const char *what, const char *dispositi
     pprof_recorder *rec = NULL;
     int rc = make(NULL, &rec);
     if (rc != 0)
-        return pp_reply_error(q, 500, "Could not enable %s profiling: %s", what, pprof_last_error());
+        return pp_reply_error(q, 500, "Could not enable %s profiling: %s", what, pp_why(rc));
     return pp_serve_recorder(q, rec, text ? PPROF_FORMAT_TEXT : PPROF_FORMAT_PROTO_GZIP, what, disposition,
                              delta_disposition);
 }

@@ -22,7 +22,7 @@ static int serve(pp_req *q, const char *default_type, const char *disposition, c
     pprof_recorder *rec = NULL;
     int rc = q->q.has_seconds ? pprof_alloc_recorder_new(&cfg, &rec) : pprof_heap_recorder_new(&cfg, &rec);
     if (rc != 0)
-        return pp_reply_error(q, 500, "Could not enable heap profiling: %s", pprof_last_error());
+        return pp_reply_error(q, 500, "Could not enable heap profiling: %s", pp_why(rc));
     return pp_serve_recorder(q, rec, text ? PPROF_FORMAT_TEXT : PPROF_FORMAT_PROTO_GZIP, "heap", disposition,
                              delta_disposition);
 }

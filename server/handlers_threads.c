@@ -27,7 +27,7 @@ static int serve(pp_req *q, int what, const char *disposition, const char *delta
                                   : pprof_threads_recorder_new(&cfg, &rec);
     const char *name = what == THREADS ? "thread" : what == THREADCREATE ? "threadcreate" : q->name;
     if (rc != 0)
-        return pp_reply_error(q, 500, "Could not take the %s profile: %s", name, pprof_last_error());
+        return pp_reply_error(q, 500, "Could not take the %s profile: %s", name, pp_why(rc));
     pprof_format fmt = cfg.per_thread ? PPROF_FORMAT_TEXT_DUMP : debug ? PPROF_FORMAT_TEXT : PPROF_FORMAT_PROTO_GZIP;
     return pp_serve_recorder(q, rec, fmt, name, disposition, delta_disposition);
 }

@@ -529,6 +529,12 @@ static int peer_closed(int fd)
     return 0;
 }
 
+const char *pp_why(int rc)
+{
+    const char *e = pprof_last_error();
+    return e[0] ? e : pprof_strerror(rc);
+}
+
 pprof_labels *pp_server_own_begin(void)
 {
     static pprof_labels *own;

@@ -84,6 +84,9 @@ void pp_reply_deliver(pp_reply *r, pprof_http_done done, void *ctx);
 int pp_reply_send(pp_req *q, pp_reply *r);
 /* Builds and sends an error answer. Returns 0. */
 int pp_reply_error(pp_req *q, int status, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+/* Why a call failed with rc: the calling thread's last failure, or rc's
+ * own text when the failing call left none. */
+const char *pp_why(int rc);
 
 /* -------------------------------------------------------- deferred calls */
 

@@ -148,11 +148,38 @@ static void mhd_closed(void *arg)
     pthread_mutex_unlock(&st->mu);
 }
 
+/* The answer when memory ran out before one could be built: made once
+ * (the built-in server makes it at start) and shared by every connection,
+ * so a request is answered even then. */
+static struct MHD_Response *oom_response(void)
+{
+    static struct MHD_Response *_Atomic shared;
+    static const char text[] = "out of memory while answering; try again\n";
+    struct MHD_Response *r = atomic_load(&shared), *none = NULL;
+    if (r)
+        return r;
+    r = MHD_create_response_from_buffer(sizeof text - 1, (void *)text, MHD_RESPMEM_PERSISTENT);
+    if (!r)
+        return NULL;
+    if (MHD_add_response_header(r, "Content-Type", "text/plain; charset=utf-8") != MHD_YES ||
+        !atomic_compare_exchange_strong(&shared, &none, r)) {
+        MHD_destroy_response(r);
+        return none;
+    }
+    return r;
+}
+
+static enum MHD_Result queue_oom(struct MHD_Connection *c)
+{
+    struct MHD_Response *r = oom_response();
+    return r ? MHD_queue_response(c, MHD_HTTP_SERVICE_UNAVAILABLE, r) : MHD_NO;
+}
+
 static enum MHD_Result queue_and_release(struct MHD_Connection *c, unsigned int status,
                                          struct MHD_Response *r)
 {
     if (!r)
-        return MHD_NO;
+        return queue_oom(c);
     enum MHD_Result ret = MHD_queue_response(c, status, r);
     MHD_destroy_response(r);
     return ret;
@@ -246,12 +273,12 @@ static enum MHD_Result start_request(const pprof_server_config *cfg, pp_mhd_req 
         MHD_get_connection_values_n(st->conn, MHD_GET_ARGUMENT_KIND, add_argument, &qb);
         if (qb.failed) {
             pprof_buffer_free(&qb.b);
-            return MHD_NO;
+            return queue_oom(st->conn);
         }
         pprof_writer w = pprof_writer_buffer(&qb.b);
         if (qb.b.len > 0 && w.write(w.ctx, "", 1) != 0) { /* NUL-terminate */
             pprof_buffer_free(&qb.b);
-            return MHD_NO;
+            return queue_oom(st->conn);
         }
         query = qb.b.len > 0 ? qb.b.data : NULL;
     }
@@ -266,7 +293,7 @@ static enum MHD_Result start_request(const pprof_server_config *cfg, pp_mhd_req 
     int rc = pprof_http_handle(cfg, &req, mhd_done, st, &call);
     pprof_buffer_free(&qb.b);
     if (rc != 0)
-        return MHD_NO;
+        return queue_oom(st->conn);
 
     pthread_mutex_lock(&st->mu);
     st->call = call; /* released in pprof_mhd_completed, whatever happens */
@@ -294,7 +321,7 @@ int pprof_mhd_handle(const pprof_server_config *cfg, struct MHD_Connection *conn
     if (!st) {
         st = req_new(NULL, NULL);
         if (!st)
-            return MHD_NO;
+            return queue_oom(connection);
         *con_cls = st;
     }
     switch (st->phase) {
@@ -413,7 +440,9 @@ static enum MHD_Result srv_access(void *cls, struct MHD_Connection *c, const cha
     pp_mhd_req *st = *con_cls;
     atomic_fetch_add(&srv.handling, 1); /* before the check: stop waits for us */
     enum MHD_Result r = MHD_NO;
-    if (!atomic_load(&srv.stopping) || (st && st->phase != ST_FRESH))
+    if (!st) /* the URI log callback could not keep the query: answer rather than lose it */
+        r = atomic_load(&srv.stopping) ? MHD_NO : queue_oom(c);
+    else if (!atomic_load(&srv.stopping) || st->phase != ST_FRESH)
         r = (enum MHD_Result)pprof_mhd_handle(&srv.cfg, c, url, method, upload_data, upload_data_size,
                                               con_cls);
     atomic_fetch_sub(&srv.handling, 1);
@@ -524,8 +553,9 @@ static void *acceptor_main(void *arg)
         struct sockaddr_storage ss;
         socklen_t sl = sizeof ss;
         int fd = pp_accept_one(&st, srv.listen_fd, 1, &ss, &sl);
-        if (fd >= 0) /* MHD closes it when it cannot take it */
-            MHD_add_connection(srv.daemon, fd, (const struct sockaddr *)&ss, sl);
+        if (fd >= 0 && MHD_add_connection(srv.daemon, fd, (const struct sockaddr *)&ss, sl) != MHD_YES)
+            fprintf(stderr, "libpprof: a connection was dropped: libmicrohttpd could not take it (%s)\n",
+                    strerror(errno)); /* and closed it */
     }
     return NULL;
 }
@@ -579,6 +609,7 @@ int pprof_server_start(const pprof_server_config *cfg)
         rc = PPROF_ENOMEM;
         goto out;
     }
+    oom_response(); /* made while memory is there */
     int port = 0;
     int fd = open_listener(addr, &port);
     if (fd < 0) {
