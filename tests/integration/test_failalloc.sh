@@ -1,0 +1,74 @@
+#!/usr/bin/env bash
+# test_failalloc.sh: a program preloaded with libpprof and, after it, an
+# allocator that fails one allocation in N (tests/integration/failalloc.c),
+# at N = 1,000 and N = 100, with every profile on and every endpoint
+# requested in turn for 40 s each:
+#   - the program never crashes and no request hangs (20 s limit each)
+#   - every response is complete: a 200 whose gzipped body is whole, or an
+#     error status with a reason in its body; requests left without an
+#     answer are the connections libmicrohttpd could not take (one "a
+#     connection was dropped" line on stderr each), and at most one in 100
+#     more (libmicrohttpd's own allocations once it has a connection)
+#   - once allocations succeed again, every endpoint answers 200 at once
+# test-labels: plain-only
+# Usage: test_failalloc.sh BUILD_DIR
+. "$(dirname "$0")/lib.sh"
+pp_init "$1"
+
+SHIM=$BUILD/tests/libpp_failalloc.so
+EPS=("" heap allocs goroutine "goroutine?debug=1" "goroutine?debug=2" threadcreate mutex "mutex?debug=1" block
+    "heap?debug=1" "profile?seconds=1" "heap?seconds=1" "allocs?seconds=1" delta_heap cmdline symbol)
+
+# one_round BASE OUT: every endpoint once; appends "code curl_rc endpoint verdict" lines to OUT
+one_round() {
+    local base=$1 out=$2 e code rc verdict
+    for e in "${EPS[@]}"; do
+        code=$(curl -s -o "$TMP/body" -w '%{http_code}' --max-time 20 "$base/$e")
+        rc=$?
+        verdict=ok
+        if [ "$code" = 200 ]; then
+            case $e in
+            "" | cmdline | symbol | *debug=*) test -s "$TMP/body" || verdict=empty ;;
+            *) gzip -t "$TMP/body" 2>/dev/null || verdict=truncated ;;
+            esac
+        elif [ "$code" != 000 ]; then
+            test -s "$TMP/body" || verdict=no-reason
+        fi
+        echo "$code $rc /$e $verdict" >>"$out"
+    done
+}
+
+for N in 1000 100; do
+    rm -f "$TMP/off.$N"
+    pp_serve "fa$N" env LD_PRELOAD="$BUILD/libpprof.so:$SHIM" FAIL_EVERY=$N FAIL_OFF_FILE="$TMP/off.$N" \
+        LIBPPROF_ADDR=127.0.0.1:@PORT@ LIBPPROF_HEAP_RATE=4096 LIBPPROF_MUTEX_FRACTION=1 LIBPPROF_BLOCK_RATE=1 \
+        "$BUILD/tests/prog_plain" 300 -1 ||
+        pp_give_up "prog_plain under the failing allocator did not serve" "fa$N"
+    base=http://127.0.0.1:$PORT/debug/pprof
+    log=$TMP/rounds.$N
+    end=$((SECONDS + 40))
+    while [ $SECONDS -lt $end ] && pp_alive "$PID"; do one_round "$base" "$log"; done
+    total=$(wc -l <"$log")
+    pp_check "1 in $N failing: the program is alive after $total requests" pp_alive "$PID"
+    hung=$(awk '$2 == 28' "$log" | wc -l)
+    pp_check "1 in $N failing: no request hung ($hung)" test "$hung" = 0
+    bad=$(awk '$4 != "ok"' "$log" | sort | uniq -c)
+    pp_check "1 in $N failing: every response complete, errors with a reason" test -z "$bad"
+    [ -z "$bad" ] || pp_note "$bad"
+    silent=$(awk '$1 == "000" && $2 != 28' "$log" | wc -l)
+    mhd=$(grep -c 'a connection was dropped' "$TMP/fa$N.err")
+    allowed=$((mhd + total / 100))
+    pp_check "1 in $N failing: unanswered requests ($silent) are connections libmicrohttpd could not take ($mhd), or at most one in 100" \
+        test "$silent" -le "$allowed"
+    [ "$silent" = 0 ] || pp_note "unanswered: $(awk '$1 == "000" { print $3 }' "$log" | tr '\n' ' ')"
+    pp_note "1 in $N failing: $(awk '{ print $1 }' "$log" | sort | uniq -c | tr -s ' \n' ' ')(status: count)"
+    touch "$TMP/off.$N"
+    sleep 1
+    : >"$TMP/after.$N"
+    one_round "$base" "$TMP/after.$N"
+    after=$(awk '$1 != 200' "$TMP/after.$N")
+    pp_check "1 in $N failing, then none: every endpoint answers 200" test -z "$after"
+    [ -z "$after" ] || pp_note "$after"
+    pp_stop "$PID"
+done
+pp_finish
