@@ -16,6 +16,7 @@
  * (libc then calls exit internally, where no wrapper sees it).
  */
 #define _GNU_SOURCE
+#include "thread_hooks.h"
 #include "recorder/recorder.h"
 #include "sampling/sampling.h"
 #include "contention/contention.h"
@@ -87,6 +88,7 @@ __attribute__((constructor(101))) static void pp_init(void)
     if (signo != SIGPROF && pprof_cpu_set_signal(signo) != 0)
         fprintf(stderr, "libpprof: ignoring LIBPPROF_SIGNAL=%d: %s; using SIGPROF\n", signo,
                 pprof_last_error());
+    pp_thread_hooks_init();
     pp_threads_init();
     pp_threads_register_main();
     pp_unwind_init();

@@ -7,6 +7,7 @@
  * reads an object while it is unmapped (unwind/).
  */
 #define _GNU_SOURCE
+#include "thread_hooks.h"
 #include "threads/threads.h"
 #include "unwind/unwind.h"
 #include "base/base.h"
@@ -19,11 +20,22 @@
 typedef int (*create_fn)(pthread_t *, const pthread_attr_t *, void *(*)(void *), void *);
 typedef int (*dlclose_fn)(void *);
 
+static create_fn real_create;
+static dlclose_fn real_dlclose;
+
+void pp_thread_hooks_init(void)
+{
+    if (!real_create)
+        real_create = (create_fn)pp_next_symbol("pthread_create", NULL);
+    if (!real_dlclose)
+        real_dlclose = (dlclose_fn)pp_next_symbol("dlclose", NULL);
+}
+
 API int pthread_create(pthread_t *t, const pthread_attr_t *attr, void *(*fn)(void *), void *arg)
 {
-    static create_fn real;
-    if (!real)
-        real = (create_fn)pp_next_symbol("pthread_create", NULL);
+    if (!real_create)
+        pp_thread_hooks_init();
+    create_fn real = real_create;
     void *start = pp_threads_start_new(fn, arg, (uint64_t)(uintptr_t)__builtin_return_address(0));
     if (!start)
         return real(t, attr, fn, arg);
@@ -35,11 +47,10 @@ API int pthread_create(pthread_t *t, const pthread_attr_t *attr, void *(*fn)(voi
 
 API int dlclose(void *handle)
 {
-    static dlclose_fn real;
-    if (!real)
-        real = (dlclose_fn)pp_next_symbol("dlclose", NULL);
+    if (!real_dlclose)
+        pp_thread_hooks_init();
     pp_unwind_loader_enter();
-    int r = real(handle);
+    int r = real_dlclose(handle);
     pp_unwind_loader_exit();
     return r;
 }

@@ -1,0 +1,11 @@
+/* thread_hooks.h: start-up of the pthread_create and dlclose overrides
+ * (thread_hooks.c). */
+#ifndef PP_THREAD_HOOKS_H
+#define PP_THREAD_HOOKS_H
+
+/* Finds the next pthread_create and dlclose. The constructor calls it
+ * (dlsym may allocate, which it can there); the call also keeps the
+ * overrides in every program that links libpprof statically, whatever its
+ * link order puts first. Idempotent. */
+void pp_thread_hooks_init(void);
+#endif
