@@ -88,6 +88,12 @@ extern __thread int64_t pp_heap_left;
 /* Slow path: called when pp_heap_left went to 0 or below. Returns 1 when
  * this allocation of `size` bytes is to be sampled. malloc-safe */
 int pp_heap_should_sample(size_t size);
+/* The next allocator's free or memalign is not its malloc's object's
+ * (heap_next.c): sampling stays off for good, said once on stderr.
+ * malloc-safe */
+void pp_heap_unpaired(const char *object);
+/* Whether that happened. */
+int pp_heap_is_unpaired(void);
 /* Records a sampled object (stack of the hooked function's caller, whose
  * return address is `caller`). Returns 0, or -1 when the tables are full
  * (the object is then not tracked). malloc-safe */

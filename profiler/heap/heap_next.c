@@ -11,6 +11,15 @@
  * (Debian's jemalloc has no pvalloc) are built on its memalign, so memory
  * is never freed by an allocator that did not hand it out.
  *
+ * The five core functions (malloc, free, calloc, realloc, memalign) are
+ * each the next definition, wherever it is: what the program would call
+ * without libpprof. A wrapper library that defines malloc but not free, or
+ * no memalign, gets glibc's for those, as it would anyway. Sampled objects
+ * come from memalign and go back through free, so sampling needs both from
+ * the object that defines malloc; when they are not, heap sampling steps
+ * aside (one line on stderr) and every allocation goes where it would
+ * without libpprof.
+ *
  * A sampled object sits in a page-aligned block whose usable size is the
  * block's, not what the program would see; pp_next_usable_for gives the
  * latter (a block of that size is allocated and freed to ask), so the
@@ -128,14 +137,14 @@ int pp_next_resolve(void)
     if (!atomic_compare_exchange_strong(&state, &s, 1))
         return s == 2;
     pp_next_alloc n;
-    n.malloc = (void *(*)(size_t))next("malloc");
+    n.malloc = (void *(*)(size_t))pp_next_symbol("malloc", NULL);
     Dl_info info;
     if (n.malloc && dladdr((void *)n.malloc, &info))
         malloc_base = info.dli_fbase;
-    n.free = (void (*)(void *))next("free");
-    n.calloc = (void *(*)(size_t, size_t))next("calloc");
-    n.realloc = (void *(*)(void *, size_t))next("realloc");
-    n.memalign = (void *(*)(size_t, size_t))next("memalign");
+    n.free = (void (*)(void *))pp_next_symbol("free", NULL);
+    n.calloc = (void *(*)(size_t, size_t))pp_next_symbol("calloc", NULL);
+    n.realloc = (void *(*)(void *, size_t))pp_next_symbol("realloc", NULL);
+    n.memalign = (void *(*)(size_t, size_t))pp_next_symbol("memalign", NULL);
     n.posix_memalign = (int (*)(void **, size_t, size_t))next("posix_memalign");
     n.aligned_alloc = (void *(*)(size_t, size_t))next("aligned_alloc");
     n.valloc = (void *(*)(size_t))next("valloc");
@@ -144,6 +153,9 @@ int pp_next_resolve(void)
     if (!n.malloc || !n.free || !n.calloc || !n.realloc || !n.memalign) {
         atomic_store(&state, 0); /* cannot happen with any libc; keep bootstrapping */
         return 0;
+    }
+    if (next("free") != (void *)n.free || next("memalign") != (void *)n.memalign) {
+        pp_heap_unpaired(info.dli_fname ? info.dli_fname : "?");
     }
     if (!n.posix_memalign)
         n.posix_memalign = posix_memalign_fallback;

@@ -29,7 +29,10 @@
 #include <limits.h>
 #include <math.h>
 #include <stdatomic.h>
+#include <string.h>
 #include <sys/syscall.h>
+#include <sys/uio.h>
+#include <unistd.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -71,9 +74,28 @@ static int64_t draw(int64_t r)
 }
 
 /* malloc-safe */
+static _Atomic int unpaired; /* the next allocator cannot take sampled objects */
+static void set_rate(int64_t r);
+
+/* malloc-safe (one write to stderr) */
+void pp_heap_unpaired(const char *object)
+{
+    static const char a[] = "libpprof: heap profiling is off: ", b[] = " defines malloc without its own free or memalign\n";
+    atomic_store(&unpaired, 1);
+    set_rate(0);
+    struct iovec v[3] = {{(void *)a, sizeof a - 1}, {(void *)object, strlen(object)}, {(void *)b, sizeof b - 1}};
+    ssize_t w = writev(2, v, 3);
+    (void)w;
+}
+
+int pp_heap_is_unpaired(void)
+{
+    return atomic_load(&unpaired);
+}
+
 int pp_heap_should_sample(size_t size)
 {
-    if (guarded)
+    if (guarded || atomic_load_explicit(&unpaired, memory_order_relaxed))
         return 0;
     int64_t r = atomic_load_explicit(&rate, memory_order_relaxed);
     int64_t e = atomic_load_explicit(&epoch, memory_order_relaxed);
@@ -158,12 +180,15 @@ void pp_heap_init(void)
 {
     pp_heap_table_init();
     int r = pp_env_int("LIBPPROF_HEAP_RATE", PPROF_HEAP_DEFAULT_RATE, 0, INT_MAX);
-    if (!atomic_load(&rate))
+    if (!atomic_load(&rate) && !atomic_load(&unpaired))
         set_rate(r);
 }
 
 int pprof_heap_set_rate(int64_t r)
 {
+    if (pp_heap_is_unpaired() && r != PPROF_HEAP_OFF)
+        return pp_error_detail(PPROF_ENOTSUP, "heap profiling is off: the allocator after libpprof defines malloc "
+                                              "without its own free or memalign");
     if (r == 0)
         r = PPROF_HEAP_DEFAULT_RATE;
     if (r < 0 && r != PPROF_HEAP_OFF)

@@ -27,6 +27,9 @@ static int heap_available(void)
 #ifdef PPROF_NO_HOOKS
     return pp_error_detail(PPROF_ENOTSUP, "this build has no malloc hooks (sanitizer builds replace malloc)");
 #else
+    if (pp_heap_is_unpaired())
+        return pp_error_detail(PPROF_ENOTSUP, "heap profiling is off: the allocator after libpprof defines malloc "
+                                              "without its own free or memalign");
     if (!pprof_heap_rate())
         return pp_error_detail(PPROF_ENOTSUP, "heap profiling is off (LIBPPROF_HEAP_RATE=0)");
     return 0;
