@@ -95,8 +95,12 @@ int pp_heap_is_unpaired(void)
 
 int pp_heap_should_sample(size_t size)
 {
-    if (guarded || atomic_load_explicit(&unpaired, memory_order_relaxed))
+    if (guarded)
         return 0;
+    if (atomic_load_explicit(&unpaired, memory_order_relaxed)) {
+        pp_heap_left = RECHECK; /* back to the fast path */
+        return 0;
+    }
     int64_t r = atomic_load_explicit(&rate, memory_order_relaxed);
     int64_t e = atomic_load_explicit(&epoch, memory_order_relaxed);
     if (seen_epoch != e) { /* a new thread, or a new rate */
