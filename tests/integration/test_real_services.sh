@@ -60,6 +60,19 @@ mc_stat() {
     awk -v k="$3" '$1 == "STAT" && $2 == k { sub(/\r$/, "", $3); print $3; exit }' <<<"$out"
 }
 
+# listening PORT: waits up to 10 s for a listener on 127.0.0.1:PORT. The
+# libpprof endpoint answers from the service's first instant, its own port
+# only once it has started: a load tool started before then finds nothing
+# (redis-benchmark then spins without ever connecting).
+listening() {
+    local i
+    for i in $(seq 200); do
+        (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null && return 0
+        sleep 0.05
+    done
+    return 1
+}
+
 # mc_load PORT TEST: memcslap's run against PORT; prints its seconds.
 mc_load() {
     local s
@@ -78,7 +91,7 @@ memcached_part() {
     mport=$(pp_free_port)
     pp_start mc-plain memcached -u root -l 127.0.0.1 -p "$mport" -m 1024 -t 2
     local mc_plain=$PID
-    sleep 0.5
+    listening "$mport"
     plain_ms=$(mc_load "$mport" set)
     pp_stop "$mc_plain" >/dev/null 2>&1
 
@@ -89,6 +102,7 @@ memcached_part() {
         return
     fi
     local base=http://127.0.0.1:$PORT/debug/pprof pre_ms
+    listening "$mport"
     pre_ms=$(mc_load "$mport" set)
     pp_note "memcached: memcslap set x200,000: ${plain_ms} ms without libpprof, ${pre_ms} ms with (ratio $(awk -v a="$pre_ms" -v b="$plain_ms" 'BEGIN { printf "%.2f", b ? a / b : 0 }'))"
     local malloced hash total
@@ -122,7 +136,8 @@ redis_part() {
         pp_bad "redis-server under LD_PRELOAD did not serve" "$(cat "$TMP/redis.err" 2>/dev/null)"
         return
     fi
-    redis-benchmark -p "$rport" -t set -n 300000 -r 300000 -d 800 -q >/dev/null 2>&1
+    listening "$rport" || pp_bad "redis-server does not listen on $rport"
+    timeout 120 redis-benchmark -p "$rport" -t set -n 300000 -r 300000 -d 800 -q >/dev/null 2>&1
     local used total
     used=$(redis-cli -p "$rport" info memory | tr -d '\r' | sed -n 's/^used_memory://p')
     curl -sS --max-time 60 -o "$TMP/redis.heap" "http://127.0.0.1:$PORT/debug/pprof/heap"
