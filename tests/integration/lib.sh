@@ -139,9 +139,19 @@ pp_alive() {
     kill -0 "$1" 2>/dev/null && [ "$(awk '{print $3}' "/proc/$1/stat" 2>/dev/null)" != Z ]
 }
 
-# A TCP port on 127.0.0.1 with no listener, outside the ephemeral range.
+# A TCP port on 127.0.0.1 with no listener: one the kernel chooses by binding
+# port 0 (then closed; pp_serve tries again should another take it meanwhile),
+# else a random one outside the ephemeral range.
 pp_free_port() {
     local p i
+    # the kernel's choice: a port nothing listens on nor connects from now
+    if [ -x /usr/bin/python3 ] && p=$(/usr/bin/python3 -c 'import socket
+s = socket.socket()
+s.bind(("127.0.0.1", 0))
+print(s.getsockname()[1])' 2>/dev/null) && [ -n "$p" ]; then
+        echo "$p"
+        return 0
+    fi
     for i in $(seq 200); do
         p=$((20000 + (RANDOM * 32768 + RANDOM) % 12000))
         if ! (exec 3<>"/dev/tcp/127.0.0.1/$p") 2>/dev/null; then
