@@ -23,8 +23,21 @@ typedef int (*dlclose_fn)(void *);
 static create_fn real_create;
 static dlclose_fn real_dlclose;
 
+#ifdef PPROF_NO_HOOKS
+/* A sanitizer's own pthread_create. clang links its sanitizer runtimes into
+ * the executable, where this definition shadows theirs and the next one
+ * is glibc's: the sanitizer would not know the threads (LeakSanitizer then
+ * missed what only their stacks hold). */
+extern int __interceptor_pthread_create(pthread_t *, const pthread_attr_t *, void *(*)(void *), void *)
+    __attribute__((weak));
+#endif
+
 void pp_thread_hooks_init(void)
 {
+#ifdef PPROF_NO_HOOKS
+    if (!real_create && __interceptor_pthread_create)
+        real_create = __interceptor_pthread_create;
+#endif
     if (!real_create)
         real_create = (create_fn)pp_next_symbol("pthread_create", NULL);
     if (!real_dlclose)
