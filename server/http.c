@@ -454,13 +454,6 @@ static void init_once(void)
     pthread_atfork(NULL, NULL, after_fork_child);
 }
 
-static int64_t mono_ns(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
-}
-
 static void unlink_locked(pprof_http_call *c)
 {
     for (pprof_http_call **p = &calls; *p; p = &(*p)->next) {
@@ -570,7 +563,7 @@ static void *scheduler_main(void *unused)
     int64_t next_check = 0;
     pthread_mutex_lock(&mu);
     for (;;) {
-        int64_t now = mono_ns();
+        int64_t now = pp_now_ns(CLOCK_MONOTONIC);
         pprof_http_call *first = NULL, *gone = NULL;
         int watched = 0;
         for (pprof_http_call *c = calls; c; c = c->next) {
@@ -661,7 +654,7 @@ int pp_call_defer(pp_req *q, pprof_recorder *rec, int seconds, pp_finish_fn fini
         pp_call_unreserve();
         return pp_fail(PPROF_ENOMEM);
     }
-    c->deadline = mono_ns() + (int64_t)seconds * 1000000000;
+    c->deadline = pp_now_ns(CLOCK_MONOTONIC) + (int64_t)seconds * 1000000000;
     c->state = CALL_PENDING;
     c->rec = rec;
     c->finish = finish;

@@ -671,13 +671,6 @@ out:
     return 0;
 }
 
-static int64_t now_ns(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
-}
-
 /* Thread-safe. Must not be called from a request's own callbacks. */
 int pprof_server_stop(void)
 {
@@ -692,7 +685,7 @@ int pprof_server_stop(void)
     /* End pending profiles and wait until MHD has every parked connection
      * back: stopping MHD with suspended connections is not allowed. A
      * request being handled right now may park one more, hence the loop. */
-    int64_t give_up = now_ns() + 5000000000LL;
+    int64_t give_up = pp_now_ns(CLOCK_MONOTONIC) + 5000000000LL;
     int settled = 0;
     for (;;) {
         pp_http_cancel_owner(srv.daemon);
@@ -700,7 +693,7 @@ int pprof_server_stop(void)
             settled = 1;
             break;
         }
-        if (now_ns() > give_up)
+        if (pp_now_ns(CLOCK_MONOTONIC) > give_up)
             break;
         nanosleep(&(struct timespec){.tv_nsec = 2000000}, NULL);
     }

@@ -41,7 +41,7 @@ void pp_shutdown_run(void (*first)(void))
 
 static _Atomic int64_t start_mono, start_real;
 
-static int64_t now_ns(clockid_t c)
+int64_t pp_now_ns(clockid_t c)
 {
     struct timespec ts;
     clock_gettime(c, &ts);
@@ -50,14 +50,14 @@ static int64_t now_ns(clockid_t c)
 
 void pp_mark_start(void)
 {
-    atomic_store(&start_real, now_ns(CLOCK_REALTIME));
-    atomic_store(&start_mono, now_ns(CLOCK_MONOTONIC));
+    atomic_store(&start_real, pp_now_ns(CLOCK_REALTIME));
+    atomic_store(&start_mono, pp_now_ns(CLOCK_MONOTONIC));
 }
 
 int64_t pp_start_ns(int realtime)
 {
     int64_t t = atomic_load(realtime ? &start_real : &start_mono);
-    return t ? t : now_ns(realtime ? CLOCK_REALTIME : CLOCK_MONOTONIC);
+    return t ? t : pp_now_ns(realtime ? CLOCK_REALTIME : CLOCK_MONOTONIC);
 }
 
 int pp_shutting_down(void)

@@ -10,6 +10,7 @@
 #ifndef PP_PROCESS_H
 #define PP_PROCESS_H
 #include <stdint.h>
+#include <time.h>
 
 /* Adds a hook; adding the same function again does nothing. At most 8
  * hooks; returns 0, or -1 when full. Thread-safe. */
@@ -23,6 +24,8 @@ void pp_shutdown_run(void (*first)(void));
  * clock, or now on that clock when it was never marked. Thread-safe. */
 void pp_mark_start(void);
 int64_t pp_start_ns(int realtime);
+/* Clock c now, in nanoseconds. async-signal-safe */
+int64_t pp_now_ns(clockid_t c);
 /* Starts fn(arg) on a detached thread with every signal blocked (the
  * host's signals stay the host's). Returns 0 or PPROF_ESYS. Thread-safe. */
 int pp_spawn_detached(void *(*fn)(void *), void *arg);

@@ -21,13 +21,6 @@
 #include <stdlib.h>
 #include <time.h>
 
-int64_t pp_now_ns(clockid_t c)
-{
-    struct timespec ts;
-    clock_gettime(c, &ts);
-    return (int64_t)ts.tv_sec * 1000000000ll + ts.tv_nsec;
-}
-
 pprof_recorder *pp_recorder_new(size_t size, const pp_recorder_ops *ops)
 {
     pprof_recorder *r = calloc(1, size);

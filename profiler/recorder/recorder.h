@@ -56,8 +56,6 @@ void pp_recorder_window_begin_at_start(pprof_recorder *r);
 /* Ends the window: p (when not NULL) gets its start and duration; with
  * reopen the next window begins now, else the recorder stops running. */
 void pp_recorder_window_end(pprof_recorder *r, pprof_profile *p, int reopen);
-/* The monotonic and real-time clocks in ns. */
-int64_t pp_now_ns(clockid_t c);
 /* Symbolizes p as r says into *out (or frees it when out is NULL). */
 int pp_recorder_finish(const pprof_recorder *r, pprof_profile *p, pprof_profile **out);
 

@@ -81,13 +81,6 @@ int pp_thread_dump_on_signal(const siginfo_t *si, void *uc, int tid)
 
 static void free_stack(pp_thread_stack *t);
 
-static int64_t mono_ns(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec * 1000000000ll + ts.tv_nsec;
-}
-
 static int read_file(const char *path, char *buf, size_t len)
 {
     int fd = open(path, O_RDONLY | O_CLOEXEC);
@@ -249,10 +242,10 @@ static int ask(int tid, pp_thread_stack *t, int64_t budget_ns)
     si.si_pid = getpid();
     si.si_uid = getuid();
     si.si_value.sival_int = DUMP_MAGIC;
-    int64_t end = mono_ns() + (budget_ns < PER_THREAD_NS ? budget_ns : PER_THREAD_NS);
+    int64_t end = pp_now_ns(CLOCK_MONOTONIC) + (budget_ns < PER_THREAD_NS ? budget_ns : PER_THREAD_NS);
     int gone = 0;
     if (syscall(SYS_rt_tgsigqueueinfo, getpid(), tid, si.si_signo, &si) == 0) {
-        while (atomic_load(&answer.slot) != SLOT(tid, DONE) && mono_ns() < end) {
+        while (atomic_load(&answer.slot) != SLOT(tid, DONE) && pp_now_ns(CLOCK_MONOTONIC) < end) {
             struct timespec ts = {0, 200000};
             nanosleep(&ts, NULL);
         }
@@ -325,7 +318,7 @@ __attribute__((noinline)) int pp_thread_dump(pp_thread_stack **out, size_t *n)
         return pp_fail(PPROF_ENOMEM);
     }
     pp_mutex_lock(&dump_lock);
-    int64_t end = mono_ns() + TOTAL_NS;
+    int64_t end = pp_now_ns(CLOCK_MONOTONIC) + TOTAL_NS;
     int self = (int)syscall(SYS_gettid);
     uint64_t caller = (uint64_t)(uintptr_t)__builtin_return_address(0);
     struct dirent *e;
@@ -345,7 +338,7 @@ __attribute__((noinline)) int pp_thread_dump(pp_thread_stack **out, size_t *n)
         s->tid = tid;
         s->syscall = -1;
         read_meta(tid, s);
-        int64_t left = end - mono_ns();
+        int64_t left = end - pp_now_ns(CLOCK_MONOTONIC);
         if (tid == self) { /* this thread: its own stack, from the caller on */
             int truncated;
             s->npcs = pp_unwind_here(caller, s->pcs, PP_DUMP_FRAMES, &truncated);
