@@ -119,6 +119,9 @@ typedef struct pprof_mapping {
     const char *path;
     const char *build_id;    /* GNU build ID in lowercase hex, or "" */
     int has_functions, has_filenames, has_line_numbers;
+    /* Inlined calls were looked for (the object's DWARF was read); a
+     * location with several lines also sets it when encoded. */
+    int has_inline_frames;
 } pprof_mapping;
 
 typedef struct pprof_location {
@@ -558,6 +561,27 @@ PPROF_API void pprof_cpu_stats_get(pprof_cpu_stats *out);
  * NUL-terminated and truncated to len. Returns 0, or PPROF_ENOTFOUND when
  * no symbol covers addr (PPROF_EINVAL for a NULL or empty buf). Thread-safe. */
 PPROF_API int pprof_symbol_name(uint64_t addr, char *buf, size_t len);
+
+/* The symbolizer's memory and what it gave back. Its tables (libdw's, the
+ * per-module symbol arrays, the per-unit function indexes) are built on
+ * the first profile that needs them and dropped after
+ * LIBPPROF_SYMBOLIZER_IDLE seconds without one; the pages of the object
+ * and debug files a profile read are given back when its symbolization
+ * ends; the cache of answers is emptied when it passes its budget. */
+typedef struct pprof_symbolizer_stats {
+    uint64_t sessions;         /* symbolization batches (profiles, symbol requests) */
+    uint64_t cache_entries;    /* addresses with a cached answer */
+    uint64_t cache_bytes;      /* memory of that cache */
+    uint64_t cache_budget;     /* LIBPPROF_SYMBOLIZER_CACHE_MB, in bytes */
+    uint64_t cache_evictions;  /* times the cache was emptied for its budget */
+    uint64_t page_releases;    /* batches after which mapped file pages were given back */
+    uint64_t idle_releases;    /* times everything was dropped for being idle */
+    int loaded;                /* 1 while the tables are built */
+} pprof_symbolizer_stats;
+
+/* The symbolizer's counters as of the end of its last batch (never waits
+ * for one in progress). Thread-safe. */
+PPROF_API void pprof_symbolizer_stats_get(pprof_symbolizer_stats *out);
 
 /* ---------------------------------------------------------------- HTTP */
 

@@ -20,8 +20,8 @@
  * when the profile was built (model/model.h): the string and function
  * tables are written as the model holds them, and a string's index is its
  * id there. Location and mapping IDs are the profile's own (1..N).
- * A mapping's has_inline_frames is set when one of its locations carries
- * more than one line, i.e. inlined calls were resolved there.
+ * A mapping's has_inline_frames is set when the model says inlined calls
+ * were looked for, or one of its locations carries more than one line.
  *
  * Output. Bytes go through a sink: a ProtobufCBuffer whose append stages
  * them in a 64 KiB buffer and, when it fills, deflates it (gzip, zlib level
@@ -459,7 +459,7 @@ static void emit_mappings(enc *e)
         m.has_functions = pm->has_functions != 0;
         m.has_filenames = pm->has_filenames != 0;
         m.has_line_numbers = pm->has_line_numbers != 0;
-        m.has_inline_frames = inlines[i];
+        m.has_inline_frames = pm->has_inline_frames || inlines[i];
         if (!e->err)
             put_message(e->s, F_MAPPING, &m.base);
     }

@@ -388,6 +388,16 @@ static void write_stats(pp_reply *r)
                     "mutex and block profiles; its CPU time carries the label %s=%s</td></tr>\n",
                     h.own_inuse_bytes / 1048576.0, w.own_mutex_delay_ns / 1e9, w.own_block_delay_ns / 1e9,
                     PP_OWN_KEY, PP_OWN_VALUE);
+    pprof_symbolizer_stats y;
+    pprof_symbolizer_stats_get(&y);
+    pp_reply_printf(r,
+                    "<tr><td>Symbolizer</td><td>tables %s; cache of answers %llu addresses, %.1f MiB of "
+                    "%.0f MiB allowed, emptied %llu times for it; %llu batches, mapped file pages given "
+                    "back after %llu, everything dropped %llu times when idle</td></tr>\n",
+                    y.loaded ? "built" : "not built", (unsigned long long)y.cache_entries,
+                    y.cache_bytes / 1048576.0, y.cache_budget / 1048576.0,
+                    (unsigned long long)y.cache_evictions, (unsigned long long)y.sessions,
+                    (unsigned long long)y.page_releases, (unsigned long long)y.idle_releases);
     pp_reply_printf(r,
                     "<tr><td>Heap sampling</td><td>%lld bytes between samples (0: off); %llu sampled, "
                     "%llu unrecorded; %llu records (%.1f MiB), %llu sampled objects live (%.1f MiB)</td></tr>\n",

@@ -33,6 +33,7 @@ void *pp_arena_alloc_aligned(pp_arena *a, size_t size, size_t align)
         if (!c)
             return NULL;
         c->size = n;
+        a->bytes += sizeof(struct pp_arena_chunk) + n;
         c->next = a->head;
         a->head = c;
         off = 0;
@@ -63,6 +64,7 @@ void pp_arena_release(pp_arena *a)
         free(c);
     }
     a->head = NULL;
+    a->bytes = 0;
 }
 
 void pp_arena_free(pp_arena *a)

@@ -6,6 +6,7 @@
 /* Embeddable: a zeroed pp_arena is empty and ready. */
 typedef struct pp_arena {
     struct pp_arena_chunk *head;
+    size_t bytes;          /* malloc'd by its chunks */
 } pp_arena;
 
 pp_arena *pp_arena_new(void);

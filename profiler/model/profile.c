@@ -7,9 +7,10 @@
  * mappings get IDs 1..N (location IDs in first-seen order, mapping IDs in
  * address order), each sample's addresses become location pointers, and
  * the functions of the locations' lines are numbered 1..N.
- * A mapping's has_functions / has_filenames / has_line_numbers are set only
- * when every location in it got that information, so pprof knows when to
- * look elsewhere. Nothing here runs in a signal handler.
+ * A mapping's has_functions is set only when every location in it got a
+ * function, has_filenames / has_line_numbers when its object has line
+ * tables, has_inline_frames when those were also searched for inlined
+ * calls (full symbolization), so pprof knows when to look elsewhere. Nothing here runs in a signal handler.
  */
 #include "model.h"
 #include "base/base.h"
@@ -552,9 +553,14 @@ int pp_profile_finish_how(pprof_profile *p, pprof_symbolize how)
         loc->mapping_id = mi >= 0 && (size_t)mi < p->nmappings ? (uint64_t)mi + 1 : 0;
         note_mapping_flags(p, loc, seen);
     }
+    const char *notes[8];
+    for (size_t i = 0, n = pp_sym_notes(ss, notes, 8); i < n && how == PPROF_SYMBOLIZE_FULL; i++)
+        pp_profile_add_comment(p, notes[i]);
     for (size_t i = 0; i < p->nmappings; i++) {
         p->mappings[i].has_filenames = seen[i] & 1;
         p->mappings[i].has_line_numbers = (seen[i] & 2) >> 1;
+        /* The DWARF that gave the lines was searched for inlined calls. */
+        p->mappings[i].has_inline_frames = how == PPROF_SYMBOLIZE_FULL && (seen[i] & 2);
     }
     pp_sym_end(ss);
     pp_own_end(caller_set);

@@ -1,6 +1,52 @@
-/* sym_cache.c: the per-address result cache and the demangled names. */
+/* sym_cache.c: the per-address result cache and the demangled names,
+ * kept within a byte budget.
+ *
+ * An address's answer stays cached while its Dwfl lives, so a profiler
+ * that asks every few seconds pays for each code address once. The cache
+ * grows with the distinct addresses profiles hold; when its memory (the
+ * tables, the frames and the demangled names) passes the budget it is
+ * emptied at the start of the next batch and fills again with what that
+ * batch asks for: what the recent profiles use is what stays.
+ */
 #define _GNU_SOURCE
 #include "sym_internal.h"
+
+static uint64_t budget;             /* bytes; set once by pp_sym_cache_init */
+static uint64_t evictions;          /* under the session lock */
+
+void pp_sym_cache_init(void)
+{
+    budget = (uint64_t)pp_env_int("LIBPPROF_SYMBOLIZER_CACHE_MB", 64, 1, 1 << 20) << 20;
+}
+
+uint64_t pp_sym_cache_budget(void)
+{
+    return budget;
+}
+
+static uint64_t cache_bytes(const struct pp_sym_session *s)
+{
+    /* Each table keeps its entries and an index of about twice as many
+     * slots. */
+    return s->cache_arena.bytes + (uint64_t)pp_table_count(&s->cache) * (sizeof(cache_slot) + 16) +
+           (uint64_t)pp_table_count(&s->dem) * (sizeof(demangle_slot) + 16);
+}
+
+void pp_sym_cache_keep_budget(struct pp_sym_session *s)
+{
+    if (cache_bytes(s) > budget) {
+        pp_sym_cache_clear(s);
+        evictions++;
+    }
+}
+
+void pp_sym_cache_stats(const struct pp_sym_session *s, pprof_symbolizer_stats *out)
+{
+    out->cache_entries = pp_table_count(&s->cache);
+    out->cache_bytes = cache_bytes(s);
+    out->cache_budget = budget;
+    out->cache_evictions = evictions;
+}
 
 void pp_sym_cache_clear(struct pp_sym_session *s)
 {

@@ -70,6 +70,113 @@ static int try_debug_candidate(Dwfl_Module *mod, const char *path, const struct 
     return fd;
 }
 
+/* --- Compressed debug sections. libdw reads DWARF in place from the
+ * mapped file, except sections stored compressed (SHF_COMPRESSED, or the
+ * older .zdebug_*), which libelf inflates whole into the heap, every one
+ * of them, when libdw opens the object: for a big C++ program that is
+ * gigabytes before the first line is found. So an object whose compressed
+ * debug sections would inflate past LIBPPROF_SYMBOLIZER_INFLATE_MB is
+ * symbolized from its symbol tables only, and profiles say so in a
+ * comment. --- */
+
+static uint64_t inflate_budget(void)
+{
+    static int mb = -1; /* read once, under the session lock */
+    if (mb < 0)
+        mb = pp_env_int("LIBPPROF_SYMBOLIZER_INFLATE_MB", 128, 0, 1 << 20);
+    return (uint64_t)mb << 20;
+}
+
+/* What reading elf's DWARF would inflate, in bytes; *has_dwarf says
+ * whether it has a .debug_info at all. */
+static uint64_t inflated_bytes(Elf *elf, bool *has_dwarf)
+{
+    uint64_t total = 0;
+    size_t shstrndx;
+    *has_dwarf = false;
+    if (elf == NULL || elf_getshdrstrndx(elf, &shstrndx) != 0)
+        return 0;
+    for (Elf_Scn *scn = NULL; (scn = elf_nextscn(elf, scn));) {
+        GElf_Shdr sh;
+        const char *name = gelf_getshdr(scn, &sh) ? elf_strptr(elf, shstrndx, sh.sh_name) : NULL;
+        if (name == NULL || sh.sh_type == SHT_NOBITS)
+            continue;
+        bool z = strncmp(name, ".zdebug_", 8) == 0;
+        if (!z && strncmp(name, ".debug_", 7) != 0)
+            continue;
+        if (strcmp(name + 1 + z, "debug_info") == 0)
+            *has_dwarf = true;
+        GElf_Chdr ch;
+        if (sh.sh_flags & SHF_COMPRESSED) {
+            if (gelf_getchdr(scn, &ch))
+                total += ch.ch_size;
+        } else if (z) { /* "ZLIB" and the size, big-endian */
+            Elf_Data *d = elf_rawdata(scn, NULL);
+            const unsigned char *b = d ? d->d_buf : NULL;
+            if (b && d->d_size >= 12 && memcmp(b, "ZLIB", 4) == 0)
+                for (int i = 4; i < 12; i++)
+                    total = total + ((uint64_t)b[i] << (8 * (11 - i)));
+        }
+    }
+    return total;
+}
+
+#define MAX_NOTES 8
+static char notes[MAX_NOTES][384]; /* under the session lock */
+static size_t nnotes;
+
+static void add_note(const char *path, uint64_t bytes)
+{
+    if (nnotes == MAX_NOTES)
+        return;
+    snprintf(notes[nnotes++], sizeof notes[0],
+             "%s: its compressed debug sections would take %" PRIu64 " MB inflated, over "
+             "LIBPPROF_SYMBOLIZER_INFLATE_MB (%" PRIu64 "): functions from its symbol tables only, "
+             "no files, lines or inlined calls",
+             path, bytes >> 20, inflate_budget() >> 20);
+}
+
+size_t pp_sym_notes(pp_sym_session *s, const char **out, size_t max)
+{
+    (void)s; /* the notes are the session's, kept here for the callbacks */
+    size_t n = nnotes < max ? nnotes : max;
+    for (size_t i = 0; i < n; i++)
+        out[i] = notes[i];
+    return n;
+}
+
+void pp_sym_notes_clear(void)
+{
+    nnotes = 0;
+}
+
+/* Whether the DWARF of the file open on fd may be read (a note when not). */
+static bool inflate_ok_fd(int fd, const char *path)
+{
+    Elf *elf = elf_begin(fd, ELF_C_READ_MMAP, NULL);
+    bool has;
+    uint64_t bytes = inflated_bytes(elf, &has);
+    if (elf)
+        elf_end(elf);
+    if (bytes <= inflate_budget())
+        return true;
+    add_note(path, bytes);
+    return false;
+}
+
+bool pp_sym_dwarf_allowed(Dwfl_Module *mod)
+{
+    Dwarf_Addr bias;
+    Elf *elf = dwfl_module_getelf(mod, &bias);
+    bool has;
+    uint64_t bytes = inflated_bytes(elf, &has);
+    if (!has || bytes <= inflate_budget())
+        return true; /* no DWARF here: a separate file is checked when found */
+    const char *name = dwfl_module_info(mod, NULL, NULL, NULL, NULL, NULL, NULL, NULL);
+    add_note(name ? name : "?", bytes);
+    return false;
+}
+
 /* The find_debuginfo callback: libdwfl's standard search without its last
  * resort. dwfl_standard_find_debuginfo ends by asking a debuginfod client,
  * and merely getting that client dlopens libdebuginfod, which loads
@@ -80,9 +187,9 @@ static int try_debug_candidate(Dwfl_Module *mod, const char *path, const struct 
  * alternate files by their build ID), then the .gnu_debuglink name (or
  * "<file>.debug") next to the file, in its .debug subdirectory, under
  * /usr/lib/debug/<dir> and in /usr/lib/debug. */
-static int find_debuginfo(Dwfl_Module *mod, void **userdata, const char *modname,
-                          GElf_Addr base, const char *file_name, const char *debuglink,
-                          GElf_Word crc, char **out_name)
+static int search_debuginfo(Dwfl_Module *mod, void **userdata, const char *modname,
+                            GElf_Addr base, const char *file_name, const char *debuglink,
+                            GElf_Word crc, char **out_name)
 {
     int fd = dwfl_build_id_find_debuginfo(mod, userdata, modname, base, file_name, debuglink,
                                           crc, out_name);
@@ -116,6 +223,22 @@ static int find_debuginfo(Dwfl_Module *mod, void **userdata, const char *modname
             return fd;
     }
     return -1;
+}
+
+/* The search above, leaving out a debug file whose DWARF would inflate
+ * past the budget. */
+static int find_debuginfo(Dwfl_Module *mod, void **userdata, const char *modname,
+                          GElf_Addr base, const char *file_name, const char *debuglink,
+                          GElf_Word crc, char **out_name)
+{
+    int fd = search_debuginfo(mod, userdata, modname, base, file_name, debuglink, crc, out_name);
+    if (fd >= 0 && !inflate_ok_fd(fd, *out_name ? *out_name : modname)) {
+        close(fd);
+        free(*out_name);
+        *out_name = NULL;
+        return -1;
+    }
+    return fd;
 }
 
 /* Opens the file behind one mapping through /proc/self/map_files, which

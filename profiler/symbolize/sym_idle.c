@@ -54,6 +54,8 @@ static void *sweeper(void *arg)
         pthread_mutex_lock(&idle_mu);
         if (sessions == seen) { /* none ran meanwhile */
             pp_sym_release(s);
+            s->n_idle_releases++;
+            pp_sym_publish(s);
             malloc_trim(0);
             break;
         }

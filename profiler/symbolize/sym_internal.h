@@ -36,9 +36,6 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-/* Past this many cached addresses the cache is dropped at the next
- * pp_sym_begin, bounding memory in long-lived processes. */
-#define CACHE_MAX_ENTRIES (1u << 20)
 
 /* Growable text. */
 typedef struct sbuf {
@@ -50,7 +47,7 @@ typedef struct sbuf {
  * not NUL-terminated; `pathlen` already excludes " (deleted)". */
 typedef struct maps_line {
     uint64_t start, limit, offset;
-    bool exec, deleted;
+    bool exec, write, priv, deleted;
     const char *path;
     size_t pathlen;
 } maps_line;
@@ -82,6 +79,7 @@ typedef struct sym_index {
     Dwfl_Module *mod;
     sym_entry *syms;       /* sorted by start, one entry per start */
     size_t n;
+    signed char dwarf;     /* its DWARF may be read: 1, may not: -1, not known yet: 0 */
 } sym_index;
 
 /* Code ranges of the functions of one compile unit. */
@@ -94,7 +92,15 @@ typedef struct cu_index {
     uint64_t key;          /* the unit DIE's address in .debug_info (pp_table) */
     fn_range *r;           /* sorted by lo */
     size_t n;
+    bool deep;             /* includes functions found inside types */
 } cu_index;
+
+/* A module whose files a session read (sym_pages.c). */
+typedef struct read_module {
+    uint64_t key;          /* the module's address (pp_table) */
+    Dwfl_Module *mod;
+    bool dwarf;            /* its DWARF was read, not only its symbols */
+} read_module;
 
 /* Deepest chain of inlined calls looked at (frames are capped further). */
 #define MAX_NESTING 64
@@ -123,6 +129,10 @@ struct pp_sym_session {
     pp_table modidx;       /* of sym_index */
     pp_arena sym_arena;    /* names stripped of version suffixes */
     pp_table cuidx;        /* of cu_index: function ranges per compile unit */
+    pp_table read_mods;    /* of read_module: read during this session */
+
+    /* Counters for pprof_symbolizer_stats. */
+    uint64_t n_sessions, n_page_releases, n_idle_releases;
 
     /* Per-address cache, valid for `dwfl`. */
     pp_table cache;        /* of cache_slot */
@@ -131,7 +141,7 @@ struct pp_sym_session {
 };
 
 #define SESSION_INIT                                                                        \
-    {.mu = PTHREAD_MUTEX_INITIALIZER, .modidx = PP_TABLE_INIT(sym_index), .cuidx = PP_TABLE_INIT(cu_index), \
+    {.mu = PTHREAD_MUTEX_INITIALIZER, .modidx = PP_TABLE_INIT(sym_index), .cuidx = PP_TABLE_INIT(cu_index), .read_mods = PP_TABLE_INIT(read_module), \
      .cache = PP_TABLE_INIT(cache_slot), .dem = PP_TABLE_INIT(demangle_slot)}
 
 /* The program's __cxa_demangle, NULL when it has none (symbolize.c). */
@@ -141,14 +151,26 @@ extern cxa_demangle_fn pp_sym_demangler;
  * files locally; a descriptor of the file mapped at [start, limit). */
 extern const Dwfl_Callbacks pp_sym_callbacks;
 int pp_sym_open_map_file(uint64_t start, uint64_t limit);
+/* Whether mod's own DWARF may be read (its compressed debug sections fit
+ * LIBPPROF_SYMBOLIZER_INFLATE_MB); separate debug files are checked when
+ * found. Objects left out get a note, cleared with the Dwfl. */
+bool pp_sym_dwarf_allowed(Dwfl_Module *mod);
+void pp_sym_notes_clear(void);
 
-/* sym_cache.c */
+/* sym_cache.c: the cache is emptied when its memory passes the budget
+ * (LIBPPROF_SYMBOLIZER_CACHE_MB, read by pp_sym_cache_init). */
+void pp_sym_cache_init(void);
+uint64_t pp_sym_cache_budget(void);
 void pp_sym_cache_clear(struct pp_sym_session *s);
+void pp_sym_cache_keep_budget(struct pp_sym_session *s);
+void pp_sym_cache_stats(const struct pp_sym_session *s, pprof_symbolizer_stats *out);
 const char *pp_sym_demangle(struct pp_sym_session *s, const char *raw);
 
 /* sym_tables.c */
 void pp_sym_indexes_clear(struct pp_sym_session *s);
 const char *pp_sym_symbol_at(struct pp_sym_session *s, Dwfl_Module *mod, uint64_t addr, uint64_t *start);
+/* pp_sym_dwarf_allowed, asked once per module. */
+bool pp_sym_module_dwarf(struct pp_sym_session *s, Dwfl_Module *mod);
 
 /* sym_layout.c */
 bool pp_sym_parse_maps_line(const char *line, size_t len, maps_line *m);
@@ -158,11 +180,20 @@ void pp_sym_refresh(struct pp_sym_session *s);
 /* symbolize.c: drops the Dwfl, the tables and the caches (session lock
  * held); the next session builds them again. */
 void pp_sym_release(struct pp_sym_session *s);
+/* symbolize.c: copies the counters for pprof_symbolizer_stats_get
+ * (session lock held). */
+void pp_sym_publish(struct pp_sym_session *s);
 
 /* sym_idle.c: a session has ended (session lock held); the memory goes
  * back once none has run for LIBPPROF_SYMBOLIZER_IDLE seconds. */
 void pp_sym_idle_note(struct pp_sym_session *s);
 void pp_sym_idle_fork_child(void);
+
+/* sym_pages.c: notes a module read by this session; at its end, gives
+ * back the pages of the mapped files that were read (true when it gave
+ * back any). */
+void pp_sym_pages_note(struct pp_sym_session *s, Dwfl_Module *mod, bool dwarf);
+bool pp_sym_pages_release(struct pp_sym_session *s);
 
 /* sym_resolve.c */
 int pp_sym_find_mapping(const struct pp_sym_session *s, uint64_t addr);

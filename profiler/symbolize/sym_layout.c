@@ -86,7 +86,9 @@ bool pp_sym_parse_maps_line(const char *line, size_t len, maps_line *m)
     p = end + 1;
     if (e - p < 5)
         return false;
+    m->write = p[1] == 'w';
     m->exec = p[2] == 'x';
+    m->priv = p[3] == 'p';
     p += 4;
     while (p < e && *p == ' ')
         p++;

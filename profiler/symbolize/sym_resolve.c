@@ -73,7 +73,15 @@ typedef struct fn_vec {
     bool ok;
 } fn_vec;
 
-static void collect_functions(Dwarf_Die *parent, fn_vec *v, int depth)
+/* Collects the subprograms with code under parent, looking inside
+ * namespaces and, when `types`, inside classes, structures and unions.
+ * Compilers place a member function's concrete DIE (the one with code and
+ * DW_AT_specification) at namespace or unit level, not inside its class,
+ * whose DIE holds only declarations; and in a big C++ unit the classes are
+ * most of the unit (millions of member and declaration entries), so they
+ * are skipped over through their DW_AT_sibling unless the shallow pass did
+ * not find the address. */
+static void collect_functions(Dwarf_Die *parent, fn_vec *v, bool types, int depth)
 {
     Dwarf_Die child;
     if (dwarf_child(parent, &child) != 0)
@@ -92,40 +100,38 @@ static void collect_functions(Dwarf_Die *parent, fn_vec *v, int depth)
                 }
                 v->r[v->n++] = (fn_range){lo, hi, child};
             }
-        } else if ((tag == DW_TAG_namespace || tag == DW_TAG_class_type ||
-                    tag == DW_TAG_structure_type || tag == DW_TAG_union_type ||
-                    tag == DW_TAG_module) &&
+        } else if ((tag == DW_TAG_namespace || tag == DW_TAG_module ||
+                    (types && (tag == DW_TAG_class_type || tag == DW_TAG_structure_type ||
+                               tag == DW_TAG_union_type))) &&
                    depth < 32) {
-            collect_functions(&child, v, depth + 1);
+            collect_functions(&child, v, types, depth + 1);
         }
     } while (dwarf_siblingof(&child, &child) == 0);
 }
 
-static cu_index *cuidx_get(struct pp_sym_session *s, Dwarf_Die *cudie)
+/* The unit's function index, shallow or (`types`) with the functions
+ * found inside types; a deep index replaces a shallow one. */
+static cu_index *cuidx_get(struct pp_sym_session *s, Dwarf_Die *cudie, bool types)
 {
     uint64_t key = (uint64_t)(uintptr_t)cudie->addr; /* where the unit's DIE lives: unique */
     cu_index *e = pp_table_find(&s->cuidx, key);
-    if (e)
+    if (e && (e->deep || !types))
         return e;
     fn_vec v = {NULL, 0, 0, true};
-    collect_functions(cudie, &v, 0);
-    if (!v.ok || (e = pp_table_add(&s->cuidx, key)) == NULL) {
+    collect_functions(cudie, &v, types, 0);
+    if (!v.ok || (!e && (e = pp_table_add(&s->cuidx, key)) == NULL)) {
         free(v.r);
         return NULL;
     }
     if (v.n > 1)
         qsort(v.r, v.n, sizeof *v.r, cmp_fn_range);
-    *e = (cu_index){key, v.r, v.n};
+    free(e->r);
+    *e = (cu_index){key, v.r, v.n, types};
     return e;
 }
 
-/* The subprogram DIE (with code) of the unit that holds pc. */
-static bool function_die(struct pp_sym_session *s, Dwarf_Die *cudie, Dwarf_Addr pc,
-                         Dwarf_Die *out)
+static bool find_range(const cu_index *ix, Dwarf_Addr pc, Dwarf_Die *out)
 {
-    cu_index *ix = cuidx_get(s, cudie);
-    if (!ix || ix->n == 0)
-        return false;
     size_t lo = pp_upper_bound(ix->r, ix->n, sizeof *ix->r, offsetof(fn_range, lo), pc);
     for (size_t k = 0; k < 8 && lo > 0; k++, lo--) {
         if (pc < ix->r[lo - 1].hi) {
@@ -134,6 +140,19 @@ static bool function_die(struct pp_sym_session *s, Dwarf_Die *cudie, Dwarf_Addr 
         }
     }
     return false;
+}
+
+/* The subprogram DIE (with code) of the unit that holds pc. */
+static bool function_die(struct pp_sym_session *s, Dwarf_Die *cudie, Dwarf_Addr pc,
+                         Dwarf_Die *out)
+{
+    cu_index *ix = cuidx_get(s, cudie, false);
+    if (ix && find_range(ix, pc, out))
+        return true;
+    if (ix && ix->deep)
+        return false;
+    ix = cuidx_get(s, cudie, true);
+    return ix && find_range(ix, pc, out);
 }
 
 /* The inlined-subroutine DIEs inside fn that contain pc, outermost first,
@@ -234,6 +253,9 @@ int pp_sym_resolve(struct pp_sym_session *s, uint64_t addr, int functions_only, 
 
     uint64_t entry;
     const char *symname = pp_sym_symbol_at(s, mod, addr, &entry);
+    if (!functions_only && !pp_sym_module_dwarf(s, mod))
+        functions_only = 1; /* its debug sections would inflate past the budget */
+    pp_sym_pages_note(s, mod, !functions_only);
     if (functions_only) { /* the symbol tables only: no DWARF is read */
         const char *raw = symname ? symname : loader_symbol(s, addr);
         if (!raw)

@@ -288,6 +288,8 @@ void pp_sym_indexes_clear(struct pp_sym_session *s)
     for (size_t i = 0; i < pp_table_count(&s->cuidx); i++)
         free(((cu_index *)pp_table_at(&s->cuidx, i))->r);
     pp_table_free(&s->cuidx);
+    pp_table_free(&s->read_mods); /* its modules go with the Dwfl */
+    pp_sym_notes_clear();
 }
 
 static sym_index *modidx_get(struct pp_sym_session *s, Dwfl_Module *mod)
@@ -305,8 +307,19 @@ static sym_index *modidx_get(struct pp_sym_session *s, Dwfl_Module *mod)
     }
     built.key = key;
     built.mod = mod;
+    built.dwarf = 0;
     *e = built;
     return e;
+}
+
+bool pp_sym_module_dwarf(struct pp_sym_session *s, Dwfl_Module *mod)
+{
+    sym_index *ix = modidx_get(s, mod);
+    if (!ix)
+        return pp_sym_dwarf_allowed(mod);
+    if (ix->dwarf == 0)
+        ix->dwarf = pp_sym_dwarf_allowed(mod) ? 1 : -1;
+    return ix->dwarf > 0;
 }
 
 /* Name of the function symbol whose code holds addr, or NULL. */

@@ -49,8 +49,15 @@
  *     a working, if stale, symbolizer.
  *   - Results are cached per address in a pp_table (base/hash.h); the
  *     cache (and the arena holding its frames and demangled names) is dropped
- *     when the Dwfl it points into is replaced, or in pp_sym_begin when it
- *     has grown past a cap. The per-module symbol arrays and per-unit
+ *     when the Dwfl it points into is replaced, or in pp_sym_begin when its
+ *     memory has passed LIBPPROF_SYMBOLIZER_CACHE_MB (sym_cache.c).
+ *   - Debug information is read lazily: a compile unit's function index
+ *     is built when an address first falls in it, from the unit's
+ *     top-level and namespace entries only (classes are skipped unless
+ *     that finds nothing, see sym_resolve.c); line tables per unit by
+ *     libdw. The pages of the mapped files a batch read are given back
+ *     when it ends (sym_pages.c); the tables built from them stay until
+ *     the symbolizer has been idle (sym_idle.c). The per-module symbol arrays and per-unit
  *     function indexes live exactly as long as their Dwfl. Mapping indexes are not cached: they are
  *     found by binary search in the current mapping snapshot, which can change
  *     (JIT code) without the Dwfl changing.
@@ -69,6 +76,8 @@
 #include "sym_internal.h"
 
 static struct pp_sym_session g_sym = SESSION_INIT;
+static pthread_mutex_t stats_mu = PTHREAD_MUTEX_INITIALIZER;
+static pprof_symbolizer_stats published;
 static pthread_once_t g_once = PTHREAD_ONCE_INIT;
 cxa_demangle_fn pp_sym_demangler;
 
@@ -79,6 +88,8 @@ cxa_demangle_fn pp_sym_demangler;
 static void atfork_child(void)
 {
     g_sym = (struct pp_sym_session)SESSION_INIT;
+    stats_mu = (pthread_mutex_t)PTHREAD_MUTEX_INITIALIZER;
+    published = (pprof_symbolizer_stats){0};
     pp_sym_idle_fork_child();
 }
 
@@ -98,6 +109,7 @@ static void sym_init_once(void)
     void *f = dlsym(RTLD_DEFAULT, "__cxa_demangle");
     pp_sym_demangler = (cxa_demangle_fn)f;
     elf_version(EV_CURRENT);
+    pp_sym_cache_init();
     pthread_atfork(NULL, NULL, atfork_child);
 }
 
@@ -108,8 +120,7 @@ pp_sym_session *pp_sym_begin(void)
     pthread_once(&g_once, sym_init_once);
     struct pp_sym_session *s = &g_sym;
     pthread_mutex_lock(&s->mu);
-    if (pp_table_count(&s->cache) > CACHE_MAX_ENTRIES)
-        pp_sym_cache_clear(s);
+    pp_sym_cache_keep_budget(s);
     /* When /proc/self/maps cannot be read (or memory runs out) the session
      * still works, with the previous snapshot or no mappings at all, and
      * lookups fall back on the loader's symbols. */
@@ -190,8 +201,35 @@ void pp_sym_end(pp_sym_session *s)
 {
     if (!s)
         return;
+    s->n_sessions++;
+    s->n_page_releases += pp_sym_pages_release(s);
+    pp_sym_publish(s);
     pp_sym_idle_note(s);
     pthread_mutex_unlock(&s->mu);
+}
+
+void pp_sym_publish(struct pp_sym_session *s)
+{
+    pprof_symbolizer_stats st = {0};
+    pp_sym_cache_stats(s, &st);
+    st.sessions = s->n_sessions;
+    st.page_releases = s->n_page_releases;
+    st.idle_releases = s->n_idle_releases;
+    st.loaded = s->dwfl != NULL;
+    pthread_mutex_lock(&stats_mu);
+    published = st;
+    pthread_mutex_unlock(&stats_mu);
+}
+
+PPROF_API void pprof_symbolizer_stats_get(pprof_symbolizer_stats *out)
+{
+    if (!out)
+        return;
+    pthread_once(&g_once, sym_init_once);
+    pthread_mutex_lock(&stats_mu);
+    *out = published;
+    out->cache_budget = pp_sym_cache_budget(); /* also before the first batch */
+    pthread_mutex_unlock(&stats_mu);
 }
 
 PPROF_API int pprof_symbol_name(uint64_t addr, char *buf, size_t len)
@@ -208,8 +246,7 @@ PPROF_API int pprof_symbol_name(uint64_t addr, char *buf, size_t len)
     struct dl_counts dc = pp_sym_dl_counts_now();
     if (!s->dwfl || !s->dl_known || s->dwfl_pid != getpid() || !dc.ok || dc.adds != s->dl_adds ||
         dc.subs != s->dl_subs) {
-        if (pp_table_count(&s->cache) > CACHE_MAX_ENTRIES)
-            pp_sym_cache_clear(s);
+        pp_sym_cache_keep_budget(s);
         pp_sym_refresh(s);
     }
     pp_sym_result res;
@@ -227,6 +264,8 @@ PPROF_API int pprof_symbol_name(uint64_t addr, char *buf, size_t len)
             rc = 0;
         }
     }
+    s->n_sessions++;
+    pp_sym_publish(s);
     pp_sym_idle_note(s);
     pthread_mutex_unlock(&s->mu);
     return rc ? pp_fail(rc) : 0;

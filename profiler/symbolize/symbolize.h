@@ -59,6 +59,9 @@ void pp_sym_lookup_how(pp_sym_session *s, uint64_t addr, int functions_only, pp_
 /* The mapping that holds addr (index into pp_sym_mappings), or -1; reads
  * no symbols. */
 int pp_sym_mapping_of(pp_sym_session *s, uint64_t addr);
+/* What the session could not do for whole objects (one line each, for a
+ * profile's comments): up to max into out; valid until pp_sym_end. */
+size_t pp_sym_notes(pp_sym_session *s, const char **out, size_t max);
 void pp_sym_end(pp_sym_session *s);
 
 #endif

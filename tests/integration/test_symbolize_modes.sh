@@ -9,6 +9,8 @@
 #               symbolizes the profile itself from the binary at hand
 #   a bad value is a 400 with a one-line reason; LIBPPROF_SYMBOLIZE sets
 #   the default (functions here), a request still chooses.
+# The pages of the files read for a profile are given back when it is
+# symbolized: libelf's mapping of pprof-demo has nothing resident after it.
 # The symbolizer gives its memory back when idle (LIBPPROF_SYMBOLIZER_IDLE=1
 # here): libpprof's own heap on the index drops to under 1 MiB, and the
 # next profile is symbolized again.
@@ -27,9 +29,18 @@ sleep 2
 for m in full functions none; do
     curl -sS --max-time 30 -o "$TMP/$m.pb.gz" "$base/heap?symbolize=$m"
 done
+# libelf's private mapping of the whole executable (rw-p from offset 0):
+# "<count> <Rss kB>" of such mappings
+libelf_rss() {
+    awk '/^[0-9a-f]+-[0-9a-f]+ rw-p 00000000 .*\/pprof-demo$/ { n++; m = 1; next }
+         /^[0-9a-f]+-/ { m = 0 } m && /^Rss:/ { kb += $2 } END { print n + 0, kb + 0 }' "/proc/$PID/smaps"
+}
+read -r nmaps kb <<<"$(libelf_rss)"
+pp_check "full: the executable's debug sections read for it are given back (libelf mappings $nmaps, resident $kb kB)" \
+    test "$nmaps" -ge 1 -a "$kb" -eq 0
 pp_check "full: names with files and lines" grep -qE ' cache_search_results \S*demo\.c:[0-9]+ ' <(locations "$TMP/full.pb.gz")
-pp_check "full: the executable's mapping has functions, files and lines" \
-    grep -qE 'pprof-demo [0-9a-f]+ \[FN\]\[FL\]\[LN\]' <(mappings "$TMP/full.pb.gz")
+pp_check "full: the executable's mapping has functions, files, lines and inlined calls looked for" \
+    grep -qE 'pprof-demo [0-9a-f]+ \[FN\]\[FL\]\[LN\]\[IN\]' <(mappings "$TMP/full.pb.gz")
 pp_check "functions: names without files or lines" grep -qE ' cache_search_results :0 ' <(locations "$TMP/functions.pb.gz")
 pp_check "functions: no location has a file" test -z "$(locations "$TMP/functions.pb.gz" | grep -E '\.c:[0-9]')"
 pp_check "functions: mappings say functions only" grep -qE 'pprof-demo [0-9a-f]+ \[FN\]$' <(mappings "$TMP/functions.pb.gz")
@@ -67,4 +78,33 @@ pp_check "idle symbolizer: libpprof's own heap ${busy:-?} MiB after symbolizing,
 curl -sS --max-time 30 -o "$TMP/again.pb.gz" "$base/heap?symbolize=full"
 pp_check "idle symbolizer: the next profile is symbolized again" \
     grep -qE ' cache_search_results \S*demo\.c:[0-9]+ ' <(locations "$TMP/again.pb.gz")
+row=$(curl -sS --max-time 10 "$base/" | grep -o '<td>Symbolizer</td><td>[^<]*')
+pp_check "index: the symbolizer's row counts page releases and the idle release (${row#*<td>Symbolizer</td><td>})" \
+    grep -qE 'tables built; cache of answers [1-9][0-9]* addresses.*given back after [1-9][0-9]*, everything dropped [1-9][0-9]* times' <<<"$row"
+
+pp_stop "$PID" >/dev/null 2>&1
+
+# Compressed debug sections are inflated whole by libelf: an object whose
+# sections would inflate past LIBPPROF_SYMBOLIZER_INFLATE_MB is symbolized
+# from its symbol tables only, and the profile says so.
+GZ=$BUILD/tests/prog_plain_gz
+pp_check "premise: prog_plain_gz has compressed debug sections" \
+    test -n "$(readelf -S -W "$GZ" | grep -E '\.debug_info .* C ')"
+for budget in 0 128; do
+    pp_serve "gz$budget" env LD_PRELOAD="$BUILD/libpprof.so" LIBPPROF_ADDR=127.0.0.1:@PORT@ \
+        LIBPPROF_SYMBOLIZER_INFLATE_MB=$budget "$GZ" 30 -1 ||
+        pp_give_up "preloaded prog_plain_gz did not serve" "gz$budget"
+    curl -sS --max-time 30 -o "$TMP/gz$budget.pb.gz" "http://127.0.0.1:$PORT/debug/pprof/profile?seconds=1"
+    pp_stop "$PID" >/dev/null 2>&1
+    pp_pprof -raw -symbolize=none "$TMP/gz$budget.pb.gz" >"$TMP/gz$budget.raw" 2>&1
+done
+pp_check "inflate budget 0: the profile says why prog_plain_gz has no lines" \
+    grep -qE 'Comment: .*prog_plain_gz: its compressed debug sections would take [0-9]+ MB inflated, over LIBPPROF_SYMBOLIZER_INFLATE_MB \(0\)' "$TMP/gz0.raw"
+pp_check "inflate budget 0: functions only for it" \
+    grep -qE 'prog_plain_gz [0-9a-f]+ \[FN\]$' "$TMP/gz0.raw"
+pp_check "inflate budget 0: busy_loop_for_preload named, without a file" \
+    grep -qE ' busy_loop_for_preload :0 ' "$TMP/gz0.raw"
+pp_check "inflate budget 128: lines from the inflated sections, no comment" \
+    test -n "$(grep -E ' busy_loop_for_preload \S*prog_plain\.c:[0-9]+ ' "$TMP/gz128.raw")" -a \
+    -z "$(grep 'Comment: .*prog_plain_gz' "$TMP/gz128.raw")"
 pp_finish

@@ -612,8 +612,48 @@ static void test_bulk(void)
     check_case_end("bulk lookups");
 }
 
+/* The answers' cache stays within LIBPPROF_SYMBOLIZER_CACHE_MB (1 here,
+ * set in main): past it, the next batch starts from an empty cache. */
+static void test_cache_budget(void)
+{
+    check_case_begin();
+    pprof_symbolizer_stats before, full, after;
+    pprof_symbolizer_stats_get(&before);
+    CHECKF(before.cache_budget == 1u << 20, "budget %llu", (unsigned long long)before.cache_budget);
+    pp_sym_session *s = pp_sym_begin();
+    const pp_sym_mapping *maps;
+    size_t n = pp_sym_mappings(s, &maps);
+    uint64_t x = 0x9e3779b97f4a7c15ULL;
+    for (int i = 0; i < 40000 && n > 0; i++) {
+        x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+        const pp_sym_mapping *m = &maps[x % n];
+        pp_sym_result r;
+        pp_sym_lookup(s, m->start + (x >> 20) % (m->limit - m->start), &r);
+    }
+    pp_sym_end(s);
+    pprof_symbolizer_stats_get(&full);
+    s = pp_sym_begin();
+    pp_sym_result r;
+    pp_sym_lookup(s, (uint64_t)(uintptr_t)&test_cache_budget, &r);
+    pp_sym_end(s);
+    pprof_symbolizer_stats_get(&after);
+    printf("test_symbolize: cache %llu entries, %llu bytes after 40000 lookups; %llu entries, %llu bytes "
+           "after the next batch; evictions %llu -> %llu\n",
+           (unsigned long long)full.cache_entries, (unsigned long long)full.cache_bytes,
+           (unsigned long long)after.cache_entries, (unsigned long long)after.cache_bytes,
+           (unsigned long long)before.cache_evictions, (unsigned long long)after.cache_evictions);
+    CHECKF(full.cache_bytes > full.cache_budget, "40000 lookups took only %llu bytes",
+           (unsigned long long)full.cache_bytes);
+    CHECK(after.cache_evictions > full.cache_evictions);
+    CHECKF(after.cache_entries == 1 && after.cache_bytes < after.cache_budget, "%llu entries, %llu bytes",
+           (unsigned long long)after.cache_entries, (unsigned long long)after.cache_bytes);
+    CHECK(after.sessions == full.sessions + 1 && after.loaded);
+    check_case_end("cache budget");
+}
+
 int main(void)
 {
+    setenv("LIBPPROF_SYMBOLIZER_CACHE_MB", "1", 1);
     test_static_function();
     test_inlined();
     test_libc();
@@ -627,5 +667,6 @@ int main(void)
     test_deleted_library();
     test_fork();
     test_bulk();
+    test_cache_budget();
     return check_summary("test_symbolize");
 }
