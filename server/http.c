@@ -687,6 +687,28 @@ int pp_call_defer(pp_req *q, pprof_recorder *rec, int seconds, pp_finish_fn fini
 /* Thread-safe. Waits for a done callback running on another thread; must
  * not be called from inside the call's own done callback. Releases the
  * caller's handle in every state. */
+void pp_http_finish_all_now(int64_t wait_ns)
+{
+    pthread_mutex_lock(&mu);
+    for (;;) {
+        pprof_http_call *c = calls;
+        while (c && c->state != CALL_PENDING)
+            c = c->next;
+        if (!c)
+            break;
+        run_locked(c, 0); /* on this thread: the process may be about to end */
+    }
+    int64_t end = pp_now_ns(CLOCK_MONOTONIC) + wait_ns;
+    while (calls) { /* finishers still delivering */
+        int64_t now = pp_now_ns(CLOCK_MONOTONIC);
+        if (now >= end)
+            break;
+        struct timespec ts = {.tv_sec = end / 1000000000, .tv_nsec = end % 1000000000};
+        pthread_cond_timedwait(&idle, &mu, &ts);
+    }
+    pthread_mutex_unlock(&mu);
+}
+
 void pprof_http_cancel(pprof_http_call *call)
 {
     if (!call)

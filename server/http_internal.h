@@ -117,6 +117,10 @@ int pp_http_watch(pprof_http_call *call, int fd, void (*closed)(void *arg), void
 /* Cancels every pending call of `owner`, running each one's closed hook,
  * and waits for owned calls whose done or closed callback is running. */
 void pp_http_cancel_owner(const void *owner);
+/* Finishes every pending call now, on the calling thread, each with what
+ * its window holds so far (a process tree's member that is exiting), then
+ * waits up to wait_ns for calls other threads are finishing. */
+void pp_http_finish_all_now(int64_t wait_ns);
 
 /* ---------------------------------------------------------- process tree
  * (tree.c) */

@@ -16,8 +16,10 @@
  * as it comes, then runs in the hub; when the hub's answer is ready the
  * members' are awaited (until the window's end plus 5 s), and the
  * protobufs are merged (pprof_merge) with the labels pid and process on
- * every sample. A member that does not answer in time, or exits first, is
- * named in the profile's comments. ?pid=N answers with process N's
+ * every sample. A member that exits (exit, or main returning) during a
+ * window finishes its calls at once and sends what they hold (a shutdown
+ * hook); one that does not answer in time, or ends otherwise, is named in
+ * the profile's comments. ?pid=N answers with process N's
  * profile as it is (any format); ?tree=0, and text formats (debug >= 1)
  * without a pid, only the hub's.
  *
@@ -453,8 +455,21 @@ int pp_tree_join_ancestor(void)
 
 /* ------------------------------------------------------------ requests */
 
+/* A shutdown hook: a member that exits during a window answers with what
+ * the window holds so far, before its agent's connection closes. */
+static void member_exit(void)
+{
+    member *self = &hub.members[0];
+    pthread_mutex_lock(&self->send_mu);
+    int joined = !hub.is_hub && self->fd >= 0;
+    pthread_mutex_unlock(&self->send_mu);
+    if (joined)
+        pp_http_finish_all_now(2000000000LL);
+}
+
 static void tree_init_once(void)
 {
+    pp_shutdown_hook_add(member_exit);
     for (int i = 0; i < MAX_MEMBERS; i++) {
         hub.members[i].fd = -1;
         pthread_mutex_init(&hub.members[i].send_mu, NULL);

@@ -95,4 +95,24 @@ pp_check "exec'd children: their CPU time under process=prog_plain, in busy_loop
     grep -q busy_loop_for_preload "$TMP/sh.top"
 pp_check "exec'd children: two prog_plain pids besides the shell's" \
     test "$(awk '/^ pid:/ { on = 1; next } on && NF == 0 { on = 0 } on' "$TMP/sh.tags" | grep -c .)" -ge 2
+pp_stop "$PID" >/dev/null 2>&1
+
+# A member that exits during a window answers with what the window held
+# until then: a prog_plain that burns 4 s, another that burns 60 s, a
+# 6-second profile asked once both have joined.
+pp_serve sh2 env LD_PRELOAD="$BUILD/libpprof.so" LIBPPROF_ADDR=127.0.0.1:@PORT@ \
+    bash -c "'$BUILD/tests/prog_plain' 4 -1 & '$BUILD/tests/prog_plain' 60 -1 & wait" ||
+    pp_give_up "bash under LD_PRELOAD did not serve" sh2
+base=http://127.0.0.1:$PORT/debug/pprof
+for _ in $(seq 100); do
+    [ "$(curl -sS --max-time 5 "$base/" | grep -o '(prog_plain, parent' | wc -l)" = 2 ] && break
+    sleep 0.1
+done
+curl -sS --max-time 30 -o "$TMP/exit.pb.gz" "$base/profile?seconds=6"
+pp_pprof -raw -symbolize=none "$TMP/exit.pb.gz" >"$TMP/exit.raw" 2>&1
+pp_pprof -tags -tagfocus=process=prog_plain "$TMP/exit.pb.gz" >"$TMP/exit.tags" 2>&1
+pp_check "a member that exited during the window is not reported as gone" \
+    test -z "$(grep 'ended before it answered' "$TMP/exit.raw")"
+pp_check "a member that exited during the window: CPU time under both prog_plain pids" \
+    test "$(awk '/^ pid:/ { on = 1; next } on && NF == 0 { on = 0 } on' "$TMP/exit.tags" | grep -c .)" = 2
 pp_finish
