@@ -19,10 +19,16 @@
 # it is kept in WORKDIR and rebuilt only when gen.py changes. Not part of
 # CI (see bench/RESULTS.md for the figures).
 #
-#   bash bench/bigsym/run.sh BUILD_DIR [WORKDIR]
+# With `compressed`, the same objects linked with compressed debug
+# sections (as distributions ship debug files): libelf would inflate them
+# whole, so the symbolizer gives function names only past
+# LIBPPROF_SYMBOLIZER_INFLATE_MB, and the profile says so.
+#
+#   bash bench/bigsym/run.sh BUILD_DIR [WORKDIR] [compressed]
 set -euo pipefail
 BUILD=$(cd "$1" && pwd)
 WORK=${2:-/var/tmp/libpprof-bigsym}
+VARIANT=${3:-plain}
 HERE=$(cd "$(dirname "$0")" && pwd)
 LIB=$BUILD/libpprof.so
 [ -e "$LIB" ] || { echo "no $LIB: build the library first" >&2; exit 2; }
@@ -38,12 +44,21 @@ if [ ! -x bigsym ] || [ "$HERE/gen.py" -nt bigsym ]; then
     g++ -O2 -g -o bigsym.tmp ./*.o
     mv bigsym.tmp bigsym
 fi
+PROG=bigsym
+if [ "$VARIANT" = compressed ]; then
+    PROG=bigsym-z
+    if [ ! -x bigsym-z ] || [ bigsym -nt bigsym-z ]; then
+        g++ -O2 -g -Wl,--compress-debug-sections=zlib -o bigsym-z.tmp ./*.o
+        mv bigsym-z.tmp bigsym-z
+    fi
+fi
+size -A "$PROG" | awk '/^\.debug_(info|str) /{ printf "%s %.0f MB stored  ", $1, $2 / 1e6 } END { print "" }'
 size -A bigsym | awk '/^\.debug_(info|str|line|abbrev) /{ printf "%s %.0f MB  ", $1, $2 / 1e6 } END { print "" }'
-ls -l bigsym | awk '{ printf "executable: %.2f GB\n", $5 / 1e9 }'
+ls -l "$PROG" | awk '{ printf "executable: %.2f GB\n", $5 / 1e9 }'
 
 # ---- serve it
 PORT=$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
-LD_PRELOAD=$LIB LIBPPROF_ADDR=127.0.0.1:$PORT LIBPPROF_HEAP_RATE=65536 ./bigsym &
+LD_PRELOAD=$LIB LIBPPROF_ADDR=127.0.0.1:$PORT LIBPPROF_HEAP_RATE=65536 "./$PROG" &
 PID=$!
 trap 'kill $PID 2>/dev/null || true' EXIT
 base=http://127.0.0.1:$PORT/debug/pprof
@@ -70,9 +85,10 @@ t1=$(date +%s.%N)
 ptop=$(secs "$t0" "$t1")
 echo "go tool pprof -top: $ptop s; $(grep -c 'bigsym_unit' top.txt) lines name the program's functions"
 grep -m3 'bigsym_unit' top.txt || true
+go tool pprof -raw -symbolize=none profile1.pb.gz 2>/dev/null | grep '^Comment' || true
 curl -sS --max-time 60 -o heap.pb.gz "$base/heap"
 echo "heap in use as profiled: $(go tool pprof -sample_index=inuse_space -top heap.pb.gz 2>/dev/null | grep -m1 -o 'of [0-9.]*[kMG]*B total' || echo '0 B')"
-curl -sS --max-time 10 "$base/" | grep -o '<td>Symbolizer</td><td>[^<]*' | sed 's/<[^>]*>/ /g'
+{ curl -sS --max-time 10 "$base/" | grep -o '<td>Symbolizer</td><td>[^<]*' || true; } | sed 's/<[^>]*>/ /g'
 for t in 10 20 30 40 50 60 70; do
     sleep 10
     echo "idle $t s: anonymous $(anon) MB (+$(( $(anon) - a0 ))), file-backed $(file) MB (+$(( $(file) - f0 )))"
