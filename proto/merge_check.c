@@ -21,19 +21,35 @@ static int cmp_u64(const void *a, const void *b)
     return x < y ? -1 : x > y;
 }
 
-/* Sorts ids; 0 when they are non-zero, distinct and below ID_LIMIT. */
-static int sort_ids(uint64_t *ids, size_t n)
+/* Ids of one kind, sorted; dense when they are exactly 1..n (as libpprof
+ * writes them), so membership is a comparison. */
+typedef struct idset {
+    uint64_t *v;
+    size_t n;
+    int dense;
+} idset;
+
+/* Sorts the ids (unless they already are); 0 when they are non-zero,
+ * distinct and below ID_LIMIT. */
+static int sort_ids(idset *s)
 {
-    qsort(ids, n, sizeof *ids, cmp_u64);
-    for (size_t i = 0; i < n; i++)
-        if (ids[i] == 0 || ids[i] >= ID_LIMIT || (i && ids[i] == ids[i - 1]))
+    size_t i = 1;
+    while (i < s->n && s->v[i - 1] < s->v[i])
+        i++;
+    if (i < s->n)
+        qsort(s->v, s->n, sizeof *s->v, cmp_u64);
+    for (i = 0; i < s->n; i++)
+        if (s->v[i] == 0 || s->v[i] >= ID_LIMIT || (i && s->v[i] == s->v[i - 1]))
             return -1;
+    s->dense = s->n == 0 || s->v[s->n - 1] == s->n;
     return 0;
 }
 
-static int has(const uint64_t *ids, size_t n, uint64_t id)
+static int has(const idset *s, uint64_t id)
 {
-    return bsearch(&id, ids, n, sizeof id, cmp_u64) != NULL;
+    if (s->dense)
+        return id >= 1 && id <= s->n;
+    return bsearch(&id, s->v, s->n, sizeof id, cmp_u64) != NULL;
 }
 
 #define COLLECT(arr, n, out)                        \
@@ -48,29 +64,29 @@ int pp_merge_check(const Perftools__Profiles__Profile *p, pp_merge_tops *tops)
     uint64_t *ids = malloc((nm + nf + nl + 1) * sizeof *ids);
     if (!ids)
         return pp_fail(PPROF_ENOMEM);
-    uint64_t *maps = ids, *fns = ids + nm, *locs = fns + nf;
-    COLLECT(p->mapping, nm, maps);
-    COLLECT(p->function, nf, fns);
-    COLLECT(p->location, nl, locs);
+    idset maps = {ids, nm, 0}, fns = {ids + nm, nf, 0}, locs = {ids + nm + nf, nl, 0};
+    COLLECT(p->mapping, nm, maps.v);
+    COLLECT(p->function, nf, fns.v);
+    COLLECT(p->location, nl, locs.v);
     const char *bad = NULL;
-    if (sort_ids(maps, nm) || sort_ids(fns, nf) || sort_ids(locs, nl))
+    if (sort_ids(&maps) || sort_ids(&fns) || sort_ids(&locs))
         bad = "ids that are 0, repeated or too large";
     for (size_t i = 0; !bad && i < nl; i++) {
         const Perftools__Profiles__Location *l = p->location[i];
-        if (l->mapping_id && !has(maps, nm, l->mapping_id))
+        if (l->mapping_id && !has(&maps, l->mapping_id))
             bad = "a location names a mapping that is not there";
         for (size_t k = 0; !bad && k < l->n_line; k++)
-            if (l->line[k]->function_id && !has(fns, nf, l->line[k]->function_id))
+            if (l->line[k]->function_id && !has(&fns, l->line[k]->function_id))
                 bad = "a line names a function that is not there";
     }
     for (size_t i = 0; !bad && i < p->n_sample; i++)
         for (size_t k = 0; !bad && k < p->sample[i]->n_location_id; k++)
-            if (!has(locs, nl, p->sample[i]->location_id[k]))
+            if (!has(&locs, p->sample[i]->location_id[k]))
                 bad = "a sample names a location that is not there";
     if (!bad) {
-        tops->mapping = nm ? maps[nm - 1] : 0;
-        tops->function = nf ? fns[nf - 1] : 0;
-        tops->location = nl ? locs[nl - 1] : 0;
+        tops->mapping = nm ? maps.v[nm - 1] : 0;
+        tops->function = nf ? fns.v[nf - 1] : 0;
+        tops->location = nl ? locs.v[nl - 1] : 0;
     }
     free(ids);
     return bad ? pp_error_detail(PPROF_EINVAL, "%s", bad) : 0;
