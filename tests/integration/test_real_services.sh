@@ -17,11 +17,13 @@
 #     exactly one 1 KiB class, so the two counts differ only by the small
 #     objects' classes (about 2%; 800-byte values, whose strings take 896,
 #     gave -10%); before sampled objects answered malloc_usable_size as
-#     any other, it was 92% lower.
+#     any other, it was 92% lower. Its SET requests/s with and without
+#     libpprof (reported).
 #   python3 with PYTHONMALLOC=malloc: the heap profile's in-use total
 #     within 10% of what tracemalloc counted (tracemalloc stopped, so its
 #     own tables are gone); a CPU profile of its hot loop is the
-#     interpreter's _PyEval_EvalFrameDefault.
+#     interpreter's _PyEval_EvalFrameDefault; the time to build that heap
+#     with and without libpprof (reported).
 #   nginx (nginx-light: a master and two forked workers) under wrk: the
 #     master serves the endpoint for its tree; profile?seconds=3 shows the
 #     request path (ngx_http_*) with one pid tag per worker, ?pid=<worker>
@@ -31,7 +33,8 @@
 #     -S with 4 clients: the postmaster serves the endpoint for its tree;
 #     profile?seconds=3 shows the executor's functions (Exec*) by name,
 #     with at least two backends' pid tags, and one backend's own
-#     (-tagfocus=pid=N) still shows Exec* functions.
+#     (-tagfocus=pid=N) still shows Exec* functions; pgbench's tps with
+#     and without libpprof (reported).
 # A part whose package is missing is skipped with a line saying so
 # (scripts/test.sh installs them).
 # Usage: test_real_services.sh BUILD_DIR
@@ -107,7 +110,7 @@ memcached_part() {
     local base=http://127.0.0.1:$PORT/debug/pprof pre_ms
     listening "$mport"
     pre_ms=$(mc_load "$mport" set)
-    pp_note "memcached: memcslap set x200,000: ${plain_ms} ms without libpprof, ${pre_ms} ms with (ratio $(awk -v a="$pre_ms" -v b="$plain_ms" 'BEGIN { printf "%.2f", b ? a / b : 0 }'))"
+    pp_note "memcached: memcslap set x200,000: ${plain_ms} ms without libpprof, ${pre_ms} ms with$(ratio "$pre_ms" "$plain_ms")"
     local malloced hash total
     malloced=$(mc_stat "$mport" "stats slabs" total_malloced)
     hash=$(mc_stat "$mport" stats hash_bytes)
@@ -132,7 +135,14 @@ redis_part() {
         pp_skip "redis: redis-server or redis-benchmark (redis-tools) is not installed"
         return
     fi
-    local rport
+    local rport plain_rps pre_rps
+    # without libpprof first, for the throughput reference
+    rport=$(pp_free_port)
+    pp_start redis-plain redis-server --port "$rport" --bind 127.0.0.1 --save "" --appendonly no
+    local redis_plain=$PID
+    listening "$rport"
+    plain_rps=$(redis_load "$rport")
+    pp_stop "$redis_plain" >/dev/null 2>&1
     rport=$(pp_free_port)
     if ! pp_serve redis env LD_PRELOAD="$LIB" LIBPPROF_ADDR=127.0.0.1:@PORT@ LIBPPROF_HEAP_RATE=16384 \
         redis-server --port "$rport" --bind 127.0.0.1 --save "" --appendonly no; then
@@ -140,7 +150,8 @@ redis_part() {
         return
     fi
     listening "$rport" || pp_bad "redis-server does not listen on $rport"
-    timeout 120 redis-benchmark -p "$rport" -t set -n 300000 -r 300000 -d 1018 -q >/dev/null 2>&1
+    pre_rps=$(redis_load "$rport")
+    pp_note "redis: redis-benchmark set x300,000: ${plain_rps:-?} requests/s without libpprof, ${pre_rps:-?} with$(ratio "$plain_rps" "$pre_rps")"
     local used total
     used=$(redis-cli -p "$rport" info memory | tr -d '\r' | sed -n 's/^used_memory://p')
     curl -sS --max-time 60 -o "$TMP/redis.heap" "http://127.0.0.1:$PORT/debug/pprof/heap"
@@ -153,12 +164,33 @@ redis_part() {
     pp_stop "$PID" >/dev/null 2>&1
 }
 
+# redis_load PORT: redis-benchmark's SET requests/s (300,000 requests,
+# 300,000 keys, values of 1,018 bytes)
+redis_load() {
+    timeout 120 redis-benchmark -p "$1" -t set -n 300000 -r 300000 -d 1018 -q 2>/dev/null |
+        tr '\r' '\n' | sed -n 's/^SET: \([0-9.]*\) requests per second.*/\1/p' | tail -1
+}
+
+# ratio A B: " (throughput with/without libpprof B/A)", or nothing; A and B
+# are throughputs without and with libpprof, or times with and without
+ratio() {
+    awk -v a="$1" -v b="$2" 'BEGIN { if (a > 0 && b > 0) printf " (throughput with/without libpprof %.2f)", b / a }'
+}
+
 python_part() {
     local py=/usr/bin/python3
     if [ ! -x "$py" ]; then
         pp_skip "python3: /usr/bin/python3 is not installed"
         return
     fi
+    # without libpprof first: the time to build the heap, for reference
+    local t0 plain_s pre_s
+    t0=$(date +%s.%N)
+    pp_start py-plain env PYTHONMALLOC=malloc "$py" "$HERE/services/py_heap.py"
+    pp_wait_line "$TMP/py-plain.out" '^ready$' 120 "$PID" >/dev/null
+    plain_s=$(awk -v a="$t0" -v b="$(date +%s.%N)" 'BEGIN { printf "%.2f", b - a }')
+    pp_stop "$PID" >/dev/null 2>&1
+    t0=$(date +%s.%N)
     if ! pp_serve py env LD_PRELOAD="$LIB" LIBPPROF_ADDR=127.0.0.1:@PORT@ LIBPPROF_HEAP_RATE=65536 \
         PYTHONMALLOC=malloc "$py" "$HERE/services/py_heap.py"; then
         pp_bad "python3 under LD_PRELOAD did not serve" "$(cat "$TMP/py.err" 2>/dev/null)"
@@ -168,6 +200,8 @@ python_part() {
         pp_bad "python3: py_heap.py did not get ready" "$(cat "$TMP/py.err")"
         return
     fi
+    pre_s=$(awk -v a="$t0" -v b="$(date +%s.%N)" 'BEGIN { printf "%.2f", b - a }')
+    pp_note "python3: building the heap took ${plain_s} s without libpprof, ${pre_s} s with$(ratio "$pre_s" "$plain_s")"
     local base=http://127.0.0.1:$PORT/debug/pprof traced total
     traced=$(sed -n 's/^traced=//p' "$TMP/py.out")
     curl -sS --max-time 60 -o "$TMP/py.heap" "$base/heap"
@@ -242,6 +276,12 @@ NGX
     pp_stop "$master" >/dev/null 2>&1
 }
 
+# pg_load BIN DIR PORT: pgbench's select-only tps over 4 s, 4 clients
+pg_load() {
+    runuser -u postgres -- "$1/pgbench" -h "$2" -p "$3" -c 4 -T 4 -S postgres 2>/dev/null |
+        sed -n 's/^tps = \([0-9.]*\).*/\1/p' | head -1
+}
+
 postgres_part() {
     local bin
     bin=$(ls -d /usr/lib/postgresql/*/bin 2>/dev/null | tail -1)
@@ -288,7 +328,19 @@ postgres_part() {
     busiest=$(echo $pids | awk '{ print $1 }')
     pp_pprof -top -nodecount=400 -tagfocus="pid=$busiest" "$TMP/pg.cpu" >"$TMP/pg.one" 2>&1
     pp_check "postgresql: backend $busiest alone runs the executor" grep -qE ' Exec[A-Z][A-Za-z]+$' "$TMP/pg.one"
+    # the same load with libpprof and without, no profile running
+    local pre_tps plain_tps
+    pre_tps=$(pg_load "$bin" "$dir" "$port")
     pp_stop "$PID" >/dev/null 2>&1
+    pp_start pg-plain runuser -u postgres -- "$bin/postgres" -D "$dir/data" -k "$dir" -p "$port" -c listen_addresses=
+    local pg_plain=$PID
+    for _ in $(seq 100); do
+        runuser -u postgres -- "$bin/pg_isready" -h "$dir" -p "$port" >/dev/null 2>&1 && break
+        sleep 0.1
+    done
+    plain_tps=$(pg_load "$bin" "$dir" "$port")
+    pp_note "postgresql: pgbench -S -c 4 -T 4: ${plain_tps:-?} tps without libpprof, ${pre_tps:-?} with$(ratio "$plain_tps" "$pre_tps")"
+    pp_stop "$pg_plain" >/dev/null 2>&1
     rm -rf "$dir"
 }
 
