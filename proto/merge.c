@@ -168,15 +168,39 @@ static int add_input(merger *m, const Profile *p, const pprof_merge_input *in)
         }
         d->line = lines;
     }
+    /* The input's own labels, the same on every sample: interned once. */
+    size_t nextra = in->nlabels + in->nnum_labels;
+    Perftools__Profiles__Label *extra = pp_arena_alloc(&m->arena, (nextra + 1) * sizeof *extra);
+    if (!extra)
+        return pp_fail(PPROF_ENOMEM);
+    for (size_t k = 0; k < in->nlabels; k++) {
+        Perftools__Profiles__Label *x = &extra[k];
+        perftools__profiles__label__init(x);
+        if ((x->key = str_id(m, in->labels[k].key)) < 0 || (x->str = str_id(m, in->labels[k].value)) < 0)
+            return pp_fail(PPROF_ENOMEM);
+    }
+    for (size_t k = 0; k < in->nnum_labels; k++) {
+        Perftools__Profiles__Label *x = &extra[in->nlabels + k];
+        perftools__profiles__label__init(x);
+        x->num = in->num_labels[k].value;
+        if ((x->key = str_id(m, in->num_labels[k].key)) < 0 ||
+            (in->num_labels[k].unit && in->num_labels[k].unit[0] && (x->num_unit = str_id(m, in->num_labels[k].unit)) < 0))
+            return pp_fail(PPROF_ENOMEM);
+    }
+    if (pp_reserve(&m->samples, &m->samples_cap, m->nsamples + p->n_sample, sizeof *m->samples) < 0)
+        return pp_fail(PPROF_ENOMEM);
     for (size_t i = 0; i < p->n_sample; i++) {
         const Perftools__Profiles__Sample *s = p->sample[i];
-        Perftools__Profiles__Sample *d = pp_arena_alloc(&m->arena, sizeof *d);
-        uint64_t *ids = pp_arena_alloc(&m->arena, (s->n_location_id + 1) * sizeof *ids);
-        size_t nl = s->n_label + in->nlabels + in->nnum_labels;
-        Perftools__Profiles__Label **l = pp_arena_alloc(&m->arena, (nl + 1) * sizeof *l);
-        Perftools__Profiles__Label *lab = pp_arena_alloc(&m->arena, (nl + 1) * sizeof *lab);
-        if (!d || !ids || !l || !lab || !GROW(m, samples, nsamples, samples_cap))
+        size_t nl = s->n_label + nextra;
+        /* the sample, its location ids, its label pointers and labels: one piece */
+        Perftools__Profiles__Sample *d = pp_arena_alloc(&m->arena, sizeof *d + (s->n_location_id + 1) * sizeof(uint64_t) +
+                                                                        (nl + 1) * sizeof(void *) +
+                                                                        (s->n_label + 1) * sizeof(Perftools__Profiles__Label));
+        if (!d)
             return pp_fail(PPROF_ENOMEM);
+        uint64_t *ids = (uint64_t *)(d + 1);
+        Perftools__Profiles__Label **l = (Perftools__Profiles__Label **)(ids + s->n_location_id + 1);
+        Perftools__Profiles__Label *lab = (Perftools__Profiles__Label *)(l + nl + 1);
         *d = *s;
         for (size_t k = 0; k < s->n_location_id; k++)
             ids[k] = s->location_id[k] + loc0;
@@ -188,23 +212,8 @@ static int add_input(merger *m, const Profile *p, const pprof_merge_input *in)
                 return pp_error_detail(PPROF_EINVAL, "a label names a string that is not there");
             l[k] = &lab[k];
         }
-        for (size_t k = 0; k < in->nlabels; k++) {
-            Perftools__Profiles__Label *x = &lab[s->n_label + k];
-            perftools__profiles__label__init(x);
-            if ((x->key = str_id(m, in->labels[k].key)) < 0 || (x->str = str_id(m, in->labels[k].value)) < 0)
-                return pp_fail(PPROF_ENOMEM);
-            l[s->n_label + k] = x;
-        }
-        for (size_t k = 0; k < in->nnum_labels; k++) {
-            Perftools__Profiles__Label *x = &lab[s->n_label + in->nlabels + k];
-            perftools__profiles__label__init(x);
-            x->num = in->num_labels[k].value;
-            if ((x->key = str_id(m, in->num_labels[k].key)) < 0 ||
-                (in->num_labels[k].unit && in->num_labels[k].unit[0] &&
-                 (x->num_unit = str_id(m, in->num_labels[k].unit)) < 0))
-                return pp_fail(PPROF_ENOMEM);
-            l[s->n_label + in->nlabels + k] = x;
-        }
+        for (size_t k = 0; k < nextra; k++)
+            l[s->n_label + k] = &extra[k];
         d->label = l;
         d->n_label = nl;
         m->samples[m->nsamples++] = d;
