@@ -152,21 +152,27 @@ static int add_input(merger *m, const Profile *p, const pprof_merge_input *in)
             (d->filename = in_str(m, p, d->filename)) < 0)
             return pp_error_detail(PPROF_EINVAL, "a function names a string that is not there");
     }
+    if (pp_reserve(&m->locs, &m->locs_cap, m->nlocs + p->n_location, sizeof *m->locs) < 0)
+        return pp_fail(PPROF_ENOMEM);
     for (size_t i = 0; i < p->n_location; i++) {
         const Perftools__Profiles__Location *s = p->location[i];
-        Perftools__Profiles__Line **lines = pp_arena_alloc(&m->arena, (s->n_line + 1) * sizeof *lines);
-        Perftools__Profiles__Location *d = lines ? APPEND_COPY(m, locs, nlocs, locs_cap, s) : NULL;
+        /* the location, its line pointers and lines: one piece */
+        Perftools__Profiles__Location *d = pp_arena_alloc(&m->arena, sizeof *d + (s->n_line + 1) * sizeof(void *) +
+                                                                          s->n_line * sizeof(Perftools__Profiles__Line));
         if (!d)
             return pp_fail(PPROF_ENOMEM);
+        Perftools__Profiles__Line **lines = (Perftools__Profiles__Line **)(d + 1);
+        Perftools__Profiles__Line *ln = (Perftools__Profiles__Line *)(lines + s->n_line + 1);
+        *d = *s;
         d->id += loc0;
         d->mapping_id = s->mapping_id ? s->mapping_id + map0 : 0;
         for (size_t k = 0; k < s->n_line; k++) {
-            if (!(lines[k] = pp_arena_alloc(&m->arena, sizeof **lines)))
-                return pp_fail(PPROF_ENOMEM);
-            *lines[k] = *s->line[k];
-            lines[k]->function_id = s->line[k]->function_id ? s->line[k]->function_id + fn0 : 0;
+            ln[k] = *s->line[k];
+            ln[k].function_id = s->line[k]->function_id ? s->line[k]->function_id + fn0 : 0;
+            lines[k] = &ln[k];
         }
         d->line = lines;
+        m->locs[m->nlocs++] = d;
     }
     /* The input's own labels, the same on every sample: interned once. */
     size_t nextra = in->nlabels + in->nnum_labels;
