@@ -545,6 +545,22 @@ pprof_labels *pp_server_own_begin(void)
     return pprof_labels_enter(set);
 }
 
+/* Ends the pending calls whose peers have gone (lock held on entry and
+ * exit), so their places are free now rather than at the scheduler's next
+ * check. */
+static void reap_gone_locked(void)
+{
+    for (;;) {
+        pprof_http_call *gone = NULL;
+        for (pprof_http_call *c = calls; c && !gone; c = c->next)
+            if (c->state == CALL_PENDING && c->fd >= 0 && peer_closed(c->fd))
+                gone = c;
+        if (!gone)
+            return;
+        run_locked(gone, 1);
+    }
+}
+
 /* Finishes one due call (the scheduler marked it RUNNING). Inherits the
  * scheduler's signal mask, which leaves the host's signals to the host. */
 static void *finisher_main(void *arg)
@@ -564,7 +580,7 @@ static void *scheduler_main(void *unused)
     pthread_mutex_lock(&mu);
     for (;;) {
         int64_t now = pp_now_ns(CLOCK_MONOTONIC);
-        pprof_http_call *first = NULL, *gone = NULL;
+        pprof_http_call *first = NULL;
         int watched = 0;
         for (pprof_http_call *c = calls; c; c = c->next) {
             if (c->state != CALL_PENDING)
@@ -588,14 +604,9 @@ static void *scheduler_main(void *unused)
             continue;
         }
         if (watched && now >= next_check) {
-            for (pprof_http_call *c = calls; c && !gone; c = c->next)
-                if (c->state == CALL_PENDING && c->fd >= 0 && peer_closed(c->fd))
-                    gone = c;
-            if (gone) {
-                run_locked(gone, 1);
-                continue;
-            }
+            reap_gone_locked();
             next_check = now + PEER_CHECK_NS;
+            continue; /* the list may have changed */
         }
         int64_t until = first ? first->deadline : INT64_MAX;
         if (watched && next_check < until)
@@ -633,6 +644,8 @@ int pp_call_reserve(const pp_req *q)
 {
     pthread_once(&once, init_once);
     pthread_mutex_lock(&mu);
+    if (active >= q->cfg.max_concurrent)
+        reap_gone_locked();
     int ok = active < q->cfg.max_concurrent;
     if (ok)
         active++;
@@ -684,9 +697,6 @@ int pp_call_defer(pp_req *q, pprof_recorder *rec, int seconds, pp_finish_fn fini
     return 0;
 }
 
-/* Thread-safe. Waits for a done callback running on another thread; must
- * not be called from inside the call's own done callback. Releases the
- * caller's handle in every state. */
 void pp_http_finish_all_now(int64_t wait_ns)
 {
     pthread_mutex_lock(&mu);
@@ -709,6 +719,9 @@ void pp_http_finish_all_now(int64_t wait_ns)
     pthread_mutex_unlock(&mu);
 }
 
+/* Thread-safe. Waits for a done callback running on another thread; must
+ * not be called from inside the call's own done callback. Releases the
+ * caller's handle in every state. */
 void pprof_http_cancel(pprof_http_call *call)
 {
     if (!call)
