@@ -11,8 +11,17 @@
  * exiting thread deletes its own timer with the signal blocked.
  *
  * A timer's first expiry is random within one period, so short-lived
- * threads are not under-sampled, and each signal weighs 1 + si_overrun: the
- * kernel ticks at 250 Hz here, so faster rates arrive as overruns.
+ * threads are not under-sampled. A thread's first signal weighs 1 +
+ * si_overrun (the kernel ticks at 250 Hz here, so faster rates arrive as
+ * overruns); each later one weighs the thread's own CPU time since its
+ * previous signal, in periods (the remainder carried to the next). The
+ * kernel's overrun count loses expirations on a loaded machine (a thread
+ * burning 4 s of CPU at 100 Hz under a load of 14 on 2 cores: 304 of 400),
+ * and the thread's CPU clock does not: reading it is one system call per
+ * signal. Accounting starts afresh (a first signal again) whenever a
+ * profile starts or a blocked thread's timer is set again (see
+ * count_blocked_locked), so time already counted as not sampled is never
+ * counted twice.
  *
  * The handler captures the stack into a ring cell (no locks, no
  * allocation), saving errno, and chains any signal that is not ours to the
@@ -70,6 +79,15 @@ static void (*_Atomic host_plain)(int);
 static _Atomic uint64_t st_reclaimed;
 
 static _Atomic int cpu_hz;          /* rate in force, 0 idle */
+static _Atomic uint32_t cpu_gen;    /* bumped when accounting starts afresh */
+
+/* A thread's CPU time at its last sample (signal handler only). */
+typedef struct cpu_acct {
+    uint32_t gen;
+    int hz;
+    uint64_t last_ns, carry;
+} cpu_acct;
+static __thread cpu_acct my_acct;
 static _Atomic int cpu_max_frames = PPROF_DEFAULT_MAX_FRAMES;
 static _Atomic uint64_t st_signals, st_samples, st_lost, st_truncated, st_handler_ns, st_blocked, st_unlisted;
 static _Atomic int st_threads;
@@ -125,6 +143,27 @@ void pp_cpu_set_queued_handler(pp_queued_handler fn)
     atomic_store(&queued_handler, fn);
 }
 
+/* The weight of one timer signal (see the top of the file).
+ * async-signal-safe */
+static uint64_t sample_weight(const siginfo_t *si, int hz)
+{
+    uint64_t kernel = 1 + (uint64_t)(si->si_code == SI_TIMER && si->si_overrun > 0 ? si->si_overrun : 0);
+    struct timespec ts;
+    if (si->si_code != SI_TIMER || clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts))
+        return kernel;
+    uint64_t now = (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+    uint32_t gen = atomic_load_explicit(&cpu_gen, memory_order_relaxed);
+    if (my_acct.gen != gen || my_acct.hz != hz || now < my_acct.last_ns) {
+        my_acct = (cpu_acct){gen, hz, now, 0};
+        return kernel;
+    }
+    uint64_t period = (uint64_t)(1000000000ll / hz);
+    uint64_t elapsed = now - my_acct.last_ns + my_acct.carry;
+    my_acct.last_ns = now;
+    my_acct.carry = elapsed % period;
+    return elapsed / period;
+}
+
 /* The profiling signal handler: queued signals go to the registered
  * handler, timer signals are CPU samples. async-signal-safe */
 static void on_signal(int sig, siginfo_t *si, void *uc)
@@ -146,13 +185,18 @@ static void on_signal(int sig, siginfo_t *si, void *uc)
     pp_signal_restart_wait(uc);
     /* A timer's last signal can arrive after profiling stopped: it belongs
      * to no window (and the next one must not get it). */
-    if (!atomic_load_explicit(&cpu_hz, memory_order_relaxed))
+    int hz = atomic_load_explicit(&cpu_hz, memory_order_relaxed);
+    if (!hz)
         return;
     int saved = errno;
     uint64_t t0 = mono_ns();
-    uint64_t weight = 1 + (uint64_t)(si->si_code == SI_TIMER && si->si_overrun > 0 ? si->si_overrun : 0);
+    uint64_t weight = sample_weight(si, hz);
     atomic_fetch_add_explicit(&st_signals, 1, memory_order_relaxed);
     atomic_fetch_add_explicit(&st_samples, weight, memory_order_relaxed);
+    if (weight == 0) { /* less than a period of CPU since the last one */
+        errno = saved;
+        return;
+    }
     size_t ticket;
     pp_record *r = pp_ring_reserve(&pp_cpu_ring, &ticket);
     if (!r) {
@@ -273,7 +317,9 @@ static int64_t period_ns(int hz)
     return 1000000000ll / hz;
 }
 
-static int arm_locked(int tid)
+/* Gives thread tid a timer; *first (when not NULL) gets its first expiry,
+ * in ns of the thread's CPU time from now. */
+static int arm_locked(int tid, int64_t *first_out)
 {
     int hz = atomic_load(&cpu_hz);
     int free_slot = -1;
@@ -302,6 +348,8 @@ static int arm_locked(int tid)
         return pp_fail(PPROF_ESYS); /* errno says why (pp_cpu_enable reads it) */
     int64_t p = period_ns(hz);
     int64_t first = 1 + (int64_t)(next_random() % (uint64_t)p);
+    if (first_out)
+        *first_out = first;
     struct itimerspec its = {
         .it_interval = {p / 1000000000, p % 1000000000},
         .it_value = {first / 1000000000, first % 1000000000},
@@ -400,6 +448,7 @@ static void count_blocked_locked(int i, int64_t period)
         int blocked = blocks_signal(s->tid);
         if (blocked && s->blocked) {
             atomic_fetch_add(&st_blocked, (now - s->cpu_ns) / (uint64_t)period);
+            atomic_fetch_add(&cpu_gen, 1); /* that time must not come back as a weight */
             struct itimerspec its = {
                 .it_interval = {period / 1000000000, period % 1000000000},
                 .it_value = {period / 1000000000, period % 1000000000},
@@ -438,7 +487,7 @@ static void rescan_locked(void)
         for (int i = 0; i < nslots && !known; i++)
             known = slots[i].tid == task_buf[k];
         if (!known)
-            arm_locked(task_buf[k]);
+            arm_locked(task_buf[k], NULL);
     }
     int hz = atomic_load(&cpu_hz);
     for (int i = 0; i < nslots && hz; i++)
@@ -454,8 +503,9 @@ int pp_cpu_enable(int hz, int max_frames)
         pp_ring_prepare(&pp_cpu_ring);
         reclaim_handler_locked();
         atomic_store(&cpu_max_frames, max_frames);
+        atomic_fetch_add(&cpu_gen, 1);
         atomic_store(&cpu_hz, hz);
-        rc = arm_locked(gettid_cached());
+        rc = arm_locked(gettid_cached(), NULL);
         if (rc == PPROF_ESYS && prof_signal == SIGPROF && /* setitimer sends only SIGPROF */
             (errno == EINVAL || errno == ENOSYS || errno == EPERM)) {
             fallback = 1;
@@ -521,15 +571,28 @@ int pp_cpu_max_frames(void)
     return atomic_load(&cpu_max_frames);
 }
 
+static void block_prof_signal(sigset_t *old);
+
 void pp_cpu_thread_start(void)
 {
     my_tid = (int)syscall(SYS_gettid);
     if (!atomic_load(&cpu_hz) || fallback)
         return;
+    sigset_t old;
+    block_prof_signal(&old); /* its first signal comes after the accounting is set */
     pp_mutex_lock(&reg_lock);
-    if (atomic_load(&cpu_hz))
-        arm_locked(my_tid);
+    int hz = atomic_load(&cpu_hz);
+    int64_t first;
+    struct timespec ts;
+    if (hz && arm_locked(my_tid, &first) == 0 && clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts) == 0) {
+        /* Its CPU time counts from here, in phase with the timer's random
+         * first expiry: that signal weighs one period. */
+        my_acct = (cpu_acct){atomic_load(&cpu_gen), hz,
+                             (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec,
+                             (uint64_t)(period_ns(hz) - first)};
+    }
     pp_mutex_unlock(&reg_lock);
+    pthread_sigmask(SIG_SETMASK, &old, NULL);
 }
 
 /* Blocks the profiling signal in the calling thread; *old gets the mask. */

@@ -5,7 +5,12 @@
  * profile must show that ratio within 10%, and its weighted sample count
  * must be within 10% of the process's CPU time x rate, at 100 Hz and at
  * 1000 Hz (where the 250 Hz kernel tick makes most of the weight arrive as
- * timer overruns). Each run has >= 2,000 samples. Also: one timer per thread
+ * timer overruns): >= 2,000 samples at 1000 Hz, >= 500 at 100 Hz. The
+ * timers count each thread's own CPU time, so a count is within a sample
+ * or two of CPU time x rate (not Poisson: 1650:550 for 22 s of CPU at 100
+ * Hz, 450:150 for 6 s), and the 10% bands hold with wide margins; the
+ * runs are short in CPU time so that a loaded machine, which stretches CPU
+ * time into wall time, does not run the test past its limit. Also: one timer per thread
  * while profiling (a thread started mid-profile included) and none after;
  * PPROF_ERATE for a conflicting rate; snapshots that lose nothing.
  * Runs in the plain build: sanitizers change signal delivery.
@@ -78,6 +83,8 @@ static void accuracy(int hz, double unit_s)
 {
     pprof_recorder *r;
     CHECK(pprof_cpu_recorder_new(&(pprof_cpu_config){.hz = hz}, &r) == 0);
+    pprof_cpu_stats st0, st1;
+    pprof_cpu_stats_get(&st0);
     double cpu0 = cpu_s(CLOCK_PROCESS_CPUTIME_ID);
     CHECK(pprof_recorder_start(r) == 0);
     pthread_t a, b;
@@ -93,9 +100,13 @@ static void accuracy(int hz, double unit_s)
     sum_for(p, "burn_one_part", &one, &total);
     double ratio = one ? (double)three / (double)one : 0;
     double expect = cpu * hz;
-    printf("%d Hz: burn_three_parts %lld, burn_one_part %lld, ratio %.3f; total %lld vs cpu %.3f s x %d = %.0f\n",
-           hz, (long long)three, (long long)one, ratio, (long long)total, cpu, hz, expect);
-    CHECKF(total >= 2000, "only %lld samples", (long long)total);
+    pprof_cpu_stats_get(&st1);
+    printf("%d Hz: burn_three_parts %lld, burn_one_part %lld, ratio %.3f; total %lld vs cpu %.3f s x %d = %.0f; "
+           "signals %llu, lost %llu, blocked %llu\n",
+           hz, (long long)three, (long long)one, ratio, (long long)total, cpu, hz, expect,
+           (unsigned long long)(st1.signals - st0.signals), (unsigned long long)(st1.lost - st0.lost),
+           (unsigned long long)(st1.blocked - st0.blocked));
+    CHECKF(total >= (hz >= 1000 ? 2000 : 500), "only %lld samples", (long long)total);
     CHECKF(ratio > 2.7 && ratio < 3.3, "ratio %.3f", ratio);
     CHECKF(total > 0.9 * expect && total < 1.1 * expect, "total %lld, expected %.0f", (long long)total, expect);
     CHECK(!stacks_contain(p, "on_signal") && !stacks_contain(p, "__restore_rt"));
@@ -297,6 +308,6 @@ int main(void)
     rates_and_snapshots();
     truncation();
     accuracy(1000, 0.6);
-    accuracy(100, 5.5);
+    accuracy(100, 1.5);
     return check_summary("test_cpu");
 }
