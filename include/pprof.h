@@ -606,6 +606,28 @@ PPROF_API int pprof_server_stop(void);
  * when it is not running. Thread-safe. */
 PPROF_API int pprof_server_port(void);
 
+/* Process trees without the built-in server (see README, "Process
+ * trees"). pprof_server_start makes its process the hub of its tree
+ * unless no_tree; pprof_tree_start does the same for a program that
+ * serves the endpoints on an HTTP server of its own (pprof_http_handle,
+ * pprof_mhd_handle) or not at all: children it forks, and exec'd children
+ * with the preload, join it, and pprof_http_handle answers for all of
+ * them. Idempotent; a no-op under LIBPPROF_TREE=0. Returns 0 or
+ * PPROF_ESYS. Thread-safe. */
+PPROF_API int pprof_tree_start(void);
+
+/* One profile of this process and every member of its tree, merged as
+ * the hub's endpoints answer (the labels pid and process on every
+ * sample), written to w: `request` is an endpoint name and query as in a
+ * URL after the prefix ("heap", "profile?seconds=5", "goroutine?pid=123").
+ * Without a tree (not a hub, or no member yet) the profile is this
+ * process's alone. Blocks until the profile is complete. Returns 0, or
+ * PPROF_EINVAL (a bad request), PPROF_ENOTFOUND (no such profile or
+ * process), PPROF_ELIMIT (too many profiles at once), PPROF_ESYS (the
+ * profile failed), PPROF_EIO (w failed), with the reason in
+ * pprof_last_error. Thread-safe; never from a pprof_http_done callback. */
+PPROF_API int pprof_tree_collect(const char *request, pprof_writer w);
+
 /* Transport-independent request handling, for a service that mounts the
  * endpoints on an HTTP server of its own. */
 typedef struct pprof_http_request {

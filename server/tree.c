@@ -766,3 +766,68 @@ void pp_tree_write_index(pp_reply *r)
     }
     pthread_mutex_unlock(&hub.mu);
 }
+
+/* ------------------------------------------------------------ the API */
+
+int pprof_tree_start(void)
+{
+    return pp_tree_start();
+}
+
+typedef struct collect_wait {
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+    int done, status;
+    pprof_buffer body;
+    int copied; /* the body could be kept */
+} collect_wait;
+
+static void collect_done(void *ctx, const pprof_http_response *resp)
+{
+    collect_wait *w = ctx;
+    pthread_mutex_lock(&w->mu);
+    w->status = resp->status;
+    w->body.data = resp->body.len ? malloc(resp->body.len + 1) : NULL;
+    w->copied = !resp->body.len || w->body.data;
+    if (w->body.data) {
+        memcpy(w->body.data, resp->body.data, resp->body.len);
+        w->body.data[resp->body.len] = 0;
+        w->body.len = resp->body.len;
+        w->body.cap = resp->body.len + 1;
+    }
+    w->done = 1;
+    pthread_cond_signal(&w->cv);
+    pthread_mutex_unlock(&w->mu);
+}
+
+int pprof_tree_collect(const char *request, pprof_writer out)
+{
+    if (!request || !out.write)
+        return pp_error_detail(PPROF_EINVAL, "no request or no writer");
+    char path[256];
+    const char *q = strchr(request, '?');
+    size_t n = q ? (size_t)(q - request) : strlen(request);
+    if (n == 0 || n + sizeof PP_DEFAULT_PREFIX > sizeof path)
+        return pp_error_detail(PPROF_EINVAL, "no profile named, or a name too long");
+    snprintf(path, sizeof path, "%s%.*s", PP_DEFAULT_PREFIX, (int)n, request);
+    collect_wait w = {.mu = PTHREAD_MUTEX_INITIALIZER, .cv = PTHREAD_COND_INITIALIZER};
+    pprof_http_request req = {"GET", path, q && q[1] ? q + 1 : NULL, NULL, 0};
+    int rc = pprof_http_handle(NULL, &req, collect_done, &w, NULL);
+    if (rc != 0)
+        return rc;
+    pthread_mutex_lock(&w.mu);
+    while (!w.done)
+        pthread_cond_wait(&w.cv, &w.mu);
+    pthread_mutex_unlock(&w.mu);
+    if (!w.copied)
+        rc = pp_fail(PPROF_ENOMEM);
+    else if (w.status == 200)
+        rc = w.body.len && out.write(out.ctx, w.body.data, w.body.len) != 0 ? pp_fail(PPROF_EIO) : 0;
+    else
+        rc = pp_error_detail(w.status == 400 ? PPROF_EINVAL : w.status == 404 ? PPROF_ENOTFOUND
+                             : w.status == 503 ? PPROF_ELIMIT : PPROF_ESYS,
+                             "%.*s", (int)strcspn(w.body.data ? w.body.data : "", "\n"),
+                             w.body.data ? w.body.data : "");
+    free(w.body.data);
+    return rc;
+}

@@ -6,6 +6,11 @@
  * sleeps. Prints "port=P" and one "worker=<pid>" line per worker. On
  * SIGUSR1 it forks 500 children that exit at once (each may have joined
  * the tree) and prints "churned"; on SIGTERM it ends the workers and exits.
+ *
+ * With --collect DIR it does not serve: pprof_tree_start makes it the hub,
+ * and on SIGUSR2 it writes pprof_tree_collect's "heap" and
+ * "profile?seconds=1" to DIR/heap.pb.gz and DIR/cpu.pb.gz and prints
+ * "collected" (or "collect failed: REASON").
  */
 #define _GNU_SOURCE
 #include "serve.h"
@@ -50,13 +55,34 @@ static void worker(int i)
     worker_burn();
 }
 
+static int file_write(void *ctx, const void *data, size_t len)
+{
+    return fwrite(data, 1, len, ctx) == len ? 0 : -1;
+}
+
+/* Writes one pprof_tree_collect answer to DIR/NAME. */
+static int collect_to(const char *dir, const char *request, const char *name)
+{
+    char path[4096];
+    snprintf(path, sizeof path, "%s/%s", dir, name);
+    FILE *f = fopen(path, "wb");
+    if (!f)
+        return -1;
+    int rc = pprof_tree_collect(request, (pprof_writer){file_write, f});
+    fclose(f);
+    if (rc)
+        printf("collect failed: %s\n", pprof_last_error());
+    return rc;
+}
+
 int main(int argc, char **argv)
 {
     sigset_t set;
-    int more[] = {SIGUSR1};
-    serve_prepare(&set, more, 1);
-    pprof_server_config cfg = {.addr = argc > 1 ? argv[1] : "127.0.0.1:0"};
-    if (serve_start("prog_tree_linked", &cfg) != 0)
+    int more[] = {SIGUSR1, SIGUSR2};
+    serve_prepare(&set, more, 2);
+    const char *collect = argc > 2 && !strcmp(argv[1], "--collect") ? argv[2] : NULL;
+    pprof_server_config cfg = {.addr = argc > 1 && !collect ? argv[1] : "127.0.0.1:0"};
+    if (collect ? pprof_tree_start() != 0 : serve_start("prog_tree_linked", &cfg) != 0)
         return 1;
     pid_t pids[WORKERS];
     for (int i = 0; i < WORKERS; i++) {
@@ -69,11 +95,19 @@ int main(int argc, char **argv)
             _exit(0);
         }
     }
-    serve_announce();
+    if (!collect)
+        serve_announce();
     for (int i = 0; i < WORKERS; i++)
         printf("worker=%d\n", (int)pids[i]);
     fflush(stdout);
-    while (serve_wait(&set) == SIGUSR1) {
+    for (int sig; (sig = serve_wait(&set)) == SIGUSR1 || sig == SIGUSR2;) {
+        if (sig == SIGUSR2) {
+            if (collect_to(collect, "heap", "heap.pb.gz") == 0 &&
+                collect_to(collect, "profile?seconds=1", "cpu.pb.gz") == 0)
+                printf("collected\n");
+            fflush(stdout);
+            continue;
+        }
         for (int i = 0; i < 500; i++) {
             pid_t c = fork();
             if (c == 0)

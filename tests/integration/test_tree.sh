@@ -14,6 +14,9 @@
 #     hub answers, and keeps no fd or thread for them
 #   - a shell under LD_PRELOAD (the hub) running two programs it execs
 #     with the preload inherited: their CPU time under process=prog_plain
+#   - without a server (pprof_tree_start), pprof_tree_collect's heap and
+#     CPU profiles: the same per-worker counts and functions
+#   - a member that exits during a window answers with what it had
 # Usage: test_tree.sh BUILD_DIR
 . "$(dirname "$0")/lib.sh"
 pp_init "$1"
@@ -96,6 +99,27 @@ pp_check "exec'd children: their CPU time under process=prog_plain, in busy_loop
 pp_check "exec'd children: two prog_plain pids besides the shell's" \
     test "$(awk '/^ pid:/ { on = 1; next } on && NF == 0 { on = 0 } on' "$TMP/sh.tags" | grep -c .)" -ge 2
 pp_stop "$PID" >/dev/null 2>&1
+
+# Without the server: pprof_tree_start makes prog_tree_linked the hub and
+# pprof_tree_collect writes the tree's heap and CPU profiles to files.
+mkdir -p "$TMP/collect"
+pp_start collect env LIBPPROF_HEAP_RATE=1 "$BUILD/tests/prog_tree_linked" --collect "$TMP/collect"
+chub=$PID
+pp_wait_line "$TMP/collect.out" '^worker=' 10 "$chub" >/dev/null
+sleep 1
+mapfile -t cworkers < <(sed -n 's/^worker=//p' "$TMP/collect.out")
+kill -USR2 "$chub"
+pp_wait_line "$TMP/collect.out" '^(collected|collect failed)' 30 "$chub" >/dev/null
+pp_check "pprof_tree_collect without a server: both profiles written ($(grep -m1 '^collect' "$TMP/collect.out"))" \
+    grep -q '^collected$' "$TMP/collect.out"
+for w in "${cworkers[@]}"; do
+    n=$(pp_pprof -top -sample_index=inuse_objects -tagfocus="pid=$w" "$TMP/collect/heap.pb.gz" 2>/dev/null |
+        awk '$NF == "worker_keep" { print $1; exit }')
+    pp_check "pprof_tree_collect heap: pid $w keeps exactly 500 worker_keep objects (${n:-none})" test "${n:-0}" = 500
+    pp_check "pprof_tree_collect profile?seconds=1: worker_burn under pid $w" \
+        grep -q worker_burn <(pp_pprof -top -tagfocus="pid=$w" "$TMP/collect/cpu.pb.gz" 2>/dev/null)
+done
+pp_stop "$chub" >/dev/null 2>&1
 
 # A member that exits during a window answers with what the window held
 # until then: a prog_plain that burns 4 s, another that burns 60 s, a

@@ -386,6 +386,25 @@ static void test_cancel_race(void)
     }
 }
 
+/* pprof_tree_collect: without a tree, this process's profile; bad
+ * requests are errors with their reason. */
+static void test_tree_collect(void)
+{
+    check_case_begin();
+    pprof_buffer b = {0};
+    CHECK(pprof_tree_collect(NULL, pprof_writer_buffer(&b)) == PPROF_EINVAL);
+    CHECK(pprof_tree_collect("", pprof_writer_buffer(&b)) == PPROF_EINVAL);
+    CHECK(pprof_tree_collect("nosuch", pprof_writer_buffer(&b)) == PPROF_ENOTFOUND);
+    CHECKF(strstr(pprof_last_error(), "Unknown profile") != NULL, "reason: %s", pprof_last_error());
+    CHECK(pprof_tree_collect("heap?debug=-1", pprof_writer_buffer(&b)) == PPROF_EINVAL);
+    CHECK(b.len == 0);
+    CHECK(pprof_tree_collect("goroutine", pprof_writer_buffer(&b)) == 0);
+    CHECKF(b.len > 2 && (unsigned char)b.data[0] == 0x1f && (unsigned char)b.data[1] == 0x8b,
+           "goroutine: %zu bytes, not gzip", b.len);
+    pprof_buffer_free(&b);
+    check_case_end("pprof_tree_collect");
+}
+
 int main(int argc, char **argv)
 {
     test_routing();
@@ -395,5 +414,6 @@ int main(int argc, char **argv)
     test_query_errors();
     test_profile();
     test_cancel_race();
+    test_tree_collect();
     return check_summary("test_http");
 }
