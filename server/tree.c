@@ -700,7 +700,11 @@ int pp_tree_handle(const pprof_server_config *cfg, const pprof_http_request *req
         free(c);
         return local(cfg, &lreq, done, ctx, call);
     }
-    pthread_cond_init(&t->cv, NULL);
+    pthread_condattr_t ca; /* its deadline is on the monotonic clock */
+    pthread_condattr_init(&ca);
+    pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+    pthread_cond_init(&t->cv, &ca);
+    pthread_condattr_destroy(&ca);
     t->only_pid = pid;
     char sec[16], srest[1024];
     int seconds = take_param(query, "seconds", sec, sizeof sec, srest, sizeof srest) ? atoi(sec) : 0;
