@@ -15,7 +15,22 @@
 #include "pprof.h"
 #include "check.h"
 
+#include <pthread.h>
+#include <stdatomic.h>
 #include <string.h>
+#include <unistd.h>
+
+static _Atomic int parked_running;
+
+/* Says it runs, then waits until a byte arrives on the pipe *arg. */
+static void *wait_on_pipe(void *arg)
+{
+    char b;
+    parked_running = 1;
+    while (read(*(int *)arg, &b, 1) < 0)
+        ;
+    return NULL;
+}
 
 /* The state rules of one windowed recorder, started and stopped twice. */
 static void windowed_rules(pprof_recorder *r, const char *name)
@@ -106,7 +121,14 @@ int main(void)
     pprof_profile_free(p);
     CHECK(pprof_recorder_rate(tc) == 0);
     windowed_rules(tc, "threadcreate");
-    /* symbolizing: names only, or nothing; bad arguments refused */
+    /* symbolizing: names only, or nothing; bad arguments refused. A
+     * thread of the test's own is alive meanwhile, so the profile has a
+     * creation stack through main (the profiler's threads come and go). */
+    int park[2];
+    pthread_t parked;
+    CHECK(pipe(park) == 0 && pthread_create(&parked, NULL, wait_on_pipe, &park[0]) == 0);
+    while (!parked_running) /* a thread is listed once it runs */
+        usleep(1000);
     CHECK(pprof_recorder_set_symbolize(NULL, PPROF_SYMBOLIZE_FULL) == PPROF_EINVAL);
     CHECK(pprof_recorder_set_symbolize(tc, (pprof_symbolize)9) == PPROF_EINVAL);
     for (int how = PPROF_SYMBOLIZE_FULL; how <= PPROF_SYMBOLIZE_NONE; how++) {
@@ -126,6 +148,9 @@ int main(void)
         pprof_profile_free(p);
     }
     pprof_recorder_free(tc);
+    CHECK(write(park[1], "x", 1) == 1 && pthread_join(parked, NULL) == 0);
+    close(park[0]);
+    close(park[1]);
     CHECK(pprof_threads_recorder_new(&(pprof_threads_config){.per_thread = 1}, &dump) == 0);
     CHECK(pprof_recorder_start(dump) == PPROF_ENOTSUP && strstr(pprof_last_error(), "no window"));
     pprof_recorder_free(dump);
