@@ -153,6 +153,8 @@ void pp_sym_notes_clear(void)
 /* Whether the DWARF of the file open on fd may be read (a note when not). */
 static bool inflate_ok_fd(int fd, const char *path)
 {
+    if (fd < 0)
+        return true;
     Elf *elf = elf_begin(fd, ELF_C_READ_MMAP, NULL);
     bool has;
     uint64_t bytes = inflated_bytes(elf, &has);
@@ -164,17 +166,59 @@ static bool inflate_ok_fd(int fd, const char *path)
     return false;
 }
 
+/* Set (under the session lock) while libdwfl searches for a module's
+ * DWARF: only then may find_debuginfo leave a file out. The search for its
+ * symbol tables needs the same file (a stripped program's .symtab is in
+ * its debug file), and symbol tables are never compressed. */
+static bool dwarf_search;
+
+/* Whether the file at path may have its DWARF read. */
+static bool inflate_ok_path(const char *path)
+{
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    bool ok = inflate_ok_fd(fd, path);
+    if (fd >= 0)
+        close(fd);
+    return ok;
+}
+
 bool pp_sym_dwarf_allowed(Dwfl_Module *mod)
 {
     Dwarf_Addr bias;
     Elf *elf = dwfl_module_getelf(mod, &bias);
     bool has;
     uint64_t bytes = inflated_bytes(elf, &has);
-    if (!has || bytes <= inflate_budget())
-        return true; /* no DWARF here: a separate file is checked when found */
-    const char *name = dwfl_module_info(mod, NULL, NULL, NULL, NULL, NULL, NULL, NULL);
-    add_note(name ? name : "?", bytes);
-    return false;
+    const char *name, *debugfile = NULL;
+    name = dwfl_module_info(mod, NULL, NULL, NULL, NULL, NULL, NULL, &debugfile);
+    if (has) { /* its own DWARF */
+        if (bytes <= inflate_budget())
+            return true;
+        add_note(name ? name : "?", bytes);
+        return false;
+    }
+    if (debugfile) /* found already, with its symbol tables */
+        return inflate_ok_path(debugfile);
+    /* Not searched yet: search now, where find_debuginfo may leave the
+     * file out (libdw then has no DWARF for the module). */
+    dwarf_search = true;
+    dwfl_module_getdwarf(mod, &bias);
+    dwarf_search = false;
+    return true;
+}
+
+/* The path libdwfl's build-ID search tries first, or false. */
+static bool build_id_path(Dwfl_Module *mod, char *out, size_t n)
+{
+    const unsigned char *bits;
+    GElf_Addr vaddr;
+    int len = dwfl_module_build_id(mod, &bits, &vaddr);
+    if (len < 2 || (size_t)len * 2 + 40 > n)
+        return false;
+    char *p = out + snprintf(out, n, "/usr/lib/debug/.build-id/%02x/", bits[0]);
+    for (int i = 1; i < len; i++)
+        p += snprintf(p, 3, "%02x", bits[i]);
+    snprintf(p, 7, ".debug");
+    return true;
 }
 
 /* The find_debuginfo callback: libdwfl's standard search without its last
@@ -225,14 +269,18 @@ static int search_debuginfo(Dwfl_Module *mod, void **userdata, const char *modna
     return -1;
 }
 
-/* The search above, leaving out a debug file whose DWARF would inflate
- * past the budget. */
+/* The search above; while DWARF is searched for, a debug file whose
+ * sections would inflate past the budget is left out. The build-ID file
+ * is looked at before libdwfl's own search, which keeps what it opens. */
 static int find_debuginfo(Dwfl_Module *mod, void **userdata, const char *modname,
                           GElf_Addr base, const char *file_name, const char *debuglink,
                           GElf_Word crc, char **out_name)
 {
+    char path[600];
+    if (dwarf_search && crc != 0 && build_id_path(mod, path, sizeof path) && !inflate_ok_path(path))
+        return -1;
     int fd = search_debuginfo(mod, userdata, modname, base, file_name, debuglink, crc, out_name);
-    if (fd >= 0 && !inflate_ok_fd(fd, *out_name ? *out_name : modname)) {
+    if (fd >= 0 && dwarf_search && !inflate_ok_fd(fd, *out_name ? *out_name : modname)) {
         close(fd);
         free(*out_name);
         *out_name = NULL;

@@ -10,7 +10,8 @@
 #   a bad value is a 400 with a one-line reason; LIBPPROF_SYMBOLIZE sets
 #   the default (functions here), a request still chooses.
 # The pages of the files read for a profile are given back when it is
-# symbolized: libelf's mapping of pprof-demo has nothing resident after it.
+# symbolized: libelf's mapping of pprof-demo keeps only its section header
+# table's pages (44 kB resident without the release).
 # The symbolizer gives its memory back when idle (LIBPPROF_SYMBOLIZER_IDLE=1
 # here): libpprof's own heap on the index drops to under 1 MiB, and the
 # next profile is symbolized again.
@@ -36,8 +37,8 @@ libelf_rss() {
          /^[0-9a-f]+-/ { m = 0 } m && /^Rss:/ { kb += $2 } END { print n + 0, kb + 0 }' "/proc/$PID/smaps"
 }
 read -r nmaps kb <<<"$(libelf_rss)"
-pp_check "full: the executable's debug sections read for it are given back (libelf mappings $nmaps, resident $kb kB)" \
-    test "$nmaps" -ge 1 -a "$kb" -eq 0
+pp_check "full: the executable's debug sections read for it are given back (libelf mappings $nmaps, resident $kb kB: the section header table's pages stay)" \
+    test "$nmaps" -ge 1 -a "$kb" -le 8
 pp_check "full: names with files and lines" grep -qE ' cache_search_results \S*demo\.c:[0-9]+ ' <(locations "$TMP/full.pb.gz")
 pp_check "full: the executable's mapping has functions, files, lines and inlined calls looked for" \
     grep -qE 'pprof-demo [0-9a-f]+ \[FN\]\[FL\]\[LN\]\[IN\]' <(mappings "$TMP/full.pb.gz")
@@ -90,14 +91,20 @@ pp_stop "$PID" >/dev/null 2>&1
 GZ=$BUILD/tests/prog_plain_gz
 pp_check "premise: prog_plain_gz has compressed debug sections" \
     test -n "$(readelf -S -W "$GZ" | grep -E '\.debug_info .* C ')"
-for budget in 0 128; do
-    pp_serve "gz$budget" env LD_PRELOAD="$BUILD/libpprof.so" LIBPPROF_ADDR=127.0.0.1:@PORT@ \
-        LIBPPROF_SYMBOLIZER_INFLATE_MB=$budget "$GZ" 30 -1 ||
-        pp_give_up "preloaded prog_plain_gz did not serve" "gz$budget"
-    curl -sS --max-time 30 -o "$TMP/gz$budget.pb.gz" "http://127.0.0.1:$PORT/debug/pprof/profile?seconds=1"
-    pp_stop "$PID" >/dev/null 2>&1
-    pp_pprof -raw -symbolize=none "$TMP/gz$budget.pb.gz" >"$TMP/gz$budget.raw" 2>&1
-done
+# budget_profiles NAME PROG: PROG preloaded with inflate budgets 0 and 128,
+# a 1 s CPU profile of each as pprof -raw in $TMP/NAME0.raw, $TMP/NAME128.raw
+budget_profiles() {
+    local name=$1 prog=$2 budget
+    for budget in 0 128; do
+        pp_serve "$name$budget" env LD_PRELOAD="$BUILD/libpprof.so" LIBPPROF_ADDR=127.0.0.1:@PORT@ \
+            LIBPPROF_SYMBOLIZER_INFLATE_MB=$budget "$prog" 30 -1 ||
+            pp_give_up "preloaded $prog did not serve" "$name$budget"
+        curl -sS --max-time 30 -o "$TMP/$name$budget.pb.gz" "http://127.0.0.1:$PORT/debug/pprof/profile?seconds=1"
+        pp_stop "$PID" >/dev/null 2>&1
+        pp_pprof -raw -symbolize=none "$TMP/$name$budget.pb.gz" >"$TMP/$name$budget.raw" 2>&1
+    done
+}
+budget_profiles gz "$GZ"
 pp_check "inflate budget 0: the profile says why prog_plain_gz has no lines" \
     grep -qE 'Comment: .*prog_plain_gz: its compressed debug sections would take [0-9]+ MB inflated, over LIBPPROF_SYMBOLIZER_INFLATE_MB \(0\)' "$TMP/gz0.raw"
 pp_check "inflate budget 0: functions only for it" \
@@ -107,4 +114,23 @@ pp_check "inflate budget 0: busy_loop_for_preload named, without a file" \
 pp_check "inflate budget 128: lines from the inflated sections, no comment" \
     test -n "$(grep -E ' busy_loop_for_preload \S*prog_plain\.c:[0-9]+ ' "$TMP/gz128.raw")" -a \
     -z "$(grep 'Comment: .*prog_plain_gz' "$TMP/gz128.raw")"
+
+# The same with the debug sections in a separate, compressed file found
+# through .gnu_debuglink (as distributions ship them), the program stripped
+# of its symbol table too: over the budget, names still come from the
+# debug file's symbol table, and no DWARF is read.
+SP=$TMP/split/prog_plain_split
+mkdir -p "$TMP/split"
+cp "$BUILD/tests/prog_plain" "$SP"
+objcopy --only-keep-debug --compress-debug-sections=zlib "$SP" "$SP.debug" &&
+    strip --strip-all "$SP" && objcopy --add-gnu-debuglink="$SP.debug" "$SP" ||
+    pp_give_up "objcopy could not split prog_plain's debug file" split
+budget_profiles split "$SP"
+pp_check "separate debug file, budget 0: the comment names it" \
+    grep -qE 'Comment: .*prog_plain_split\.debug: its compressed debug sections would take' "$TMP/split0.raw"
+pp_check "separate debug file, budget 0: busy_loop_for_preload named from its symbol table, without a file" \
+    grep -qE ' busy_loop_for_preload :0 ' "$TMP/split0.raw"
+pp_check "separate debug file, budget 128: lines, no comment" \
+    test -n "$(grep -E ' busy_loop_for_preload \S*prog_plain\.c:[0-9]+ ' "$TMP/split128.raw")" -a \
+    -z "$(grep 'Comment: .*prog_plain_split' "$TMP/split128.raw")"
 pp_finish
