@@ -18,10 +18,10 @@
  * kernel's overrun count loses expirations on a loaded machine (a thread
  * burning 4 s of CPU at 100 Hz under a load of 14 on 2 cores: 304 of 400),
  * and the thread's CPU clock does not: reading it is one system call per
- * signal. Accounting starts afresh (a first signal again) whenever a
- * profile starts or a blocked thread's timer is set again (see
- * count_blocked_locked), so time already counted as not sampled is never
- * counted twice.
+ * signal. Accounting starts afresh (a first signal again) when a profile
+ * starts, and for one thread when its timer is set again because it
+ * blocks the signal (count_blocked_locked, through the resets ring), so
+ * time already counted as not sampled is never counted twice.
  *
  * The handler captures the stack into a ring cell (no locks, no
  * allocation), saving errno, and chains any signal that is not ours to the
@@ -79,15 +79,46 @@ static void (*_Atomic host_plain)(int);
 static _Atomic uint64_t st_reclaimed;
 
 static _Atomic int cpu_hz;          /* rate in force, 0 idle */
-static _Atomic uint32_t cpu_gen;    /* bumped when accounting starts afresh */
+static _Atomic uint32_t cpu_gen;    /* bumped when a profile starts: every thread starts afresh */
+
+/* Threads whose timer was set again because they block the signal (their
+ * time was counted as not sampled; count_blocked_locked): a ring of
+ * (sequence, tid) written under reg_lock, read by the handler when the
+ * sequence moved since the thread last looked. */
+#define RESETS 64
+static _Atomic uint32_t reset_seq;
+static struct {
+    _Atomic uint32_t seq;
+    _Atomic int tid;
+} resets[RESETS];
 
 /* A thread's CPU time at its last sample (signal handler only). */
 typedef struct cpu_acct {
-    uint32_t gen;
+    uint32_t gen, reset_seen;
     int hz;
     uint64_t last_ns, carry;
 } cpu_acct;
 static __thread cpu_acct my_acct;
+
+/* Whether this thread's timer was set again since it last looked (or
+ * too many were to tell). async-signal-safe */
+static bool was_reset(int tid)
+{
+    uint32_t now = atomic_load_explicit(&reset_seq, memory_order_acquire);
+    uint32_t seen = my_acct.reset_seen;
+    if (now == seen)
+        return false;
+    my_acct.reset_seen = now;
+    if (now - seen > RESETS)
+        return true;
+    for (uint32_t q = seen + 1; q != now + 1; q++) {
+        uint32_t i = q % RESETS;
+        if (atomic_load_explicit(&resets[i].seq, memory_order_acquire) == q &&
+            atomic_load_explicit(&resets[i].tid, memory_order_relaxed) == tid)
+            return true;
+    }
+    return false;
+}
 static _Atomic int cpu_max_frames = PPROF_DEFAULT_MAX_FRAMES;
 static _Atomic uint64_t st_signals, st_samples, st_lost, st_truncated, st_handler_ns, st_blocked, st_unlisted;
 static _Atomic int st_threads;
@@ -153,8 +184,8 @@ static uint64_t sample_weight(const siginfo_t *si, int hz)
         return kernel;
     uint64_t now = (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
     uint32_t gen = atomic_load_explicit(&cpu_gen, memory_order_relaxed);
-    if (my_acct.gen != gen || my_acct.hz != hz || now < my_acct.last_ns) {
-        my_acct = (cpu_acct){gen, hz, now, 0};
+    if (was_reset(gettid_cached()) || my_acct.gen != gen || my_acct.hz != hz || now < my_acct.last_ns) {
+        my_acct = (cpu_acct){gen, my_acct.reset_seen, hz, now, 0};
         return kernel;
     }
     uint64_t period = (uint64_t)(1000000000ll / hz);
@@ -448,7 +479,12 @@ static void count_blocked_locked(int i, int64_t period)
         int blocked = blocks_signal(s->tid);
         if (blocked && s->blocked) {
             atomic_fetch_add(&st_blocked, (now - s->cpu_ns) / (uint64_t)period);
-            atomic_fetch_add(&cpu_gen, 1); /* that time must not come back as a weight */
+            /* that time must not come back as a weight (reg_lock held: one writer) */
+            uint32_t q = atomic_load(&reset_seq) + 1;
+            atomic_store_explicit(&resets[q % RESETS].seq, 0, memory_order_relaxed);
+            atomic_store_explicit(&resets[q % RESETS].tid, s->tid, memory_order_relaxed);
+            atomic_store_explicit(&resets[q % RESETS].seq, q, memory_order_release);
+            atomic_store_explicit(&reset_seq, q, memory_order_release);
             struct itimerspec its = {
                 .it_interval = {period / 1000000000, period % 1000000000},
                 .it_value = {period / 1000000000, period % 1000000000},
@@ -584,10 +620,12 @@ void pp_cpu_thread_start(void)
     int hz = atomic_load(&cpu_hz);
     int64_t first;
     struct timespec ts;
-    if (hz && arm_locked(my_tid, &first) == 0 && clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts) == 0) {
+    /* The clock first: the timer's first expiry is then at least `first`
+     * later, and its signal weighs one period. */
+    if (hz && clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts) == 0 && arm_locked(my_tid, &first) == 0) {
         /* Its CPU time counts from here, in phase with the timer's random
-         * first expiry: that signal weighs one period. */
-        my_acct = (cpu_acct){atomic_load(&cpu_gen), hz,
+         * first expiry. */
+        my_acct = (cpu_acct){atomic_load(&cpu_gen), atomic_load(&reset_seq), hz,
                              (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec,
                              (uint64_t)(period_ns(hz) - first)};
     }
