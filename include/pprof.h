@@ -612,8 +612,9 @@ PPROF_API int pprof_server_port(void);
  * serves the endpoints on an HTTP server of its own (pprof_http_handle,
  * pprof_mhd_handle) or not at all: children it forks, and exec'd children
  * with the preload, join it, and pprof_http_handle answers for all of
- * them. Idempotent; a no-op under LIBPPROF_TREE=0. Returns 0 or
- * PPROF_ESYS. Thread-safe. */
+ * them. Idempotent; a no-op under LIBPPROF_TREE=0. Returns 0,
+ * PPROF_ESTATE in a process that has joined its parent's tree (it is a
+ * member, answering that hub), or PPROF_ESYS. Thread-safe. */
 PPROF_API int pprof_tree_start(void);
 
 /* One profile of this process and every member of its tree, merged as

@@ -460,8 +460,11 @@ int pp_tree_join_ancestor(void)
 static void member_exit(void)
 {
     member *self = &hub.members[0];
+    pthread_mutex_lock(&hub.mu);
+    int hub_here = hub.is_hub;
+    pthread_mutex_unlock(&hub.mu);
     pthread_mutex_lock(&self->send_mu);
-    int joined = !hub.is_hub && self->fd >= 0;
+    int joined = !hub_here && self->fd >= 0;
     pthread_mutex_unlock(&self->send_mu);
     if (joined)
         pp_http_finish_all_now(2000000000LL);
@@ -775,6 +778,16 @@ void pp_tree_write_index(pp_reply *r)
 
 int pprof_tree_start(void)
 {
+    pthread_once(&tree_once, tree_init_once);
+    member *self = &hub.members[0];
+    pthread_mutex_lock(&hub.mu);
+    int member_here = !hub.is_hub && hub.name[0];
+    pthread_mutex_unlock(&hub.mu);
+    pthread_mutex_lock(&self->send_mu);
+    member_here = member_here && self->fd >= 0;
+    pthread_mutex_unlock(&self->send_mu);
+    if (member_here) /* its connection is to its own hub */
+        return pp_error_detail(PPROF_ESTATE, "this process is a member of %s's tree", hub.name);
     return pp_tree_start();
 }
 
