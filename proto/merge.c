@@ -66,7 +66,8 @@ static int gunzip(const unsigned char *in, size_t len, unsigned char **out, size
     size_t isize = len < 18 ? 0
                             : (size_t)in[len - 4] | (size_t)in[len - 3] << 8 | (size_t)in[len - 2] << 16 |
                                   (size_t)in[len - 1] << 24;
-    size_t cap = (isize >= len && isize < MAX_GUESS ? isize : len * 4) + 4096, n = 0;
+    /* trusted no further than deflate's largest ratio, 1032:1 */
+    size_t cap = (isize >= len && isize < MAX_GUESS && isize / 1032 <= len ? isize : len * 4) + 4096, n = 0;
     unsigned char *buf = malloc(cap);
     int rc = buf ? Z_OK : Z_MEM_ERROR;
     z.next_in = (unsigned char *)in;
