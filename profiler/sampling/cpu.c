@@ -174,6 +174,12 @@ void pp_cpu_set_queued_handler(pp_queued_handler fn)
     atomic_store(&queued_handler, fn);
 }
 
+/* async-signal-safe */
+static int64_t period_ns(int hz)
+{
+    return 1000000000ll / hz;
+}
+
 /* The weight of one timer signal (see the top of the file).
  * async-signal-safe */
 static uint64_t sample_weight(const siginfo_t *si, int hz)
@@ -188,7 +194,7 @@ static uint64_t sample_weight(const siginfo_t *si, int hz)
         my_acct = (cpu_acct){gen, my_acct.reset_seen, hz, now, 0};
         return kernel;
     }
-    uint64_t period = (uint64_t)(1000000000ll / hz);
+    uint64_t period = (uint64_t)period_ns(hz);
     uint64_t elapsed = now - my_acct.last_ns + my_acct.carry;
     my_acct.last_ns = now;
     my_acct.carry = elapsed % period;
@@ -341,11 +347,6 @@ static uint64_t next_random(void)
     x ^= x >> 7;
     x ^= x << 17;
     return x;
-}
-
-static int64_t period_ns(int hz)
-{
-    return 1000000000ll / hz;
 }
 
 /* Gives thread tid a timer; *first (when not NULL) gets its first expiry,
