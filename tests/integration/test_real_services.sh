@@ -28,7 +28,10 @@
 #     master serves the endpoint for its tree; profile?seconds=3 shows the
 #     request path (ngx_http_*) with one pid tag per worker, ?pid=<worker>
 #     only that worker; wrk's requests/s with and without libpprof
-#     (reported, not asserted).
+#     (reported, not asserted). The workers listen with reuseport so the
+#     kernel spreads wrk's 20 connections over both (on one shared socket
+#     one worker can accept them all and the other never runs: chance of
+#     an idle worker now 2 in 2^20).
 #   postgresql (a postmaster and a backend per connection) under pgbench
 #     -S with 4 clients: the postmaster serves the endpoint for its tree;
 #     profile?seconds=3 shows the executor's functions (Exec*) by name,
@@ -232,7 +235,7 @@ events { worker_connections 256; }
 http {
     access_log off;
     server {
-        listen 127.0.0.1:$nport;
+        listen 127.0.0.1:$nport reuseport;
         location / { return 200 "hello\\n"; }
     }
 }
