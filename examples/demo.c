@@ -22,12 +22,16 @@
  * for 5 ms of every 50 (restock_inventory), so checkouts wait for it and
  * for each other: about one checkout in ten waits.
  *
- *   LIBPPROF_ADDR   HOST:PORT to serve on (default 127.0.0.1:6060)
+ *   LIBPPROF_ADDR   HOST:PORT, [IPv6]:PORT or :PORT to serve on (default
+ *                   127.0.0.1:6060; port 0: one the kernel picks, printed;
+ *                   "off": the workload runs without an endpoint)
  */
 #define _GNU_SOURCE
 #include "pprof_mhd.h"
 
 #include <arpa/inet.h>
+#include <errno.h>
+#include <netdb.h>
 #include <microhttpd.h>
 #include <pthread.h>
 #include <signal.h>
@@ -196,18 +200,62 @@ static void completed(void *cls, struct MHD_Connection *c, void **con_cls,
     pprof_mhd_completed(con_cls);
 }
 
-static int parse_addr(const char *s, struct sockaddr_in *sa)
+/* Opens the listening socket for "HOST:PORT" or "[IPv6]:PORT" (HOST
+ * empty: every address; PORT 0: one the kernel picks). Returns the socket,
+ * or -1 with `why` saying what is wrong (a malformed address, a port in
+ * use). The demo binds it itself, so the message is the system's. */
+static int listen_on(const char *addr, char *why, size_t why_size)
 {
     char host[64];
-    const char *colon = strrchr(s, ':');
-    if (!colon || colon - s >= (long)sizeof host)
+    const char *colon = strrchr(addr, ':'), *port = colon ? colon + 1 : "";
+    size_t hlen = colon ? (size_t)(colon - addr) : 0;
+    if (hlen >= 2 && addr[0] == '[' && addr[hlen - 1] == ']') {
+        addr++;
+        hlen -= 2;
+    }
+    char *end;
+    long p = strtol(port, &end, 10);
+    if (!colon || hlen >= sizeof host || !*port || *end || port[0] == '-' || port[0] == '+' || p > 65535) {
+        snprintf(why, why_size, "malformed address (want HOST:PORT, [IPv6]:PORT or :PORT, with PORT 0-65535)");
         return -1;
-    memcpy(host, s, (size_t)(colon - s));
-    host[colon - s] = 0;
-    memset(sa, 0, sizeof *sa);
-    sa->sin_family = AF_INET;
-    sa->sin_port = htons((uint16_t)atoi(colon + 1));
-    return inet_pton(AF_INET, host[0] ? host : "0.0.0.0", &sa->sin_addr) == 1 ? 0 : -1;
+    }
+    memcpy(host, addr, hlen);
+    host[hlen] = 0;
+    struct addrinfo hints = {.ai_socktype = SOCK_STREAM, .ai_flags = AI_PASSIVE | AI_NUMERICSERV}, *ai;
+    int rc = getaddrinfo(hlen ? host : NULL, port, &hints, &ai);
+    if (rc) {
+        snprintf(why, why_size, "%s: %s", host, gai_strerror(rc));
+        return -1;
+    }
+    int fd = socket(ai->ai_family, ai->ai_socktype | SOCK_CLOEXEC, 0), one = 1;
+    if (fd < 0 || setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one) ||
+        bind(fd, ai->ai_addr, ai->ai_addrlen) || listen(fd, 64)) {
+        snprintf(why, why_size, "%s", strerror(errno));
+        if (fd >= 0)
+            close(fd);
+        fd = -1;
+    }
+    freeaddrinfo(ai);
+    return fd;
+}
+
+/* The address a listening socket ended up on, as HOST:PORT. */
+static void bound_address(int fd, char *out, size_t size)
+{
+    struct sockaddr_storage ss;
+    socklen_t len = sizeof ss;
+    char host[INET6_ADDRSTRLEN] = "?";
+    int port = 0;
+    if (getsockname(fd, (struct sockaddr *)&ss, &len) == 0 && ss.ss_family == AF_INET6) {
+        struct sockaddr_in6 *s6 = (struct sockaddr_in6 *)&ss;
+        inet_ntop(AF_INET6, &s6->sin6_addr, host, sizeof host);
+        port = ntohs(s6->sin6_port);
+        snprintf(out, size, "[%s]:%d", host, port);
+        return;
+    }
+    struct sockaddr_in *s4 = (struct sockaddr_in *)&ss;
+    inet_ntop(AF_INET, &s4->sin_addr, host, sizeof host);
+    snprintf(out, size, "%s:%d", host, ntohs(s4->sin_port));
 }
 
 static void on_term(int sig)
@@ -222,6 +270,18 @@ int main(int argc, char **argv)
     if (!addr || !*addr)
         addr = "127.0.0.1:6060";
     int builtin = argc > 1 && strcmp(argv[1], "--builtin") == 0;
+    if (argc > 2 || (argc == 2 && !builtin)) {
+        fprintf(stderr, "usage: pprof-demo [--builtin]   (LIBPPROF_ADDR=HOST:PORT, default 127.0.0.1:6060; "
+                        "off: no endpoint)\n");
+        return 2;
+    }
+    int serve = strcmp(addr, "off") != 0;
+    int fd = -1;
+    char why[160], where[80] = "";
+    if (serve && !builtin && (fd = listen_on(addr, why, sizeof why)) < 0) {
+        fprintf(stderr, "pprof-demo: cannot serve on %s: %s\n", addr, why);
+        return 1;
+    }
     signal(SIGINT, on_term);
     signal(SIGTERM, on_term);
     /* Contention profiles are off by default; the demo shows them. */
@@ -237,33 +297,41 @@ int main(int argc, char **argv)
     pthread_create(&t[2], NULL, restocker, NULL);
 
     struct MHD_Daemon *d = NULL;
-    if (builtin) {
+    if (serve && builtin) {
         pprof_server_config cfg = {.addr = addr};
         int rc = pprof_server_start(&cfg);
         if (rc) {
             fprintf(stderr, "pprof-demo: cannot serve on %s: %s\n", addr, pprof_last_error());
-            return 1;
+            stop = 1;
+        } else {
+            const char *colon = strrchr(addr, ':');
+            snprintf(where, sizeof where, "%.*s:%d", colon == addr ? 7 : (int)(colon - addr),
+                     colon == addr ? "0.0.0.0" : addr, pprof_server_port());
         }
-    } else {
-        struct sockaddr_in sa;
-        if (parse_addr(addr, &sa)) {
-            fprintf(stderr, "pprof-demo: bad address %s (want IPv4 HOST:PORT)\n", addr);
-            return 1;
-        }
+    } else if (serve) {
+        bound_address(fd, where, sizeof where);
         d = MHD_start_daemon(MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_AUTO | MHD_ALLOW_SUSPEND_RESUME | MHD_USE_ERROR_LOG,
-                             0, NULL, NULL, app, NULL, MHD_OPTION_SOCK_ADDR, &sa,
+                             0, NULL, NULL, app, NULL, MHD_OPTION_LISTEN_SOCKET, fd,
                              MHD_OPTION_NOTIFY_COMPLETED, completed, NULL,
                              /* bounds for a service: idle connections close, and few at once
                               * (a connection waiting for a long profile is suspended, not idle) */
                              MHD_OPTION_CONNECTION_TIMEOUT, (unsigned int)60,
                              MHD_OPTION_CONNECTION_LIMIT, (unsigned int)64, MHD_OPTION_END);
         if (!d) {
-            fprintf(stderr, "pprof-demo: cannot serve on %s\n", addr);
-            return 1;
+            fprintf(stderr, "pprof-demo: cannot serve on %s: libmicrohttpd did not start\n", addr);
+            stop = 1;
         }
     }
-    printf("pprof-demo: serving on http://%s/debug/pprof/ (try: go tool pprof http://%s/debug/pprof/profile?seconds=10)\n",
-           addr, addr);
+    if (stop) {
+        for (int i = 0; i < 3; i++)
+            pthread_join(t[i], NULL);
+        return 1;
+    }
+    if (serve)
+        printf("pprof-demo: serving on http://%s/debug/pprof/ (try: go tool pprof "
+               "'http://%s/debug/pprof/profile?seconds=10')\n", where, where);
+    else
+        printf("pprof-demo: running without an endpoint (LIBPPROF_ADDR=off)\n");
     fflush(stdout);
     while (!stop)
         pause();

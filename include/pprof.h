@@ -38,6 +38,21 @@ extern "C" {
 #define PPROF_API
 #endif
 
+/* --------------------------------------------------------------- version */
+
+/* The version of the header (CMake's project version is read from these
+ * lines). PPROF_VERSION is MAJOR * 10000 + MINOR * 100 + PATCH, for #if. */
+#define PPROF_VERSION_MAJOR 0
+#define PPROF_VERSION_MINOR 2
+#define PPROF_VERSION_PATCH 0
+#define PPROF_VERSION_STRING "0.2.0"
+#define PPROF_VERSION (PPROF_VERSION_MAJOR * 10000 + PPROF_VERSION_MINOR * 100 + PPROF_VERSION_PATCH)
+
+/* The version of the library in use ("0.2.0"), which can differ from the
+ * header's when a program runs against another build. A static string.
+ * Thread-safe; async-signal-safe. */
+PPROF_API const char *pprof_version(void);
+
 /* ---------------------------------------------------------------- errors */
 
 enum {
@@ -592,6 +607,18 @@ typedef struct pprof_server_config {
     int max_concurrent;        /* profile requests running at once; 0: 16; beyond: 503 */
     int no_tree;               /* 1: forked children do not join (see README, "Process trees";
                                   LIBPPROF_TREE=0 does the same) */
+    /* Access (README, "Access control"). A request must carry
+     * "Authorization: Bearer <token>" when a token is set: 401 without it,
+     * 403 with another. */
+    const char *token_file;    /* the file holding the token (trailing whitespace ignored);
+                                  NULL: LIBPPROF_TOKEN_FILE, else no token */
+    int token_in_query;        /* 1: "?token=<token>" is accepted too, for clients that cannot
+                                  send headers (go tool pprof): the token is then in URLs,
+                                  shell history and proxies' logs (LIBPPROF_TOKEN_QUERY=1) */
+    int auth_none;             /* 1: serve an address other than loopback with no token
+                                  (LIBPPROF_AUTH=none); without it or a token,
+                                  pprof_server_start refuses such an address */
+    int no_cmdline;            /* 1: cmdline answers 403 (LIBPPROF_CMDLINE=off) */
 } pprof_server_config;
 
 /* Starts the HTTP server on its own threads. cfg may be NULL. A second

@@ -9,6 +9,7 @@
  * returning, or hands the request to the scheduler with pp_call_defer.
  */
 #define _GNU_SOURCE /* memmem */
+#include "auth.h"
 #include "http_internal.h"
 
 #include <dirent.h>
@@ -55,6 +56,7 @@ int pp_serve_window(pp_req *q, pprof_recorder *rec, int seconds, const char *wha
         seconds = q->cfg.max_seconds;
     if (pp_call_reserve(q) != 0) {
         pprof_recorder_free(rec);
+        pp_auth_refused(503, NULL);
         return pp_reply_error(q, 503, "too many profile requests at once (limit %d); try again later",
                               q->cfg.max_concurrent);
     }
@@ -156,6 +158,10 @@ static int h_profile(pp_req *q)
 /* argv joined by NUL bytes, without the final NUL. */
 static int h_cmdline(pp_req *q)
 {
+    pp_access a;
+    pp_access_resolve(&q->cfg, &a);
+    if (a.no_cmdline)
+        return pp_reply_error(q, 403, "cmdline is turned off here (LIBPPROF_CMDLINE=off)");
     pp_reply r;
     pp_reply_init(&r, 200);
     pp_reply_header(&r, "Content-Type", "text/plain; charset=utf-8");
@@ -380,6 +386,13 @@ static void write_stats(pp_reply *r)
                     (unsigned long long)l.live, (unsigned long long)l.created, (unsigned long long)l.freed,
                     (unsigned long long)l.kept, (unsigned long long)l.dropped);
     pp_tree_write_index(r);
+    pp_refusals f;
+    pp_refusals_get(&f);
+    pp_reply_printf(r,
+                    "<tr><td>Refused requests</td><td>%llu without credentials (401), %llu with a wrong token "
+                    "(403), %llu over a limit (503)</td></tr>\n",
+                    (unsigned long long)f.unauthenticated, (unsigned long long)f.forbidden,
+                    (unsigned long long)f.busy);
     pprof_contention_stats w;
     pprof_contention_stats_get(&w);
     pp_reply_printf(r,

@@ -133,6 +133,8 @@ void pp_reply_set_errorv(pp_reply *r, int status, const char *fmt, va_list ap)
     pp_reply_init(r, status);
     pp_reply_header(r, "Content-Type", "text/plain; charset=utf-8");
     pp_reply_header(r, "X-Go-Pprof", "1");
+    if (status == 503) /* every 503 here is a limit or a passing state */
+        pp_reply_header(r, "Retry-After", "5");
     int n = vsnprintf(line, sizeof line - 1, fmt, ap);
     if (n < 0)
         n = 0;

@@ -7,6 +7,11 @@
  * constructor only acts when the library is one of LD_PRELOAD's entries. If the server cannot
  * start, exactly one line goes to stderr and the host program runs on.
  *
+ * When it starts, and LIBPPROF_PRINT_ADDR=1 (the launcher libpprof-run sets
+ * it) or the requested port is 0, one line on stderr says where it serves,
+ * with the port actually bound:
+ *     libpprof: serving http://127.0.0.1:41237/debug/pprof/ (pid 1234)
+ *
  * At exit the server is stopped from an atexit handler registered by the
  * constructor; stopping is idempotent, so a program that stops the server
  * itself is fine. (The profiler core stops its timers with its own hook.)
@@ -19,6 +24,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 static void preload_exit(void)
 {
@@ -57,6 +63,29 @@ static int preloaded(void)
     return 0;
 }
 
+/* Whether the port of "HOST:PORT" or "[V6]:PORT" is 0 (the kernel picks). */
+static int port_is_zero(const char *addr)
+{
+    const char *port = strrchr(addr, ':') + 1; /* the server accepted addr: it has one */
+    return *port && strspn(port, "0") == strlen(port);
+}
+
+/* The line saying where the server listens: the host as given ("0.0.0.0"
+ * when empty, as for every interface), the port bound. */
+static void print_serving(const char *addr)
+{
+    const char *print = getenv("LIBPPROF_PRINT_ADDR");
+    if (!(print && !strcmp(print, "1")) && !port_is_zero(addr))
+        return;
+    if (!strncmp(addr, "unix:", 5)) {
+        fprintf(stderr, "libpprof: serving /debug/pprof/ on %s (pid %d)\n", addr, (int)getpid());
+        return;
+    }
+    int hlen = (int)(strrchr(addr, ':') - addr);
+    fprintf(stderr, "libpprof: serving http://%.*s:%d/debug/pprof/ (pid %d)\n", hlen ? hlen : 7,
+            hlen ? addr : "0.0.0.0", pprof_server_port(), (int)getpid());
+}
+
 __attribute__((constructor)) static void preload_init(void)
 {
     const char *addr = getenv("LIBPPROF_ADDR");
@@ -68,6 +97,7 @@ __attribute__((constructor)) static void preload_init(void)
     int rc = pprof_server_start(&cfg);
     if (rc == 0) {
         atexit(preload_exit);
+        print_serving(addr);
         return;
     }
     if (rc == PPROF_EBUSY)

@@ -30,9 +30,12 @@
  */
 #define _GNU_SOURCE
 #include "accept.h"
+#include "auth.h"
 #include "http_internal.h"
+#include "listen.h"
 #include "pprof_mhd.h"
 
+#include <arpa/inet.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <microhttpd.h>
@@ -63,6 +66,7 @@ typedef struct pp_mhd_req {
     int body_too_large;
     pprof_http_call *call;       /* while a call is pending */
     int have_resp;
+    int refused;                 /* the access check's refusal is queued */
     struct MHD_Response *resp;   /* NULL if it could not be made */
     unsigned int status;
     _Atomic int *parked;         /* built-in server: count of suspended connections */
@@ -185,6 +189,27 @@ static enum MHD_Result queue_and_release(struct MHD_Connection *c, unsigned int 
     return ret;
 }
 
+/* The answer to a client that left while its request was pending: no one
+ * reads it, and MHD closes the connection when the write fails. (Returning
+ * MHD_NO would close it too, but daemons with MHD_USE_ERROR_LOG then log an
+ * "internal application error" for every dropped client.) */
+static enum MHD_Result queue_gone(struct MHD_Connection *c)
+{
+    static struct MHD_Response *_Atomic shared;
+    struct MHD_Response *r = atomic_load(&shared), *none = NULL;
+    if (!r) {
+        r = MHD_create_response_from_buffer(0, (void *)"", MHD_RESPMEM_PERSISTENT);
+        if (!r)
+            return MHD_NO;
+        MHD_add_response_header(r, "Connection", "close");
+        if (!atomic_compare_exchange_strong(&shared, &none, r)) {
+            MHD_destroy_response(r);
+            r = none;
+        }
+    }
+    return MHD_queue_response(c, MHD_HTTP_SERVICE_UNAVAILABLE, r);
+}
+
 /* Takes the stored answer (lock held) and queues it after unlocking. */
 static enum MHD_Result answer_unlock(pp_mhd_req *st)
 {
@@ -197,7 +222,7 @@ static enum MHD_Result answer_unlock(pp_mhd_req *st)
     if (!ok) {
         if (r)
             MHD_destroy_response(r);
-        return MHD_NO;
+        return st->gone ? queue_gone(st->conn) : MHD_NO;
     }
     return queue_and_release(st->conn, status, r);
 }
@@ -312,6 +337,52 @@ static enum MHD_Result start_request(const pprof_server_config *cfg, pp_mhd_req 
     return MHD_YES;
 }
 
+/* The client's address, for the refusal log. */
+static const char *peer_of(struct MHD_Connection *c, char *buf, size_t size)
+{
+    const union MHD_ConnectionInfo *ci = MHD_get_connection_info(c, MHD_CONNECTION_INFO_CLIENT_ADDRESS);
+    const struct sockaddr *sa = ci ? ci->client_addr : NULL;
+    if (!sa)
+        return NULL;
+    if (sa->sa_family == AF_INET)
+        return inet_ntop(AF_INET, &((const struct sockaddr_in *)sa)->sin_addr, buf, (socklen_t)size);
+    if (sa->sa_family == AF_INET6)
+        return inet_ntop(AF_INET6, &((const struct sockaddr_in6 *)sa)->sin6_addr, buf, (socklen_t)size);
+    return sa->sa_family == AF_UNIX ? "the unix socket" : NULL;
+}
+
+/* The access check (auth.h), once the request's headers are in: MHD_YES
+ * to go on, or the refusal queued (the request then ends there). */
+static enum MHD_Result refuse_unless_allowed(const pprof_server_config *cfg, struct MHD_Connection *c,
+                                             pp_mhd_req *st)
+{
+    pp_access a;
+    pp_access_resolve(cfg, &a);
+    const char *text;
+    int status = pp_auth_check(&a, MHD_lookup_connection_value(c, MHD_HEADER_KIND, MHD_HTTP_HEADER_AUTHORIZATION),
+                               a.token_in_query ? MHD_lookup_connection_value(c, MHD_GET_ARGUMENT_KIND, "token")
+                                                : NULL,
+                               &text);
+    if (status == 0)
+        return MHD_YES;
+    char peer[64];
+    pp_auth_refused(status, peer_of(c, peer, sizeof peer));
+    char body[160];
+    int n = snprintf(body, sizeof body, "%s\n", text);
+    struct MHD_Response *r = MHD_create_response_from_buffer((size_t)n, body, MHD_RESPMEM_MUST_COPY);
+    if (r && (MHD_add_response_header(r, "Content-Type", "text/plain; charset=utf-8") != MHD_YES ||
+              (status == 401 && MHD_add_response_header(r, MHD_HTTP_HEADER_WWW_AUTHENTICATE,
+                                                        "Bearer realm=\"libpprof\"") != MHD_YES))) {
+        MHD_destroy_response(r);
+        r = NULL;
+    }
+    pthread_mutex_lock(&st->mu);
+    st->phase = ST_FINISHED;
+    st->refused = 1;
+    pthread_mutex_unlock(&st->mu);
+    return queue_and_release(c, (unsigned int)status, r);
+}
+
 /* Thread-safe: called from MHD's threads, one at a time per connection. */
 int pprof_mhd_handle(const pprof_server_config *cfg, struct MHD_Connection *connection,
                      const char *url, const char *method, const char *upload_data,
@@ -328,7 +399,7 @@ int pprof_mhd_handle(const pprof_server_config *cfg, struct MHD_Connection *conn
     case ST_FRESH:
         st->conn = connection;
         st->phase = ST_BODY;
-        return MHD_YES;
+        return refuse_unless_allowed(cfg, connection, st);
     case ST_BODY:
         if (*upload_data_size != 0) {
             if (st->body_too_large || st->body.len + *upload_data_size > PP_MAX_BODY) {
@@ -344,6 +415,10 @@ int pprof_mhd_handle(const pprof_server_config *cfg, struct MHD_Connection *conn
         }
         return start_request(cfg, st, url, method);
     default:
+        if (st->refused) { /* the refusal is queued: drop any body */
+            *upload_data_size = 0;
+            return MHD_YES;
+        }
         /* Called again after a resume: queue the answer, or close. */
         pthread_mutex_lock(&st->mu);
         return answer_unlock(st);
@@ -390,6 +465,7 @@ static struct {
     int port;
     pprof_server_config cfg; /* prefix points to our copy */
     char *prefix;
+    char *unix_path;         /* unix:PATH: the socket file, removed at stop */
     _Atomic int stopping;
     _Atomic int handling;        /* access-handler calls in progress */
     _Atomic int parked;      /* suspended connections of our daemon */
@@ -414,6 +490,7 @@ static void srv_after_fork_child(void)
     srv.listen_fd = -1;
     srv.port = 0;
     srv.prefix = NULL;
+    srv.unix_path = NULL; /* the parent's: it removes it */
     atomic_store(&srv.stopping, 0);
     atomic_store(&srv.parked, 0);
 }
@@ -458,82 +535,12 @@ static void srv_completed(void *cls, struct MHD_Connection *c, void **con_cls,
     pprof_mhd_completed(con_cls);
 }
 
-/* Splits "HOST:PORT" or "[V6]:PORT" and binds a listening socket to it.
- * Returns the socket, or -1 with srv.error set. */
+/* Binds the listening socket (listen.h). Returns it, or -1 with srv.error set. */
 static int open_listener(const char *addr, int *port_out)
 {
-    char host[256];
-    const char *port, *h;
-    size_t hlen;
-    if (addr[0] == '[') {
-        const char *rb = strchr(addr, ']');
-        if (!rb || rb[1] != ':')
-            goto malformed;
-        h = addr + 1;
-        hlen = (size_t)(rb - h);
-        port = rb + 2;
-    } else {
-        const char *colon = strrchr(addr, ':');
-        if (!colon || memchr(addr, ':', (size_t)(colon - addr)))
-            goto malformed;
-        h = addr;
-        hlen = (size_t)(colon - addr);
-        port = colon + 1;
-    }
-    size_t plen = strlen(port);
-    if (hlen >= sizeof host || plen == 0 || plen > 5 || strspn(port, "0123456789") != plen ||
-        atoi(port) > 65535)
-        goto malformed;
-    memcpy(host, h, hlen);
-    host[hlen] = '\0';
-
-    struct addrinfo hints = {.ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM,
-                             .ai_flags = AI_PASSIVE | AI_NUMERICSERV}, *res;
-    int gai = getaddrinfo(hlen ? host : NULL, port, &hints, &res);
-    if (gai != 0) {
-        snprintf(srv.error, sizeof srv.error, "%s", gai_strerror(gai));
-        return -1;
-    }
-    /* Empty host: dual-stack "::" first, as Go's ":PORT"; a name: IPv4
-     * first, as Go's listener does for "localhost". */
-    int fd = -1, err = EADDRNOTAVAIL;
-    for (int pass = 0; pass < 2 && fd < 0; pass++) {
-        for (struct addrinfo *ai = res; ai && fd < 0; ai = ai->ai_next) {
-            int preferred = hlen ? ai->ai_family == AF_INET : ai->ai_family == AF_INET6;
-            if (preferred != (pass == 0))
-                continue;
-            fd = socket(ai->ai_family, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, ai->ai_protocol);
-            if (fd < 0) {
-                err = errno;
-                continue;
-            }
-            int one = 1, zero = 0;
-            setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
-            if (ai->ai_family == AF_INET6 && hlen == 0)
-                setsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &zero, sizeof zero);
-            if (bind(fd, ai->ai_addr, ai->ai_addrlen) != 0 || listen(fd, 128) != 0) {
-                err = errno;
-                close(fd);
-                fd = -1;
-            }
-        }
-    }
-    freeaddrinfo(res);
-    if (fd < 0) {
-        snprintf(srv.error, sizeof srv.error, "%s", strerror(err));
-        return -1;
-    }
-    struct sockaddr_storage ss;
-    socklen_t sl = sizeof ss;
-    *port_out = 0;
-    if (getsockname(fd, (struct sockaddr *)&ss, &sl) == 0)
-        *port_out = ss.ss_family == AF_INET6 ? ntohs(((struct sockaddr_in6 *)&ss)->sin6_port)
-                                             : ntohs(((struct sockaddr_in *)&ss)->sin_port);
-    return fd;
-
-malformed:
-    snprintf(srv.error, sizeof srv.error, "malformed address (want HOST:PORT or [IPv6]:PORT)");
-    return -1;
+    pp_listen_error kind;
+    int err;
+    return pp_listen_open(addr, 128, port_out, &kind, &err, srv.error, sizeof srv.error);
 }
 
 /* The built-in server accepts on a thread of its own and hands each
@@ -610,10 +617,30 @@ int pprof_server_start(const pprof_server_config *cfg)
         goto out;
     }
     oom_response(); /* made while memory is there */
+    pp_access access;
+    pp_access_resolve(&c, &access);
+    char *token_file = NULL;
+    if (pp_auth_load(&access, srv.error, sizeof srv.error) != 0 ||
+        (access.token_file && !(token_file = strdup(access.token_file)))) {
+        free(prefix);
+        rc = srv.error[0] ? PPROF_EINVAL : PPROF_ENOMEM;
+        goto out;
+    }
     int port = 0;
     int fd = open_listener(addr, &port);
     if (fd < 0) {
         free(prefix);
+        free(token_file);
+        goto out;
+    }
+    if (!token_file && !access.auth_none && !pp_listen_is_loopback(fd)) {
+        snprintf(srv.error, sizeof srv.error,
+                 "%s is not a loopback address and no token is set: set LIBPPROF_TOKEN_FILE, or "
+                 "LIBPPROF_AUTH=none to serve anyone who reaches it",
+                 addr);
+        close(fd);
+        free(prefix);
+        free(token_file);
         goto out;
     }
     unsigned int flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_ALLOW_SUSPEND_RESUME | MHD_USE_NO_LISTEN_SOCKET |
@@ -621,6 +648,7 @@ int pprof_server_start(const pprof_server_config *cfg)
     flags |= MHD_is_feature_supported(MHD_FEATURE_EPOLL) == MHD_YES ? MHD_USE_EPOLL : MHD_USE_POLL;
     c.addr = NULL;
     c.prefix = prefix;
+    c.token_file = token_file;
     srv.cfg = c;
     atomic_store(&srv.stopping, 0);
     atomic_store(&srv.parked, 0);
@@ -653,11 +681,14 @@ int pprof_server_start(const pprof_server_config *cfg)
         srv.wake[0] = srv.wake[1] = -1;
         close(fd);
         free(prefix);
+        free(token_file);
+        srv.cfg.token_file = NULL;
         rc = PPROF_ESYS;
         goto out;
     }
     srv.port = port;
     srv.prefix = prefix;
+    srv.unix_path = strncmp(addr, "unix:", 5) == 0 ? strdup(addr + 5) : NULL;
     srv.running = 1;
     pp_shutdown_hook_add(stop_at_exit);
     rc = 0;
@@ -702,7 +733,13 @@ int pprof_server_stop(void)
     if (settled)
         MHD_stop_daemon(srv.daemon);
     close(srv.listen_fd);
+    if (srv.unix_path)
+        unlink(srv.unix_path);
+    free(srv.unix_path);
+    srv.unix_path = NULL;
     free(srv.prefix);
+    free((char *)srv.cfg.token_file);
+    srv.cfg.token_file = NULL;
     srv.prefix = NULL;
     srv.daemon = NULL;
     srv.listen_fd = -1;

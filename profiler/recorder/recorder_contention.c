@@ -55,7 +55,7 @@ static pprof_profile *build(contention_recorder *c, const pp_store_snap *base, c
 static int check_hooks(void)
 {
 #ifdef PPROF_NO_HOOKS
-    return pp_error_detail(PPROF_ENOTSUP, "this build has no lock hooks (sanitizer builds intercept locks)");
+    return pp_error_detail(PPROF_ENOTSUP, "this build has no lock hooks (libpprof_nohooks.a, sanitizer builds)");
 #else
     return 0;
 #endif

@@ -25,7 +25,7 @@ typedef struct heap_recorder {
 static int heap_available(void)
 {
 #ifdef PPROF_NO_HOOKS
-    return pp_error_detail(PPROF_ENOTSUP, "this build has no malloc hooks (sanitizer builds replace malloc)");
+    return pp_error_detail(PPROF_ENOTSUP, "this build has no malloc hooks (libpprof_nohooks.a, sanitizer builds)");
 #else
     if (pp_heap_is_unpaired())
         return pp_error_detail(PPROF_ENOTSUP, "heap profiling is off: the allocator after libpprof defines malloc "
