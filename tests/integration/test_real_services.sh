@@ -285,6 +285,18 @@ pg_load() {
         sed -n 's/^tps = \([0-9.]*\).*/\1/p' | head -1
 }
 
+# pg_ready BIN DIR PORT: waits up to 30 s until postgres accepts connections
+# (libpprof's endpoint answers from the first instant, the postmaster's
+# socket only after its start-up, which takes seconds on a cold machine)
+pg_ready() {
+    local i
+    for i in $(seq 300); do
+        runuser -u postgres -- "$1/pg_isready" -q -h "$2" -p "$3" && return 0
+        sleep 0.1
+    done
+    return 1
+}
+
 postgres_part() {
     local bin
     bin=$(ls -d /usr/lib/postgresql/*/bin 2>/dev/null | tail -1)
@@ -314,13 +326,23 @@ postgres_part() {
         return
     fi
     local base=http://127.0.0.1:$PORT/debug/pprof
-    runuser -u postgres -- "$bin/pgbench" -h "$dir" -p "$port" -i -s 2 postgres >"$TMP/pgbench-i.log" 2>&1
+    if ! pg_ready "$bin" "$dir" "$port" ||
+        ! runuser -u postgres -- "$bin/pgbench" -h "$dir" -p "$port" -i -s 2 postgres >"$TMP/pgbench-i.log" 2>&1; then
+        pp_bad "postgresql: pgbench -i could not fill the database" "$(tail -5 "$TMP/pgbench-i.log" 2>/dev/null)"
+        pp_stop "$PID" >/dev/null 2>&1
+        rm -rf "$dir"
+        return
+    fi
     runuser -u postgres -- "$bin/pgbench" -h "$dir" -p "$port" -c 4 -T 6 -S postgres >"$TMP/pgbench.log" 2>&1 &
     local loader=$!
     sleep 1
     curl -sS --max-time 30 -o "$TMP/pg.cpu" "$base/profile?seconds=3"
     wait "$loader"
-    pp_note "postgresql: pgbench -S -c 4 $(grep -E '^tps' "$TMP/pgbench.log" | head -1) (a 3 s profile running)"
+    if grep -qE '^tps' "$TMP/pgbench.log"; then
+        pp_note "postgresql: pgbench -S -c 4 $(grep -E '^tps' "$TMP/pgbench.log" | head -1) (a 3 s profile running)"
+    else
+        pp_note "postgresql: pgbench -S -c 4 failed: $(tail -3 "$TMP/pgbench.log" | tr '\n' ' ')"
+    fi
     pp_pprof -top -nodecount=400 "$TMP/pg.cpu" >"$TMP/pg.top" 2>&1
     pp_check "postgresql: the executor's functions by name (Exec*)" grep -qE ' Exec[A-Z][A-Za-z]+$' "$TMP/pg.top"
     pp_pprof -tags "$TMP/pg.cpu" >"$TMP/pg.tags" 2>&1
@@ -337,10 +359,7 @@ postgres_part() {
     pp_stop "$PID" >/dev/null 2>&1
     pp_start pg-plain runuser -u postgres -- "$bin/postgres" -D "$dir/data" -k "$dir" -p "$port" -c listen_addresses=
     local pg_plain=$PID
-    for _ in $(seq 100); do
-        runuser -u postgres -- "$bin/pg_isready" -h "$dir" -p "$port" >/dev/null 2>&1 && break
-        sleep 0.1
-    done
+    pg_ready "$bin" "$dir" "$port"
     plain_tps=$(pg_load "$bin" "$dir" "$port")
     pp_note "postgresql: pgbench -S -c 4 -T 4: ${plain_tps:-?} tps without libpprof, ${pre_tps:-?} with$(ratio "$plain_tps" "$pre_tps")"
     pp_stop "$pg_plain" >/dev/null 2>&1
