@@ -30,7 +30,7 @@ install(FILES ${CMAKE_CURRENT_BINARY_DIR}/libpprofConfig.cmake
 # pkg-config: libpprof (the shared library; --static adds what libpprof.a
 # needs), libpprof-static (libpprof.a with its hooks) and
 # libpprof-static-nohooks (libpprof_nohooks.a).
-set(PC_REQUIRES "libmicrohttpd libprotobuf-c zlib libdw")
+set(PC_REQUIRES "libmicrohttpd libprotobuf-c zlib libdw gnutls")
 set(PC_SYSLIBS "-lpthread -ldl -lrt -lm")
 set(pc_variants "libpprof|Go-compatible /debug/pprof profiling for C and C++ programs|-L\${libdir} -lpprof|Requires.private|Libs.private: ${PC_SYSLIBS}")
 list(APPEND pc_variants "libpprof-static|libpprof as a static library, with its malloc and lock hooks|\${libdir}/libpprof.a ${PC_SYSLIBS}|Requires|")
@@ -69,7 +69,7 @@ set(CPACK_DEBIAN_PACKAGE_SECTION libs)
 set(CPACK_DEBIAN_LIB_PACKAGE_NAME libpprof0)
 set(CPACK_DEBIAN_LIB_PACKAGE_SECTION libs)
 set(CPACK_DEBIAN_LIB_PACKAGE_DEPENDS
-  "libc6 (>= 2.36), libmicrohttpd12 (>= 0.9.75), libprotobuf-c1 (>= 1.4.1), zlib1g (>= 1:1.2.13), libdw1 (>= 0.188)")
+  "libc6 (>= 2.36), libmicrohttpd12 (>= 0.9.75), libprotobuf-c1 (>= 1.4.1), zlib1g (>= 1:1.2.13), libdw1 (>= 0.188), libgnutls30 (>= 3.7.9)")
 set(CPACK_DEBIAN_PACKAGE_GENERATE_SHLIBS ON)
 set(CPACK_DEBIAN_PACKAGE_GENERATE_SHLIBS_POLICY ">=")
 set(CPACK_COMPONENT_LIB_DESCRIPTION "Go-compatible /debug/pprof profiling for C and C++ programs (library)
@@ -80,7 +80,7 @@ set(CPACK_DEBIAN_DEV_PACKAGE_NAME libpprof-dev)
 set(CPACK_DEBIAN_DEV_PACKAGE_SECTION libdevel)
 set(PPROF_DEB_VERSION "${PROJECT_VERSION}-${CPACK_DEBIAN_PACKAGE_RELEASE}")
 set(CPACK_DEBIAN_DEV_PACKAGE_DEPENDS
-  "libpprof0 (= ${PPROF_DEB_VERSION}), libmicrohttpd-dev, libprotobuf-c-dev, zlib1g-dev, libdw-dev")
+  "libpprof0 (= ${PPROF_DEB_VERSION}), libmicrohttpd-dev, libprotobuf-c-dev, zlib1g-dev, libdw-dev, libgnutls28-dev")
 set(CPACK_COMPONENT_DEV_DESCRIPTION "Go-compatible /debug/pprof profiling for C and C++ programs (development files)
  Headers, static libraries (with and without malloc and lock hooks),
  pkg-config files and the CMake package of libpprof.")

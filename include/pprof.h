@@ -619,6 +619,12 @@ typedef struct pprof_server_config {
                                   (LIBPPROF_AUTH=none); without it or a token,
                                   pprof_server_start refuses such an address */
     int no_cmdline;            /* 1: cmdline answers 403 (LIBPPROF_CMDLINE=off) */
+    /* HTTPS (README, "Access control"): PEM files, read once at start. */
+    const char *tls_cert_file;      /* with tls_key_file: serve HTTPS; NULL: LIBPPROF_TLS_CERT */
+    const char *tls_key_file;       /* NULL: LIBPPROF_TLS_KEY */
+    const char *tls_client_ca_file; /* every client must present a certificate this CA signed
+                                       (403 otherwise); counts as authentication for an address
+                                       other than loopback; NULL: LIBPPROF_TLS_CLIENT_CA */
 } pprof_server_config;
 
 /* Starts the HTTP server on its own threads. cfg may be NULL. A second

@@ -14,7 +14,7 @@ cd "$(dirname "$0")/.."
 # test runs Debian's memcached, redis, nginx and postgresql (with their load tools) and python3
 # under LD_PRELOAD
 scripts/deps.sh libjemalloc2 libtcmalloc-minimal4 clang memcached libmemcached-tools redis-server redis-tools \
-    python3 nginx-light wrk postgresql
+    python3 nginx-light wrk postgresql openssl golang-github-google-pprof-dev
 jobs=$(nproc)
 run() { # dir label-args cmake-args...
   local dir=$1 sel=$2; shift 2

@@ -10,6 +10,7 @@
  */
 #define _GNU_SOURCE /* memmem */
 #include "auth.h"
+#include "heads.h"
 #include "http_internal.h"
 
 #include <dirent.h>
@@ -393,6 +394,17 @@ static void write_stats(pp_reply *r)
                     "(403), %llu over a limit (503)</td></tr>\n",
                     (unsigned long long)f.unauthenticated, (unsigned long long)f.forbidden,
                     (unsigned long long)f.busy);
+    pp_heads_stats hs;
+    pp_heads_stats_get(&hs);
+    int live, cap;
+    pp_server_connections(&live, &cap);
+    if (cap) /* the built-in server's */
+        pp_reply_printf(r,
+                        "<tr><td>Connections</td><td>%d being answered of %d allowed; %d waiting for their "
+                        "request head of %d allowed; closed: %llu without a whole head within %d s, %llu "
+                        "to make room, %llu with a head over %d bytes (431)</td></tr>\n",
+                        live, cap, hs.held, hs.cap, (unsigned long long)hs.timed_out, PP_HEAD_SECONDS,
+                        (unsigned long long)hs.displaced, (unsigned long long)hs.too_large, PP_HEAD_MAX);
     pprof_contention_stats w;
     pprof_contention_stats_get(&w);
     pp_reply_printf(r,

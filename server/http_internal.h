@@ -25,6 +25,10 @@
 #include "base/base.h"
 #include "pprof.h"
 
+/* The built-in server's connections in libmicrohttpd, and the most it
+ * may have (0 when it never ran). server.c */
+void pp_server_connections(int *live, int *cap);
+
 #define PP_DEFAULT_PREFIX "/debug/pprof/"
 #define PP_DEFAULT_MAX_SECONDS 600
 #define PP_DEFAULT_MAX_CONCURRENT 16

@@ -82,8 +82,9 @@ static void print_serving(const char *addr)
         return;
     }
     int hlen = (int)(strrchr(addr, ':') - addr);
-    fprintf(stderr, "libpprof: serving http://%.*s:%d/debug/pprof/ (pid %d)\n", hlen ? hlen : 7,
-            hlen ? addr : "0.0.0.0", pprof_server_port(), (int)getpid());
+    const char *cert = getenv("LIBPPROF_TLS_CERT"); /* the server started: it serves HTTPS */
+    fprintf(stderr, "libpprof: serving %s://%.*s:%d/debug/pprof/ (pid %d)\n", cert && *cert ? "https" : "http",
+            hlen ? hlen : 7, hlen ? addr : "0.0.0.0", pprof_server_port(), (int)getpid());
 }
 
 __attribute__((constructor)) static void preload_init(void)

@@ -31,9 +31,11 @@
 #define _GNU_SOURCE
 #include "accept.h"
 #include "auth.h"
+#include "heads.h"
 #include "http_internal.h"
 #include "listen.h"
 #include "pprof_mhd.h"
+#include "tls.h"
 
 #include <arpa/inet.h>
 #include <errno.h>
@@ -42,6 +44,7 @@
 #include <netdb.h>
 #include <netinet/in.h>
 #include <poll.h>
+#include <sys/resource.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -120,6 +123,10 @@ static void mhd_done(void *ctx, const pprof_http_response *resp)
             MHD_destroy_response(mr);
             mr = NULL;
         }
+    }
+    if (mr && st->parked && MHD_add_response_header(mr, "Connection", "close") != MHD_YES) {
+        MHD_destroy_response(mr); /* built-in server: one request per connection (heads.h) */
+        mr = NULL;
     }
     pthread_mutex_lock(&st->mu);
     if (st->gone) {
@@ -351,15 +358,21 @@ static const char *peer_of(struct MHD_Connection *c, char *buf, size_t size)
     return sa->sa_family == AF_UNIX ? "the unix socket" : NULL;
 }
 
-/* The access check (auth.h), once the request's headers are in: MHD_YES
- * to go on, or the refusal queued (the request then ends there). */
+/* The built-in server has a client CA: every request needs a verified
+ * client certificate (tls.h). */
+static _Atomic int need_client_cert;
+
+/* The access check (auth.h, tls.h), once the request's headers are in:
+ * MHD_YES to go on, or the refusal queued (the request then ends there). */
 static enum MHD_Result refuse_unless_allowed(const pprof_server_config *cfg, struct MHD_Connection *c,
                                              pp_mhd_req *st)
 {
     pp_access a;
     pp_access_resolve(cfg, &a);
-    const char *text;
-    int status = pp_auth_check(&a, MHD_lookup_connection_value(c, MHD_HEADER_KIND, MHD_HTTP_HEADER_AUTHORIZATION),
+    const char *text = "a client certificate signed by the server's client CA is required";
+    int status = st->parked && atomic_load(&need_client_cert) && !pp_tls_client_verified(c) ? 403 : 0;
+    if (status == 0)
+        status = pp_auth_check(&a, MHD_lookup_connection_value(c, MHD_HEADER_KIND, MHD_HTTP_HEADER_AUTHORIZATION),
                                a.token_in_query ? MHD_lookup_connection_value(c, MHD_GET_ARGUMENT_KIND, "token")
                                                 : NULL,
                                &text);
@@ -371,6 +384,7 @@ static enum MHD_Result refuse_unless_allowed(const pprof_server_config *cfg, str
     int n = snprintf(body, sizeof body, "%s\n", text);
     struct MHD_Response *r = MHD_create_response_from_buffer((size_t)n, body, MHD_RESPMEM_MUST_COPY);
     if (r && (MHD_add_response_header(r, "Content-Type", "text/plain; charset=utf-8") != MHD_YES ||
+              (st->parked && MHD_add_response_header(r, "Connection", "close") != MHD_YES) ||
               (status == 401 && MHD_add_response_header(r, MHD_HTTP_HEADER_WWW_AUTHENTICATE,
                                                         "Bearer realm=\"libpprof\"") != MHD_YES))) {
         MHD_destroy_response(r);
@@ -466,6 +480,10 @@ static struct {
     pprof_server_config cfg; /* prefix points to our copy */
     char *prefix;
     char *unix_path;         /* unix:PATH: the socket file, removed at stop */
+    pp_heads *heads;         /* connections until their request head is in (heads.h) */
+    pp_tls tls;              /* HTTPS: kept while the daemon runs (tls.h) */
+    int mhd_cap;             /* connections libmicrohttpd may have at once */
+    _Atomic int mhd_live;    /* connections it has */
     _Atomic int stopping;
     _Atomic int handling;        /* access-handler calls in progress */
     _Atomic int parked;      /* suspended connections of our daemon */
@@ -491,6 +509,11 @@ static void srv_after_fork_child(void)
     srv.port = 0;
     srv.prefix = NULL;
     srv.unix_path = NULL; /* the parent's: it removes it */
+    pp_tls_free(&srv.tls);
+    if (srv.running)
+        pp_heads_free(srv.heads); /* its copies would keep the parent's clients waiting */
+    srv.heads = NULL;
+    atomic_store(&srv.mhd_live, 0);
     atomic_store(&srv.stopping, 0);
     atomic_store(&srv.parked, 0);
 }
@@ -535,12 +558,64 @@ static void srv_completed(void *cls, struct MHD_Connection *c, void **con_cls,
     pprof_mhd_completed(con_cls);
 }
 
+static void srv_connection(void *cls, struct MHD_Connection *c, void **socket_context,
+                           enum MHD_ConnectionNotificationCode toe)
+{
+    (void)cls;
+    (void)c;
+    (void)socket_context;
+    if (toe == MHD_CONNECTION_NOTIFY_CLOSED)
+        atomic_fetch_sub(&srv.mhd_live, 1);
+}
+
 /* Binds the listening socket (listen.h). Returns it, or -1 with srv.error set. */
 static int open_listener(const char *addr, int *port_out)
 {
     pp_listen_error kind;
     int err;
-    return pp_listen_open(addr, 128, port_out, &kind, &err, srv.error, sizeof srv.error);
+    return pp_listen_open(addr, 1024, port_out, &kind, &err, srv.error, sizeof srv.error); /* bursts wait */
+}
+
+/* A connection whose request head is in (heads.h): to libmicrohttpd, or a
+ * 503 at once when it has its fill of connections. */
+static void hand_to_mhd(void *arg, int fd, const struct sockaddr_storage *ss, socklen_t sl)
+{
+    static const char busy[] = "HTTP/1.1 503 Service Unavailable\r\n"
+                               "Content-Type: text/plain; charset=utf-8\r\n"
+                               "Retry-After: 5\r\n"
+                               "Connection: close\r\n"
+                               "Content-Length: 48\r\n\r\n"
+                               "too many connections to the profiler; try later\n";
+    static int64_t dropped_ns;
+    (void)arg;
+    if (atomic_fetch_add(&srv.mhd_live, 1) >= srv.mhd_cap) {
+        atomic_fetch_sub(&srv.mhd_live, 1);
+        pp_auth_refused(503, NULL);
+        if (send(fd, busy, sizeof busy - 1, MSG_DONTWAIT | MSG_NOSIGNAL) > 0)
+            shutdown(fd, SHUT_WR);
+        close(fd);
+        return;
+    }
+    if (MHD_add_connection(srv.daemon, fd, (const struct sockaddr *)ss, sl) != MHD_YES) {
+        atomic_fetch_sub(&srv.mhd_live, 1); /* MHD closed fd */
+        int64_t now = pp_now_ns(CLOCK_MONOTONIC);
+        if (!dropped_ns || now - dropped_ns > 60000000000LL) /* once a minute */
+            fprintf(stderr, "libpprof: a connection was dropped: libmicrohttpd could not take it (%s)\n",
+                    strerror(errno));
+        dropped_ns = now;
+    }
+}
+
+/* How many connections the server may hold: a quarter of the descriptors
+ * the process may open, at most 320 (the host's own come first); a fifth
+ * of them for libmicrohttpd, the rest waiting for their request heads. */
+static int connection_budget(void)
+{
+    struct rlimit rl;
+    int budget = 320;
+    if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY && rl.rlim_cur / 4 < (rlim_t)budget)
+        budget = rl.rlim_cur / 4 < 10 ? 10 : (int)(rl.rlim_cur / 4);
+    return budget;
 }
 
 /* The built-in server accepts on a thread of its own and hands each
@@ -551,18 +626,23 @@ static void *acceptor_main(void *arg)
     (void)arg;
     pthread_setname_np(pthread_self(), "pprof-accept");
     pp_accept_state st = {0};
+    int next_deadline = -1;
     for (;;) {
-        struct pollfd p[2] = {{srv.wake[0], POLLIN, 0}, {srv.listen_fd, pp_accept_events(&st), 0}};
-        if (poll(p, 2, pp_accept_timeout(&st, -1)) < 0 && errno != EINTR)
+        struct pollfd p[3] = {{srv.wake[0], POLLIN, 0}, {srv.listen_fd, pp_accept_events(&st), 0},
+                              {pp_heads_fd(srv.heads), POLLIN, 0}};
+        if (poll(p, 3, pp_accept_timeout(&st, next_deadline)) < 0 && errno != EINTR)
             break;
         if (p[0].revents)
             break;
-        struct sockaddr_storage ss;
-        socklen_t sl = sizeof ss;
-        int fd = pp_accept_one(&st, srv.listen_fd, 1, &ss, &sl);
-        if (fd >= 0 && MHD_add_connection(srv.daemon, fd, (const struct sockaddr *)&ss, sl) != MHD_YES)
-            fprintf(stderr, "libpprof: a connection was dropped: libmicrohttpd could not take it (%s)\n",
-                    strerror(errno)); /* and closed it */
+        for (int i = 0; i < 64 && (p[1].revents & POLLIN); i++) { /* a burst at a time */
+            struct sockaddr_storage ss;
+            socklen_t sl = sizeof ss;
+            int fd = pp_accept_one(&st, srv.listen_fd, 1, &ss, &sl);
+            if (fd < 0)
+                break;
+            pp_heads_add(srv.heads, fd, &ss, sl);
+        }
+        next_deadline = pp_heads_run(srv.heads, hand_to_mhd, NULL);
     }
     return NULL;
 }
@@ -626,19 +706,30 @@ int pprof_server_start(const pprof_server_config *cfg)
         rc = srv.error[0] ? PPROF_EINVAL : PPROF_ENOMEM;
         goto out;
     }
+    if (pp_tls_load(&c, &srv.tls, srv.error, sizeof srv.error) != 0 ||
+        (srv.tls.cert && MHD_is_feature_supported(MHD_FEATURE_TLS) != MHD_YES &&
+         snprintf(srv.error, sizeof srv.error, "this libmicrohttpd was built without TLS"))) {
+        pp_tls_free(&srv.tls);
+        free(prefix);
+        free(token_file);
+        rc = PPROF_EINVAL;
+        goto out;
+    }
     int port = 0;
     int fd = open_listener(addr, &port);
     if (fd < 0) {
+        pp_tls_free(&srv.tls);
         free(prefix);
         free(token_file);
         goto out;
     }
-    if (!token_file && !access.auth_none && !pp_listen_is_loopback(fd)) {
+    if (!token_file && !srv.tls.client_ca && !access.auth_none && !pp_listen_is_loopback(fd)) {
         snprintf(srv.error, sizeof srv.error,
-                 "%s is not a loopback address and no token is set: set LIBPPROF_TOKEN_FILE, or "
-                 "LIBPPROF_AUTH=none to serve anyone who reaches it",
+                 "%s is not a loopback address and no token or client CA is set: set LIBPPROF_TOKEN_FILE "
+                 "or LIBPPROF_TLS_CLIENT_CA, or LIBPPROF_AUTH=none to serve anyone who reaches it",
                  addr);
         close(fd);
+        pp_tls_free(&srv.tls);
         free(prefix);
         free(token_file);
         goto out;
@@ -646,6 +737,17 @@ int pprof_server_start(const pprof_server_config *cfg)
     unsigned int flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_ALLOW_SUSPEND_RESUME | MHD_USE_NO_LISTEN_SOCKET |
                          MHD_USE_ITC;
     flags |= MHD_is_feature_supported(MHD_FEATURE_EPOLL) == MHD_YES ? MHD_USE_EPOLL : MHD_USE_POLL;
+    struct MHD_OptionItem tls_options[] = {
+        {MHD_OPTION_HTTPS_MEM_CERT, 0, srv.tls.cert},
+        {MHD_OPTION_HTTPS_MEM_KEY, 0, srv.tls.key},
+        {srv.tls.client_ca ? MHD_OPTION_HTTPS_MEM_TRUST : MHD_OPTION_END, 0, srv.tls.client_ca},
+        {MHD_OPTION_END, 0, NULL},
+    };
+    if (srv.tls.cert)
+        flags |= MHD_USE_TLS;
+    else
+        tls_options[0].option = MHD_OPTION_END;
+    atomic_store(&need_client_cert, srv.tls.client_ca != NULL);
     c.addr = NULL;
     c.prefix = prefix;
     c.token_file = token_file;
@@ -655,12 +757,18 @@ int pprof_server_start(const pprof_server_config *cfg)
     sigset_t old;
     pp_block_host_signals(&old); /* the MHD thread inherits the mask */
     pprof_labels *caller_set = pp_server_own_begin(); /* and the label set */
-    struct MHD_Daemon *d = MHD_start_daemon(
+    int budget = connection_budget();
+    srv.mhd_cap = budget / 5;
+    atomic_store(&srv.mhd_live, 0);
+    srv.heads = pp_heads_new(budget - srv.mhd_cap, srv.tls.cert != NULL);
+    struct MHD_Daemon *d = !srv.heads ? NULL : MHD_start_daemon(
         flags, 0, NULL, NULL, srv_access, NULL,
         MHD_OPTION_URI_LOG_CALLBACK, srv_uri_log, NULL,
         MHD_OPTION_NOTIFY_COMPLETED, srv_completed, NULL,
-        MHD_OPTION_CONNECTION_TIMEOUT, (unsigned int)120,
-        MHD_OPTION_CONNECTION_LIMIT, (unsigned int)256,
+        MHD_OPTION_NOTIFY_CONNECTION, srv_connection, NULL,
+        MHD_OPTION_CONNECTION_TIMEOUT, (unsigned int)PP_HEAD_SECONDS,
+        MHD_OPTION_CONNECTION_LIMIT, (unsigned int)(srv.mhd_cap + 8), /* ours: hand_to_mhd */
+        MHD_OPTION_ARRAY, tls_options,
         MHD_OPTION_END);
     srv.daemon = d;
     srv.listen_fd = fd;
@@ -676,6 +784,9 @@ int pprof_server_start(const pprof_server_config *cfg)
         snprintf(srv.error, sizeof srv.error, "cannot start the HTTP daemon");
         if (d)
             MHD_stop_daemon(d);
+        pp_heads_free(srv.heads);
+        srv.heads = NULL;
+        pp_tls_free(&srv.tls);
         srv.daemon = NULL;
         srv.listen_fd = -1;
         srv.wake[0] = srv.wake[1] = -1;
@@ -732,6 +843,10 @@ int pprof_server_stop(void)
      * never came back, leave the daemon be (it gets no new connections). */
     if (settled)
         MHD_stop_daemon(srv.daemon);
+    pp_heads_free(srv.heads); /* the accept thread has ended */
+    srv.heads = NULL;
+    if (settled)
+        pp_tls_free(&srv.tls); /* else the daemon that holds it lives on */
     close(srv.listen_fd);
     if (srv.unix_path)
         unlink(srv.unix_path);
@@ -747,6 +862,12 @@ int pprof_server_stop(void)
     srv.running = 0;
     pthread_mutex_unlock(&srv.mu);
     return 0;
+}
+
+void pp_server_connections(int *live, int *cap)
+{
+    *live = atomic_load(&srv.mhd_live);
+    *cap = srv.mhd_cap;
 }
 
 /* Thread-safe. */
