@@ -169,6 +169,8 @@ const char *pp_sym_demangle(struct pp_sym_session *s, const char *raw);
 /* sym_tables.c */
 void pp_sym_indexes_clear(struct pp_sym_session *s);
 const char *pp_sym_symbol_at(struct pp_sym_session *s, Dwfl_Module *mod, uint64_t addr, uint64_t *start);
+/* 1 when the module's symbol tables were read and name something. */
+int pp_sym_module_has_symbols(struct pp_sym_session *s, Dwfl_Module *mod);
 /* pp_sym_dwarf_allowed, asked once per module. */
 bool pp_sym_module_dwarf(struct pp_sym_session *s, Dwfl_Module *mod);
 

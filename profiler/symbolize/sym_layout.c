@@ -315,20 +315,66 @@ static bool rebuild_snapshot(struct pp_sym_session *s, const sbuf *maps_text)
     return true;
 }
 
-static Dwfl *build_dwfl(void)
+/* Reports the modules of the maps text into d (read from memory: a process
+ * with no descriptor free still has its symbols). A positive result means
+ * the text could not be read; -1 means one module could not be reported,
+ * and the others still serve. */
+static int report_maps(Dwfl *d, const sbuf *maps_text)
+{
+    FILE *f = fmemopen(maps_text->p, maps_text->n, "r"); /* no descriptor needed */
+    if (!f)
+        return 1;
+    int rc = dwfl_linux_proc_maps_report(d, f);
+    fclose(f);
+    return rc;
+}
+
+static Dwfl *build_dwfl(const sbuf *maps_text)
 {
     Dwfl *d = dwfl_begin(&pp_sym_callbacks);
     if (!d)
         return NULL;
     dwfl_report_begin(d);
-    /* A positive result means /proc/self/maps could not be read; -1 means
-     * one module could not be reported, and the others still serve. */
-    int rc = dwfl_linux_proc_report(d, getpid());
+    int rc = maps_text ? report_maps(d, maps_text) : dwfl_linux_proc_report(d, getpid());
     if (dwfl_report_end(d, NULL, NULL) != 0 || rc > 0) {
         dwfl_end(d);
         return NULL;
     }
     return d;
+}
+
+static int note_removed(Dwfl_Module *mod, void *userdata, const char *name, Dwarf_Addr base, void *arg)
+{
+    (void)mod;
+    (void)userdata;
+    (void)name;
+    (void)base;
+    *(bool *)arg = true;
+    return DWARF_CB_OK;
+}
+
+/* Reports the current modules into the existing Dwfl: a module mapped as
+ * before (same file, same addresses) is kept with everything libdw has
+ * read of it (its units, line tables, debug file), so a program that
+ * loads and unloads libraries does not make every profile read the rest
+ * again (libc's separate debug file alone took seconds a profile). The
+ * indexes keyed by module and unit are dropped when any module went away,
+ * before libdwfl frees it: its addresses may be reused by the next one. */
+static bool rereport_dwfl(struct pp_sym_session *s, const sbuf *maps_text)
+{
+    FILE *f = fmemopen(maps_text->p, maps_text->n, "r");
+    if (!f)
+        return false; /* out of memory: the Dwfl stays as it was */
+    dwfl_report_begin(s->dwfl);
+    int rc = dwfl_linux_proc_maps_report(s->dwfl, f);
+    fclose(f);
+    bool removed = false;
+    if (dwfl_report_end(s->dwfl, note_removed, &removed) != 0)
+        removed = true; /* the module list is in doubt: drop what points into it */
+    if (removed)
+        pp_sym_indexes_clear(s);
+    pp_sym_cache_clear(s); /* answers are per address: a region may hold another object now */
+    return rc <= 0;
 }
 
 /* Brings the Dwfl and the mapping snapshot up to date. The loader's
@@ -348,8 +394,10 @@ void pp_sym_refresh(struct pp_sym_session *s)
                       dc.adds != s->dl_adds || dc.subs != s->dl_subs ||
                       (have_maps && !sbuf_eq(&files, &s->sig_files));
     bool rebuilt = false;
-    if (dwfl_stale) {
-        Dwfl *d = build_dwfl();
+    if (dwfl_stale && s->dwfl && s->dwfl_pid == getpid() && have_maps) {
+        rebuilt = rereport_dwfl(s, &text);
+    } else if (dwfl_stale) {
+        Dwfl *d = build_dwfl(have_maps ? &text : NULL);
         if (d) {
             if (s->dwfl)
                 dwfl_end(s->dwfl);
@@ -358,6 +406,8 @@ void pp_sym_refresh(struct pp_sym_session *s)
             s->dwfl = d;
             rebuilt = true;
         }
+    }
+    if (dwfl_stale) {
         /* Record what was tried even on failure, so the cheap check in
          * pprof_symbol_name does not retry on every call. */
         s->dwfl_pid = getpid();

@@ -194,7 +194,12 @@ static int inlined_chain(Dwarf_Die *fn, Dwarf_Addr pc, Dwarf_Die out[MAX_NESTING
  * names functions of objects whose file libdwfl could not open, such as a
  * library deleted since it was loaded when /proc/self/map_files is closed
  * to unprivileged processes. The name is copied: the object may be
- * unloaded before the cache is dropped. */
+ * unloaded before the cache is dropped.
+ *
+ * It is asked only where it can add a name (see loader_can_name): dladdr
+ * takes the loader's lock, which a program that loads and unloads
+ * libraries in a loop holds nearly all the time; a profile of such a
+ * program once waited seconds per address for it. */
 static const char *loader_symbol(struct pp_sym_session *s, uint64_t addr)
 {
     /* dladdr1 points into the object's own tables, which another thread
@@ -239,12 +244,23 @@ static Dwarf_Die *unit_of(Dwfl_Module *mod, uint64_t addr, Dwarf_Addr *bias)
     return cu;
 }
 
+/* Whether the loader may name addr where libdwfl did not: an address in no
+ * module that this batch's /proc/self/maps still shows mapped (an object
+ * libdwfl did not report), or one in a module whose symbol tables could
+ * not be read. The loader's tables are a subset of what libdwfl reads
+ * from the file, and an object that was not mapped when the batch began
+ * has been unloaded (or is another object by now). */
+static int loader_can_name(struct pp_sym_session *s, Dwfl_Module *mod, uint64_t addr)
+{
+    return mod ? !pp_sym_module_has_symbols(s, mod) : pp_sym_find_mapping(s, addr) >= 0;
+}
+
 /* Resolves addr into frames[], innermost first; returns the count. */
 int pp_sym_resolve(struct pp_sym_session *s, uint64_t addr, int functions_only, pp_sym_frame *frames)
 {
     Dwfl_Module *mod = s->dwfl ? dwfl_addrmodule(s->dwfl, addr) : NULL;
     if (!mod) {
-        const char *name = loader_symbol(s, addr);
+        const char *name = loader_can_name(s, NULL, addr) ? loader_symbol(s, addr) : NULL;
         if (!name)
             return 0;
         set_frame(s, &frames[0], name, NULL, 0);
@@ -257,7 +273,7 @@ int pp_sym_resolve(struct pp_sym_session *s, uint64_t addr, int functions_only, 
         functions_only = 1; /* its debug sections would inflate past the budget */
     pp_sym_pages_note(s, mod, !functions_only);
     if (functions_only) { /* the symbol tables only: no DWARF is read */
-        const char *raw = symname ? symname : loader_symbol(s, addr);
+        const char *raw = symname ? symname : loader_can_name(s, mod, addr) ? loader_symbol(s, addr) : NULL;
         if (!raw)
             return 0;
         set_frame(s, &frames[0], raw, NULL, 0);
@@ -297,7 +313,7 @@ int pp_sym_resolve(struct pp_sym_session *s, uint64_t addr, int functions_only, 
     }
 
     const char *raw = symname ? symname : outer_die_name;
-    if (raw == NULL && n == 0)
+    if (raw == NULL && n == 0 && loader_can_name(s, mod, addr))
         raw = loader_symbol(s, addr);
     if (raw == NULL && file == NULL && n == 0)
         return 0;
