@@ -576,34 +576,50 @@ static int open_listener(const char *addr, int *port_out)
     return pp_listen_open(addr, 1024, port_out, &kind, &err, srv.error, sizeof srv.error); /* bursts wait */
 }
 
+/* Answers a connection libmicrohttpd does not get with a 503 (Retry-After),
+ * written without waiting, and closes it. */
+static void answer_busy(int fd, const char *why)
+{
+    char buf[320];
+    int body = (int)strlen(why) + 1;
+    int n = snprintf(buf, sizeof buf,
+                     "HTTP/1.1 503 Service Unavailable\r\nContent-Type: text/plain; charset=utf-8\r\n"
+                     "Retry-After: 5\r\nConnection: close\r\nContent-Length: %d\r\n\r\n%s\n",
+                     body, why);
+    if (n > 0 && n < (int)sizeof buf && send(fd, buf, (size_t)n, MSG_DONTWAIT | MSG_NOSIGNAL) > 0)
+        shutdown(fd, SHUT_WR);
+    close(fd);
+}
+
 /* A connection whose request head is in (heads.h): to libmicrohttpd, or a
- * 503 at once when it has its fill of connections. */
+ * 503 at once when it has its fill of connections or cannot take this one
+ * (out of memory: it closes the descriptor it was given, so a copy is kept
+ * to answer on). */
 static void hand_to_mhd(void *arg, int fd, const struct sockaddr_storage *ss, socklen_t sl)
 {
-    static const char busy[] = "HTTP/1.1 503 Service Unavailable\r\n"
-                               "Content-Type: text/plain; charset=utf-8\r\n"
-                               "Retry-After: 5\r\n"
-                               "Connection: close\r\n"
-                               "Content-Length: 48\r\n\r\n"
-                               "too many connections to the profiler; try later\n";
     static int64_t dropped_ns;
     (void)arg;
     if (atomic_fetch_add(&srv.mhd_live, 1) >= srv.mhd_cap) {
         atomic_fetch_sub(&srv.mhd_live, 1);
         pp_auth_refused(503, NULL);
-        if (send(fd, busy, sizeof busy - 1, MSG_DONTWAIT | MSG_NOSIGNAL) > 0)
-            shutdown(fd, SHUT_WR);
-        close(fd);
+        answer_busy(fd, "too many connections to the profiler; try later");
         return;
     }
-    if (MHD_add_connection(srv.daemon, fd, (const struct sockaddr *)ss, sl) != MHD_YES) {
-        atomic_fetch_sub(&srv.mhd_live, 1); /* MHD closed fd */
-        int64_t now = pp_now_ns(CLOCK_MONOTONIC);
-        if (!dropped_ns || now - dropped_ns > 60000000000LL) /* once a minute */
-            fprintf(stderr, "libpprof: a connection was dropped: libmicrohttpd could not take it (%s)\n",
-                    strerror(errno));
-        dropped_ns = now;
+    int spare = fcntl(fd, F_DUPFD_CLOEXEC, 0);
+    if (MHD_add_connection(srv.daemon, fd, (const struct sockaddr *)ss, sl) == MHD_YES) {
+        if (spare >= 0)
+            close(spare);
+        return;
     }
+    int err = errno;
+    atomic_fetch_sub(&srv.mhd_live, 1); /* MHD closed fd */
+    pp_auth_refused(503, NULL);
+    if (spare >= 0)
+        answer_busy(spare, "the profiler could not take the connection (out of memory?); try later");
+    int64_t now = pp_now_ns(CLOCK_MONOTONIC);
+    if (!dropped_ns || now - dropped_ns > 60000000000LL) /* once a minute */
+        fprintf(stderr, "libpprof: libmicrohttpd could not take a connection (%s); answered 503\n", strerror(err));
+    dropped_ns = now;
 }
 
 /* How many connections the server may hold: a quarter of the descriptors

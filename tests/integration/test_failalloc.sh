@@ -5,10 +5,11 @@
 # requested in turn for 40 s each:
 #   - the program never crashes and no request hangs (20 s limit each)
 #   - every response is complete: a 200 whose gzipped body is whole, or an
-#     error status with a reason in its body; requests left without an
-#     answer are the connections libmicrohttpd could not take (one "a
-#     connection was dropped" line on stderr each), and at most one in 100
-#     more (libmicrohttpd's own allocations once it has a connection)
+#     error status with a reason in its body (a connection libmicrohttpd
+#     cannot take gets a 503 from the server itself); requests left
+#     without an answer are at most three in 100 (libmicrohttpd's own
+#     allocations once it has a connection: 0 to 2 in about 200 here, so
+#     the bound is far enough out that chance alone does not fail it)
 #   - once allocations succeed again, every endpoint answers 200 at once
 # test-labels: plain-only
 # Usage: test_failalloc.sh BUILD_DIR
@@ -56,10 +57,8 @@ for N in 1000 100; do
     pp_check "1 in $N failing: every response complete, errors with a reason" test -z "$bad"
     [ -z "$bad" ] || pp_note "$bad"
     silent=$(awk '$1 == "000" && $2 != 28' "$log" | wc -l)
-    mhd=$(grep -c 'a connection was dropped' "$TMP/fa$N.err")
-    allowed=$((mhd + total / 100))
-    pp_check "1 in $N failing: unanswered requests ($silent) are connections libmicrohttpd could not take ($mhd), or at most one in 100" \
-        test "$silent" -le "$allowed"
+    pp_check "1 in $N failing: unanswered requests ($silent) at most three in 100 of $total" \
+        test "$silent" -le "$((total * 3 / 100))"
     [ "$silent" = 0 ] || pp_note "unanswered: $(awk '$1 == "000" { print $3 }' "$log" | tr '\n' ' ')"
     pp_note "1 in $N failing: $(awk '{ print $1 }' "$log" | sort | uniq -c | tr -s ' \n' ' ')(status: count)"
     touch "$TMP/off.$N"
