@@ -70,8 +70,17 @@ typedef struct member {
     int pid, ppid;
     char name[16];
     int64_t joined_s;
+    int asked, answered, late; /* requests it was asked, answered, and not in time (the index) */
     pthread_mutex_t send_mu;
 } member;
+
+/* A member that has left, for the index. */
+typedef struct gone_member {
+    int pid, ppid, asked, answered, late;
+    char name[16];
+    int64_t joined_s, left_s;
+} gone_member;
+#define GONE_KEPT 8
 
 /* A request fanned out to the members. */
 typedef struct treq {
@@ -97,6 +106,8 @@ static struct {
     int is_hub;
     int listen_fd;
     member members[MAX_MEMBERS];
+    gone_member gone[GONE_KEPT]; /* the last to leave, a ring */
+    unsigned ngone;
     treq *pending;
     uint32_t next_id;
     int thread_started;
@@ -179,9 +190,18 @@ static void treq_unref_locked(treq *t)
     free(t);
 }
 
+static member *member_locked(int pid)
+{
+    for (int i = 0; i < MAX_MEMBERS; i++)
+        if (hub.members[i].fd >= 0 && hub.members[i].pid == pid)
+            return &hub.members[i];
+    return NULL;
+}
+
 /* A member's answer, or its end (status -1). */
 static void answered_locked(int pid, uint32_t id, int status, char *body, size_t len)
 {
+    member *m = status > 0 ? member_locked(pid) : NULL;
     for (treq *t = hub.pending; t; t = t->next) {
         if (id && t->id != id)
             continue;
@@ -194,6 +214,8 @@ static void answered_locked(int pid, uint32_t id, int status, char *body, size_t
                 body = NULL;
             }
             t->nanswered++;
+            if (m)
+                m->answered++;
             pthread_cond_broadcast(&t->cv);
         }
     }
@@ -202,6 +224,9 @@ static void answered_locked(int pid, uint32_t id, int status, char *body, size_t
 
 static void drop_member_locked(member *m)
 {
+    hub.gone[hub.ngone++ % GONE_KEPT] =
+        (gone_member){m->pid, m->ppid, m->asked, m->answered, m->late, {0}, m->joined_s, mono_s()};
+    memcpy(hub.gone[(hub.ngone - 1) % GONE_KEPT].name, m->name, sizeof m->name);
     close(m->fd);
     m->fd = -1;
     answered_locked(m->pid, 0, -1, NULL, 0);
@@ -243,6 +268,7 @@ static void accept_member(void)
     slot->pid = cr.pid;
     slot->ppid = m.status;
     slot->joined_s = mono_s();
+    slot->asked = slot->answered = slot->late = 0;
     comm_of(cr.pid, slot->name);
     pthread_mutex_unlock(&hub.mu);
 }
@@ -409,6 +435,7 @@ static void tree_fork_child(void)
         hub.members[i].send_mu = (pthread_mutex_t)PTHREAD_MUTEX_INITIALIZER;
     }
     hub.pending = NULL; /* the parent's requests are not this process's (leaked) */
+    hub.ngone = 0;
     hub.is_hub = 0;
     hub.thread_started = 0;
     if (hub.name[0])
@@ -569,6 +596,16 @@ static int header_is(const pprof_http_response *r, const char *name, const char 
     return 0;
 }
 
+/* Members that did not answer by the deadline, for the index. */
+static void count_late_locked(const treq *t)
+{
+    for (int i = 0; i < t->nasked; i++) {
+        member *m = t->status[i] == 0 ? member_locked(t->pids[i]) : NULL;
+        if (m)
+            m->late++;
+    }
+}
+
 /* The hub's own answer is ready: await the members, then answer. */
 static void tree_done(void *ctx, const pprof_http_response *resp)
 {
@@ -584,6 +621,7 @@ static void tree_done(void *ctx, const pprof_http_response *resp)
         ts.tv_nsec = 0;
         pthread_cond_timedwait(&t->cv, &hub.mu, &ts);
     }
+    count_late_locked(t);
     if (t->only_pid) {
         int i = 0;
         while (i < t->nasked && t->pids[i] != t->only_pid)
@@ -728,6 +766,7 @@ int pp_tree_handle(const pprof_server_config *cfg, const pprof_http_request *req
         t->pids[t->nasked] = m->pid;
         memcpy(t->names[t->nasked], m->name, sizeof m->name);
         t->nasked++;
+        m->asked++;
         pthread_mutex_lock(&m->send_mu);
         int bad = send_msg(m->fd, MSG_REQ, t->id, 0, wire, strlen(wire));
         pthread_mutex_unlock(&m->send_mu);
@@ -763,13 +802,22 @@ void pp_tree_write_index(pp_reply *r)
             member *m = &hub.members[i];
             if (m->fd < 0)
                 continue;
-            pp_reply_printf(r, "%s<a href=\"goroutine?debug=2&amp;pid=%d\">%d</a> (%s, parent %d, %lld s)",
+            pp_reply_printf(r,
+                            "%s<a href=\"goroutine?debug=2&amp;pid=%d\">%d</a> (%s, parent %d, %lld s, "
+                            "answered %d of %d requests, %d late)",
                             n++ ? ", " : "; members: ", m->pid, m->pid, m->name, m->ppid,
-                            (long long)(now - m->joined_s));
+                            (long long)(now - m->joined_s), m->answered, m->asked, m->late);
         }
         pp_reply_printf(r, "%s; every profile answers for all of them (pid and process labels), ?pid=N for one, "
-                           "?tree=0 for the hub alone</td></tr>\n",
+                           "?tree=0 for the hub alone",
                         n ? "" : "; no members");
+        for (unsigned k = 0; k < GONE_KEPT && k < hub.ngone; k++) {
+            const gone_member *g = &hub.gone[(hub.ngone - 1 - k) % GONE_KEPT];
+            pp_reply_printf(r, "%s%d (%s, parent %d, left %lld s ago after %lld s, answered %d of %d requests, %d late)",
+                            k ? ", " : "; left lately: ", g->pid, g->name, g->ppid, (long long)(now - g->left_s),
+                            (long long)(g->left_s - g->joined_s), g->answered, g->asked, g->late);
+        }
+        pp_reply_printf(r, "</td></tr>\n");
     }
     pthread_mutex_unlock(&hub.mu);
 }

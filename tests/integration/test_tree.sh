@@ -66,6 +66,12 @@ curl -sS --max-time 30 "$base/goroutine?debug=2&pid=$w1" >"$TMP/dump.txt"
 pp_check "goroutine?debug=2&pid=$w1: its thread dump" grep -q "^thread $w1 .*" "$TMP/dump.txt"
 curl -sS --max-time 30 -o "$TMP/hub.pb.gz" "$base/heap?tree=0"
 pp_check "heap?tree=0: the hub alone" test -z "$(pp_pprof -top "$TMP/hub.pb.gz" 2>/dev/null | grep worker_keep)"
+curl -sS --max-time 10 "$base/" >"$TMP/index2.html"
+for w in "$w1" "$w2"; do
+    a=$(grep -o "pid=$w\">$w</a> ([^)]*)" "$TMP/index2.html" | sed -n 's/.*answered \([0-9]*\) of \([0-9]*\) requests.*/\1 \2/p')
+    pp_check "index: worker $w answered every request it was asked (${a:-none})" \
+        awk -v a="$a" 'BEGIN { n = split(a, f, " "); exit !(n == 2 && f[1] == f[2] && f[2] >= 3) }'
+done
 curl -sS --max-time 10 -D "$TMP/h404" -o "$TMP/b404" "$base/heap?pid=1"
 pp_check "heap?pid=1: 404 with a reason" test "$(pp_status "$TMP/h404")" = 404 -a "$(cat "$TMP/b404")" = "no process 1 in the tree"
 
@@ -139,4 +145,12 @@ pp_check "a member that exited during the window is not reported as gone" \
     test -z "$(grep 'ended before it answered' "$TMP/exit.raw")"
 pp_check "a member that exited during the window: CPU time under both prog_plain pids" \
     test "$(awk '/^ pid:/ { on = 1; next } on && NF == 0 { on = 0 } on' "$TMP/exit.tags" | grep -c .)" = 2
+left=
+for _ in $(seq 50); do
+    left=$(curl -sS --max-time 5 "$base/" | grep -o 'left lately: [^<]*')
+    echo "$left" | grep -q '(prog_plain,' && break
+    sleep 0.1
+done
+pp_check "index: the member that exited is listed as left, having answered its request (${left:-none})" \
+    eval 'echo "$left" | grep -qE "[0-9]+ \(prog_plain, parent [0-9]+, left [0-9]+ s ago after [0-9]+ s, answered 1 of 1 requests, 0 late\)"'
 pp_finish
