@@ -188,13 +188,31 @@ PPROF_API int64_t pprof_profile_duration_nanos(const pprof_profile *p);
 typedef enum pprof_format {
     PPROF_FORMAT_PROTO_GZIP = 0, /* pprof protobuf, gzipped: what /debug/pprof serves */
     PPROF_FORMAT_PROTO = 1,      /* pprof protobuf, uncompressed */
-    PPROF_FORMAT_FOLDED = 2,     /* "root;caller;leaf <first value>" per line */
+    PPROF_FORMAT_FOLDED = 2,     /* "root;caller;leaf value" per distinct stack (see below) */
     PPROF_FORMAT_TEXT = 3,       /* Go's debug=1 text (heap, mutex, block, goroutine, threadcreate, custom) */
     PPROF_FORMAT_TEXT_DUMP = 4,  /* Go's debug=2 text: a per_thread thread profile */
 } pprof_format;
 
-/* Serializes `p` to `w`. Thread-safe (the profile is read only). */
+/* Serializes `p` to `w`. PPROF_FORMAT_FOLDED is pprof_profile_write_folded
+ * with the defaults. Thread-safe (the profile is read only). */
 PPROF_API int pprof_profile_write(const pprof_profile *p, pprof_format fmt, pprof_writer w);
+
+/* Folded stacks, as flamegraph.pl, speedscope and inferno read them: one
+ * line per distinct stack, "root;caller;leaf value", every frame a
+ * function (inlined calls included, an unnamed one as its address), the
+ * lines of samples with the same frames merged, lines whose value is 0
+ * left out, sorted. */
+typedef struct pprof_folded_config {
+    const char *sample_type; /* the value written: a sample type's name ("cpu", "inuse_space",
+                                "delay", ...) or its index in decimal; NULL or "": the profile's
+                                default type, else its last one (as go tool pprof chooses) */
+    int labels;              /* 1: each sample's string labels first, as one frame
+                                "[key=value key=value]" (none: no such frame) */
+} pprof_folded_config;
+/* Writes `p` as folded stacks (cfg may be NULL). Returns 0, PPROF_ENOTFOUND
+ * when no sample type has that name or index (pprof_last_error lists
+ * them), PPROF_EINVAL, PPROF_ENOMEM or PPROF_EIO. Thread-safe. */
+PPROF_API int pprof_profile_write_folded(const pprof_profile *p, const pprof_folded_config *cfg, pprof_writer w);
 /* Frees a profile and everything its accessors returned. NULL is allowed.
  * Not while another thread reads the profile. */
 PPROF_API void pprof_profile_free(pprof_profile *p);

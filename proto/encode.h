@@ -29,13 +29,6 @@ int pp_encode_proto(const pprof_profile *p, int gzip, pprof_writer w);
  * pp_encode_proto. Returns 0, PPROF_ENOMEM or PPROF_EIO. */
 int pp_encode_merged(const void *profile, int gzip, pprof_writer w);
 
-/* Writes `p` as folded stacks: one line per sample, "root;...;leaf N\n",
- * where N is the sample's first value. Inlined frames are expanded,
- * outermost first; a location without lines shows as 0x<address>. Labels
- * are not shown, so samples that differ only in labels give lines with
- * equal stacks. Returns 0, PPROF_EINVAL, PPROF_ENOMEM or PPROF_EIO. */
-int pp_encode_folded(const pprof_profile *p, pprof_writer w);
-
 /* Writes `p` in Go's debug=1 text format (text.c): heap and count
  * profiles; with `dump`, Go's debug=2 per-thread format. Others give
  * PPROF_ENOTSUP. */

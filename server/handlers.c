@@ -31,9 +31,41 @@ static int h_index(pp_req *q);
 
 /* ------------------------------------------------------------- profile */
 
-/* Ends a window: stop, then the gzipped protobuf. `arg` is the
- * Content-Disposition value. Runs on the scheduler thread. */
-static void finish_window(pprof_recorder *rec, const void *arg, pp_reply *out)
+void pp_write_profile(pp_reply *r, pprof_profile *p, const pp_output *o, pprof_format fmt, const char *what,
+                      const char *disposition)
+{
+    if (o->format == PP_OUT_PROTO)
+        fmt = PPROF_FORMAT_PROTO;
+    else if (o->format == PP_OUT_FOLDED)
+        fmt = PPROF_FORMAT_FOLDED;
+    int rc;
+    if (o->format == PP_OUT_FOLDED) {
+        pprof_folded_config fc = {o->sample_index, o->labels};
+        rc = pprof_profile_write_folded(p, &fc, pp_reply_writer(r));
+    } else {
+        rc = pprof_profile_write(p, fmt, pp_reply_writer(r));
+    }
+    pprof_profile_free(p);
+    if (rc != 0 && !r->failed) {
+        pprof_buffer_free(&r->resp.body);
+        if (rc == PPROF_ENOTFOUND) /* sample_index */
+            pp_reply_set_error(r, 400, "invalid value for \"sample_index\" - %s", pp_why(rc));
+        else
+            pp_reply_set_error(r, 500, "Could not write the %s profile: %s", what, pp_why(rc));
+        return;
+    }
+    if (fmt == PPROF_FORMAT_PROTO_GZIP || fmt == PPROF_FORMAT_PROTO) {
+        pp_reply_header(r, "Content-Type", "application/octet-stream");
+        pp_reply_header(r, "Content-Disposition", disposition);
+    } else {
+        pp_reply_header(r, "Content-Type", "text/plain; charset=utf-8");
+    }
+}
+
+/* Ends a window: stop, then the profile as the request asked (gzipped
+ * protobuf by default). `arg` is the Content-Disposition value. Runs on
+ * the scheduler thread. */
+static void finish_window(pprof_recorder *rec, const void *arg, const pp_output *o, pp_reply *out)
 {
     pprof_profile *p = NULL;
     int rc = pprof_recorder_stop(rec, &p);
@@ -41,14 +73,7 @@ static void finish_window(pprof_recorder *rec, const void *arg, pp_reply *out)
         pp_reply_set_error(out, 500, "Could not stop profiling: %s", pp_why(rc));
         return;
     }
-    rc = pprof_profile_write(p, PPROF_FORMAT_PROTO_GZIP, pp_reply_writer(out));
-    pprof_profile_free(p);
-    if (rc != 0 && !out->failed) {
-        pp_reply_set_error(out, 500, "Could not write profile: %s", pp_why(rc));
-        return;
-    }
-    pp_reply_header(out, "Content-Type", "application/octet-stream");
-    pp_reply_header(out, "Content-Disposition", (const char *)arg);
+    pp_write_profile(out, p, o, PPROF_FORMAT_PROTO_GZIP, "requested", (const char *)arg);
 }
 
 int pp_serve_window(pp_req *q, pprof_recorder *rec, int seconds, const char *what, const char *disposition)
@@ -82,18 +107,7 @@ int pp_send_profile(pp_req *q, pprof_profile *p, pprof_format fmt, const char *w
 {
     pp_reply r;
     pp_reply_init(&r, 200);
-    int rc = pprof_profile_write(p, fmt, pp_reply_writer(&r));
-    pprof_profile_free(p);
-    if (rc != 0) {
-        pprof_buffer_free(&r.resp.body);
-        return pp_reply_error(q, 500, "Could not write the %s profile: %s", what, pp_why(rc));
-    }
-    if (fmt == PPROF_FORMAT_PROTO_GZIP || fmt == PPROF_FORMAT_PROTO) {
-        pp_reply_header(&r, "Content-Type", "application/octet-stream");
-        pp_reply_header(&r, "Content-Disposition", disposition);
-    } else {
-        pp_reply_header(&r, "Content-Type", "text/plain; charset=utf-8");
-    }
+    pp_write_profile(&r, p, &q->q.out, fmt, what, disposition);
     return pp_reply_send(q, &r);
 }
 

@@ -286,7 +286,28 @@ static int parse_query(pp_req *q)
         for (int i = 0; i < 3 && kl < (long)sizeof key; i++)
             if ((size_t)kl == strlen(names[i]) && memcmp(key, names[i], (size_t)kl) == 0)
                 which = i;
-        if (kl == 9 && memcmp(key, "symbolize", 9) == 0) {
+        if (kl == 6 && memcmp(key, "format", 6) == 0) {
+            long vl = eq ? pct_decode(eq + 1, len - klen - 1, val, sizeof val) : -1;
+            if (pq->out.format)
+                return bad_query(q, "parameter \"format\" given more than once");
+            if (vl == 5 && memcmp(val, "proto", 5) == 0)
+                pq->out.format = PP_OUT_PROTO;
+            else if (vl == 6 && memcmp(val, "folded", 6) == 0)
+                pq->out.format = PP_OUT_FOLDED;
+            else
+                return bad_query(q, "invalid value for \"format\" - must be proto or folded");
+        } else if (kl == 6 && memcmp(key, "labels", 6) == 0) {
+            long vl = eq ? pct_decode(eq + 1, len - klen - 1, val, sizeof val) : -1;
+            if (vl != 1 || (val[0] != '0' && val[0] != '1'))
+                return bad_query(q, "invalid value for \"labels\" - must be 0 or 1");
+            pq->out.labels = val[0] == '1';
+        } else if (kl == 12 && memcmp(key, "sample_index", 12) == 0) {
+            char *si = pq->out.sample_index;
+            long vl = eq ? pct_decode(eq + 1, len - klen - 1, si, sizeof pq->out.sample_index) : -1;
+            if (vl <= 0 || vl >= (long)sizeof pq->out.sample_index || memchr(si, 0, (size_t)vl))
+                return bad_query(q, "invalid value for \"sample_index\" - must be a sample type's name or index");
+            si[vl] = 0;
+        } else if (kl == 9 && memcmp(key, "symbolize", 9) == 0) {
             static const char *const hows[] = {"full", "functions", "none"};
             long vl = eq ? pct_decode(eq + 1, len - klen - 1, val, sizeof val) : -1;
             if (pq->symbolize)
@@ -324,6 +345,10 @@ static int parse_query(pp_req *q)
         if (*s == '&')
             s++;
     }
+    if (pq->out.format && pq->has_debug && pq->debug)
+        return bad_query(q, "format and debug params are incompatible");
+    if ((pq->out.labels || pq->out.sample_index[0]) && pq->out.format != PP_OUT_FOLDED)
+        return bad_query(q, "\"labels\" and \"sample_index\" go with format=folded");
     return 0;
 }
 
@@ -363,6 +388,15 @@ static int handle(const pprof_server_config *cfg, const pprof_http_request *req,
         ep = pp_endpoint_find(q.name);
         if (!ep)
             return pp_reply_error(&q, 404, "Unknown profile");
+    } else if (plen > 1 && strlen(req->path) == plen - 1 && strncmp(req->path, q.cfg.prefix, plen - 1) == 0) {
+        /* the prefix without its slash: where the index is, as Go's mux says */
+        pp_reply r;
+        pp_reply_init(&r, 301);
+        pp_reply_header(&r, "Location", q.cfg.prefix);
+        pp_reply_header(&r, "Content-Type", "text/plain; charset=utf-8");
+        pprof_writer w = pp_reply_writer(&r);
+        w.write(w.ctx, "Moved Permanently\n", 18);
+        return pp_reply_send(&q, &r);
     } else if (strcmp(req->path, "/symbolz") == 0 && !strstr(q.cfg.prefix, "/debug/pprof/")) {
         /* go tool pprof asks here when the profile URL lacks /debug/pprof/. */
         ep = pp_endpoint_find("symbol");
@@ -411,6 +445,7 @@ struct pprof_http_call {
     pprof_recorder *rec;
     pp_finish_fn finish;
     const void *finish_arg;
+    pp_output out;                /* the request's ?format= and its options */
     pprof_http_done done;
     void *ctx;
     int fd;                       /* watched socket, or -1 */
@@ -503,7 +538,7 @@ static void run_locked(pprof_http_call *c, int peer_gone)
     } else {
         pp_reply r;
         pp_reply_init(&r, 200);
-        c->finish(c->rec, c->finish_arg, &r);
+        c->finish(c->rec, c->finish_arg, &c->out, &r);
         pprof_recorder_free(c->rec);
         pp_reply_deliver(&r, c->done, c->ctx);
     }
@@ -674,6 +709,7 @@ int pp_call_defer(pp_req *q, pprof_recorder *rec, int seconds, pp_finish_fn fini
     c->rec = rec;
     c->finish = finish;
     c->finish_arg = arg;
+    c->out = q->q.out;
     c->done = q->done;
     c->ctx = q->ctx;
     c->fd = -1;

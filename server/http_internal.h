@@ -39,8 +39,19 @@ void pp_server_connections(int *live, int *cap);
 /* ------------------------------------------------------------- requests */
 
 /* The parameters we understand; everything else in a query is ignored. */
+/* How a profile is written: ?format=proto|folded, and for folded
+ * &sample_index= (a sample type's name or index) and &labels=1. */
+typedef struct pp_output {
+    int format;             /* 0: the endpoint's own (gzipped protobuf or text) */
+    int labels;
+    char sample_index[64];  /* "": the profile's default */
+} pp_output;
+#define PP_OUT_PROTO 1
+#define PP_OUT_FOLDED 2
+
 typedef struct pp_query {
     int has_seconds, seconds; /* validated: 1..max_seconds */
+    pp_output out;
     int has_debug, debug;
     int has_gc, gc;
     pprof_symbolize symbolize; /* symbolize=full|functions|none; DEFAULT when absent */
@@ -96,7 +107,13 @@ const char *pp_why(int rc);
 
 /* Builds the reply of a deferred call when its window ends: stops `rec`
  * and writes its profile, or an error. Runs on the scheduler thread. */
-typedef void (*pp_finish_fn)(pprof_recorder *rec, const void *arg, pp_reply *out);
+typedef void (*pp_finish_fn)(pprof_recorder *rec, const void *arg, const pp_output *o, pp_reply *out);
+
+/* Writes p into r as o asks (else gzipped protobuf with `disposition`, or
+ * fmt's text): the body and its Content-Type, or the error (400 for a
+ * sample_index the profile does not have). Frees p. */
+void pp_write_profile(pp_reply *r, pprof_profile *p, const pp_output *o, pprof_format fmt, const char *what,
+                      const char *disposition);
 
 /* Reserves one of cfg.max_concurrent places for a deferred call. Returns 0
  * or PPROF_ELIMIT. Every successful reserve is followed by exactly one

@@ -94,6 +94,7 @@ typedef struct treq {
     pprof_buffer body[MAX_MEMBERS];
     pthread_cond_t cv;
     int only_pid;             /* ?pid=N, 0 for all */
+    int raw_proto;            /* ?format=proto: the member's answer is an uncompressed profile */
     void *call;               /* the requester's tree_call */
     int64_t deadline_s;
     pprof_http_done done;
@@ -637,7 +638,7 @@ static void tree_done(void *ctx, const pprof_http_response *resp)
         }
         /* the member's answer is a gzipped profile or text: its bytes say which */
         const unsigned char *b = (const unsigned char *)r.body.data;
-        int gz = r.body.len >= 2 && b[0] == 0x1f && b[1] == 0x8b;
+        int gz = (r.body.len >= 2 && b[0] == 0x1f && b[1] == 0x8b) || (t->raw_proto && r.status == 200);
         r.headers[0].name = "Content-Type";
         r.headers[0].value = gz ? "application/octet-stream" : "text/plain; charset=utf-8";
         r.nheaders = 1;
@@ -728,11 +729,22 @@ int pp_tree_handle(const pprof_server_config *cfg, const pprof_http_request *req
     }
     char dval[8], drest[1024];
     int text = take_param(query, "debug", dval, sizeof dval, drest, sizeof drest) && strcmp(dval, "0") != 0;
+    char fval[16], frest[1024];
+    int formatted = take_param(query, "format", fval, sizeof fval, frest, sizeof frest);
     pprof_http_request lreq = *req;
     lreq.query = query && *query ? query : NULL;
     if (!has_members || strncmp(req->path, prefix, plen) || !mergeable(req->path + plen) || !tree ||
         pid == (int)getpid() || (text && !pid))
         return local(cfg, &lreq, done, ctx, call);
+    if (formatted && !pid) { /* the tree's profiles are merged as gzipped protobufs only */
+        if (call)
+            *call = NULL;
+        pp_reply r;
+        pp_reply_init(&r, 400);
+        pp_reply_set_error(&r, 400, "\"format\" is for one process: add pid=N (or tree=0 for this one)");
+        pp_reply_deliver(&r, done, ctx);
+        return 0;
+    }
 
     treq *t = calloc(1, sizeof *t);
     tree_call *c = malloc(sizeof *c);
@@ -747,6 +759,7 @@ int pp_tree_handle(const pprof_server_config *cfg, const pprof_http_request *req
     pthread_cond_init(&t->cv, &ca);
     pthread_condattr_destroy(&ca);
     t->only_pid = pid;
+    t->raw_proto = formatted && !strcmp(fval, "proto");
     char sec[16], srest[1024];
     int seconds = take_param(query, "seconds", sec, sizeof sec, srest, sizeof srest) ? atoi(sec) : 0;
     if (!strcmp(req->path + plen, "profile") && seconds <= 0)

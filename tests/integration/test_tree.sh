@@ -135,7 +135,9 @@ pp_serve sh2 env LD_PRELOAD="$BUILD/libpprof.so" LIBPPROF_ADDR=127.0.0.1:@PORT@ 
     pp_give_up "bash under LD_PRELOAD did not serve" sh2
 base=http://127.0.0.1:$PORT/debug/pprof
 for _ in $(seq 100); do
-    [ "$(curl -sS --max-time 5 "$base/" | grep -o '(prog_plain, parent' | wc -l)" = 2 ] && break
+    # members only: the index lists those that left after "every profile answers"
+    [ "$(curl -sS --max-time 5 "$base/" | grep -o 'members: .*; every profile' | grep -o '(prog_plain, parent' |
+        wc -l)" = 2 ] && break
     sleep 0.1
 done
 curl -sS --max-time 30 -o "$TMP/exit.pb.gz" "$base/profile?seconds=6"

@@ -82,11 +82,11 @@ static pprof_sample samples[] = {
     { 2, values3, 4, stack3, 0, NULL, 0, NULL },
 };
 
+/* The default type (cpu), stacks merged, sorted. */
 static const char *const folded_expected =
-    "main;main;inlined_helper 3\n"
-    "main;0x7f0000001234 1\n"
-    "main;main;inlined_helper 2\n"
-    "main;helper;helper;[truncated] 1\n";
+    "main;0x7f0000001234 10000000\n"
+    "main;helper;helper;[truncated] 10000000\n"
+    "main;main;inlined_helper 50000000\n";
 
 static pprof_profile make_profile(void)
 {
@@ -388,23 +388,47 @@ static void test_folded(void)
         printf("folded output:\n%s", b.data);
     CHECK(b.len == strlen(folded_expected));
     pprof_buffer_free(&b);
+
+    /* A type by name or index; labels first; types that are not there. */
+    pprof_folded_config by_name = { "samples", 0 }, by_index = { "0", 0 }, labeled = { "samples", 1 };
+    const char *counts = "main;0x7f0000001234 1\nmain;helper;helper;[truncated] 1\nmain;main;inlined_helper 5\n";
+    CHECK(pprof_profile_write_folded(&p, &by_name, pprof_writer_buffer(&b)) == 0);
+    CHECK(b.data && strcmp(b.data, counts) == 0);
+    pprof_buffer_free(&b);
+    CHECK(pprof_profile_write_folded(&p, &by_index, pprof_writer_buffer(&b)) == 0);
+    CHECK(b.data && strcmp(b.data, counts) == 0);
+    pprof_buffer_free(&b);
+    CHECK(pprof_profile_write_folded(&p, &labeled, pprof_writer_buffer(&b)) == 0);
+    CHECK(b.data && strcmp(b.data, "[handler=/api req=42];main;main;inlined_helper 3\n"
+                                   "[handler=/other];main;main;inlined_helper 2\n"
+                                   "main;0x7f0000001234 1\n"
+                                   "main;helper;helper;[truncated] 1\n") == 0);
+    pprof_buffer_free(&b);
+    pprof_folded_config missing = { "alloc_space", 0 }, past = { "2", 0 };
+    CHECK(pprof_profile_write_folded(&p, &missing, pprof_writer_buffer(&b)) == PPROF_ENOTFOUND);
+    CHECK(strstr(pprof_last_error(), "samples, cpu") != NULL);
+    CHECK(pprof_profile_write_folded(&p, &past, pprof_writer_buffer(&b)) == PPROF_ENOTFOUND);
+    CHECK(b.len == 0);
     pp_model_tables_free(&p);
 
-    /* Separators inside names are replaced; no values print 0. */
+    /* Separators inside names are replaced. */
     static const pprof_line odd[] = { { "a;b\nc", "", "", 0 }, { "", "sys", "", 0 },
                                       { "", "", "", 0 } };
     static pprof_location oddloc[] = { { .id = 1, .address = 0xabc, .nlines = 3, .lines = odd } };
     static const pprof_location *oddstack[] = { &oddloc[0] };
-    static pprof_sample oddsample[] = { { 0, NULL, 1, oddstack, 0, NULL, 0, NULL } };
+    static const int64_t one[] = { 1 };
+    static pprof_sample oddsample[] = { { 1, one, 1, oddstack, 0, NULL, 0, NULL } };
     pprof_profile q;
     memset(&q, 0, sizeof q);
     q.default_type = -1;
+    q.types = types;
+    q.ntypes = 1;
     q.samples = oddsample;
     q.nsamples = 1;
     q.locations = oddloc;
     q.nlocations = 1;
     CHECK(pprof_profile_write(&q, PPROF_FORMAT_FOLDED, pprof_writer_buffer(&b)) == 0);
-    CHECK(b.data != NULL && strcmp(b.data, "0xabc;sys;a:b c 0\n") == 0);
+    CHECK(b.data != NULL && strcmp(b.data, "0xabc;sys;a:b c 1\n") == 0);
     pprof_buffer_free(&b);
 }
 
@@ -463,14 +487,15 @@ static void test_errors(void)
     p.b = NULL;
 
     /* A sample whose values do not match the sample types cannot be
-     * protobuf; folded only needs the first value. */
+     * protobuf; folded only needs the value it writes. */
     static pprof_sample short_sample[] = { { 1, values0, 2, stack0, 0, NULL, 0, NULL } };
     p.samples = short_sample;
     p.nsamples = 1;
     CHECK(pprof_profile_write(&p, PPROF_FORMAT_PROTO, pprof_writer_buffer(&b)) == PPROF_EINVAL);
     CHECK(strstr(pprof_last_error(), "values") != NULL);
     CHECK(b.len == 0);
-    CHECK(pprof_profile_write(&p, PPROF_FORMAT_FOLDED, pprof_writer_buffer(&b)) == 0);
+    pprof_folded_config first = { "samples", 0 };
+    CHECK(pprof_profile_write_folded(&p, &first, pprof_writer_buffer(&b)) == 0);
     CHECK(b.data && strcmp(b.data, "main;main;inlined_helper 3\n") == 0);
     pprof_buffer_free(&b);
 
@@ -620,13 +645,24 @@ static void test_big(void)
     CHECK(got.len == gz.len && memcmp(got.data, gz.data, gz.len) == 0);
     pprof_buffer_free(&got);
 
-    /* Folded: one line per sample. */
+    /* Folded: at most a line per sample, the default type's values all there. */
     pprof_buffer fb = { 0 };
     CHECK(pprof_profile_write(&g->p, PPROF_FORMAT_FOLDED, pprof_writer_buffer(&fb)) == 0);
     size_t nl = 0;
-    for (size_t i = 0; i < fb.len; i++)
-        nl += fb.data[i] == '\n';
-    CHECK(nl == BIG_SAMPLES);
+    int64_t want = 0, got_sum = 0;
+    int vi = g->p.default_type >= 0 ? g->p.default_type : (int)g->p.ntypes - 1;
+    for (size_t i = 0; i < g->p.nsamples; i++)
+        want += g->p.samples[i].values[vi];
+    for (char *l = fb.data; l && l < fb.data + fb.len;) {
+        char *end = strchr(l, '\n'), *sp = end;
+        while (sp > l && sp[-1] != ' ')
+            sp--;
+        nl++;
+        got_sum += strtoll(sp, NULL, 10);
+        l = end + 1;
+    }
+    CHECK(nl > 0 && nl <= BIG_SAMPLES);
+    CHECK(got_sum == want);
     pprof_buffer_free(&fb);
 
     free(raw);
