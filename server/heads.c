@@ -6,6 +6,7 @@
 
 #include <errno.h>
 #include <stdatomic.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/epoll.h>
@@ -50,12 +51,18 @@ pp_heads *pp_heads_new(int cap, int tls)
     return h;
 }
 
-static void drop(pp_heads *h, held *c)
+/* The slot is free again (its connection closed or passed on). */
+static void release(pp_heads *h, held *c)
 {
-    close(c->fd); /* leaves the epoll set with it */
     c->fd = -1;
     h->n--;
     atomic_store(&st_held, h->n);
+}
+
+static void drop(pp_heads *h, held *c)
+{
+    close(c->fd); /* leaves the epoll set with it */
+    release(h, c);
 }
 
 void pp_heads_free(pp_heads *h)
@@ -100,17 +107,15 @@ void pp_heads_add(pp_heads *h, int fd, const struct sockaddr_storage *ss, sockle
     atomic_store(&st_held, h->n);
 }
 
-/* A head over PP_HEAD_MAX bytes: 431, written without waiting. */
-static void too_large(int fd)
+void pp_heads_answer(int fd, const char *status, const char *why)
 {
-    static const char answer[] = "HTTP/1.1 431 Request Header Fields Too Large\r\n"
-                                 "Content-Type: text/plain; charset=utf-8\r\n"
-                                 "Connection: close\r\n"
-                                 "Content-Length: 29\r\n\r\n"
-                                 "request head over 8192 bytes\n";
-    if (send(fd, answer, sizeof answer - 1, MSG_DONTWAIT | MSG_NOSIGNAL) > 0)
+    char buf[512];
+    int n = snprintf(buf, sizeof buf,
+                     "HTTP/1.1 %s\r\nContent-Type: text/plain; charset=utf-8\r\n%sConnection: close\r\n"
+                     "Content-Length: %zu\r\n\r\n%s\n",
+                     status, !strncmp(status, "503", 3) ? "Retry-After: 5\r\n" : "", strlen(why) + 1, why);
+    if (n > 0 && n < (int)sizeof buf && send(fd, buf, (size_t)n, MSG_DONTWAIT | MSG_NOSIGNAL) > 0)
         shutdown(fd, SHUT_WR);
-    atomic_fetch_add(&st_too_large, 1);
 }
 
 /* The first TLS record in buf[0..n): 1 in whole, 0 not yet, -1 not a
@@ -140,7 +145,8 @@ static int head_state(pp_heads *h, int fd)
     if (memmem(h->buf, (size_t)n, "\r\n\r\n", 4) || memmem(h->buf, (size_t)n, "\n\n", 2))
         return 1;
     if ((size_t)n == size) {
-        too_large(fd);
+        pp_heads_answer(fd, "431 Request Header Fields Too Large", "request head over 8192 bytes");
+        atomic_fetch_add(&st_too_large, 1);
         return -1;
     }
     return 0;
@@ -163,9 +169,7 @@ int pp_heads_run(pp_heads *h, pp_heads_ready ready, void *arg)
                 epoll_ctl(h->ep, EPOLL_CTL_DEL, fd, NULL);
                 struct sockaddr_storage ss = c->ss;
                 socklen_t sl = c->sl;
-                c->fd = -1;
-                h->n--;
-                atomic_store(&st_held, h->n);
+                release(h, c);
                 ready(arg, fd, &ss, sl);
             }
         }

@@ -52,6 +52,11 @@ typedef struct pp_heads_stats {
     uint64_t displaced; /* closed to make room */
     uint64_t too_large; /* head over PP_HEAD_MAX: 431 */
 } pp_heads_stats;
+/* Writes a whole plain-text answer ("431 Request Header Fields Too Large",
+ * "503 Service Unavailable" with Retry-After) with `why` as its body,
+ * without waiting, and ends the sending side; the caller closes fd. */
+void pp_heads_answer(int fd, const char *status, const char *why);
+
 /* Thread-safe (the counters are the last ones any holder published). */
 void pp_heads_stats_get(pp_heads_stats *out);
 #endif

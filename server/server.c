@@ -576,18 +576,10 @@ static int open_listener(const char *addr, int *port_out)
     return pp_listen_open(addr, 1024, port_out, &kind, &err, srv.error, sizeof srv.error); /* bursts wait */
 }
 
-/* Answers a connection libmicrohttpd does not get with a 503 (Retry-After),
- * written without waiting, and closes it. */
+/* Answers a connection libmicrohttpd does not get with a 503, and closes it. */
 static void answer_busy(int fd, const char *why)
 {
-    char buf[320];
-    int body = (int)strlen(why) + 1;
-    int n = snprintf(buf, sizeof buf,
-                     "HTTP/1.1 503 Service Unavailable\r\nContent-Type: text/plain; charset=utf-8\r\n"
-                     "Retry-After: 5\r\nConnection: close\r\nContent-Length: %d\r\n\r\n%s\n",
-                     body, why);
-    if (n > 0 && n < (int)sizeof buf && send(fd, buf, (size_t)n, MSG_DONTWAIT | MSG_NOSIGNAL) > 0)
-        shutdown(fd, SHUT_WR);
+    pp_heads_answer(fd, "503 Service Unavailable", why);
     close(fd);
 }
 
