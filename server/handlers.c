@@ -126,21 +126,19 @@ int pp_serve_recorder(pp_req *q, pprof_recorder *rec, pprof_format fmt, const ch
 }
 
 static pthread_mutex_t delta_lock = PTHREAD_MUTEX_INITIALIZER;
-static int delta_busy;                   /* delta_lock is held */
-static pprof_recorder **delta_states[8]; /* every state pp_serve_delta has served */
+static pprof_recorder **delta_changing; /* the state being served, while delta_lock is held */
 static pthread_once_t delta_once = PTHREAD_ONCE_INIT;
 
 /* A forked child (a member of the tree) answers delta requests of its own,
  * but a parent thread may have held delta_lock at the fork: the lock
- * starts over, and the states that thread was changing may be half-done,
- * so the child's deltas then begin afresh (the parent's copies are left
- * as they are). */
+ * starts over, and the state that thread was changing may be half-done,
+ * so that one begins afresh in the child (the parent's copy is left as
+ * it is). */
 static void delta_after_fork_child(void)
 {
-    for (size_t i = 0; delta_busy && i < sizeof delta_states / sizeof *delta_states; i++)
-        if (delta_states[i])
-            *delta_states[i] = NULL;
-    delta_busy = 0;
+    if (delta_changing)
+        *delta_changing = NULL;
+    delta_changing = NULL;
     pthread_mutex_init(&delta_lock, NULL);
 }
 
@@ -154,12 +152,7 @@ int pp_serve_delta(pp_req *q, pprof_recorder **state, int (*make)(pprof_recorder
 {
     pthread_once(&delta_once, delta_init);
     pthread_mutex_lock(&delta_lock);
-    delta_busy = 1;
-    for (size_t i = 0; i < sizeof delta_states / sizeof *delta_states; i++)
-        if (!delta_states[i] || delta_states[i] == state) {
-            delta_states[i] = state;
-            break;
-        }
+    delta_changing = state;
     int rc = 0;
     if (!*state) {
         rc = make(state);
@@ -176,7 +169,7 @@ int pp_serve_delta(pp_req *q, pprof_recorder **state, int (*make)(pprof_recorder
     char why[256];
     if (rc != 0)
         snprintf(why, sizeof why, "%s", pp_why(rc)); /* before the lock goes */
-    delta_busy = 0;
+    delta_changing = NULL;
     pthread_mutex_unlock(&delta_lock);
     if (rc != 0)
         return pp_reply_error(q, 500, "Could not write the %s profile: %s", what, why);
