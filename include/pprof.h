@@ -531,7 +531,7 @@ PPROF_API int pprof_block_recorder_new(const pprof_contention_config *cfg, pprof
 typedef struct pprof_custom pprof_custom;
 
 /* Registers a profile. The name is 1-63 of [A-Za-z0-9._-] and must not be
- * a built-in profile's (PPROF_EINVAL) nor registered already
+ * an endpoint's (heap, profile, symbol, ui, ...: PPROF_EINVAL) nor registered already
  * (PPROF_EBUSY). Profiles live as long as the process. Thread-safe. */
 PPROF_API int pprof_custom_new(const char *name, pprof_custom **out);
 /* The registered profile named `name`, or NULL. Thread-safe. */

@@ -24,8 +24,8 @@
 #include <unistd.h>
 
 /* web/index.html, embedded at build time by web/embed.cmake. */
-__attribute__((visibility("hidden"))) extern const unsigned char pp_web_index[];
-__attribute__((visibility("hidden"))) extern const size_t pp_web_index_len;
+__attribute__((visibility("hidden"))) extern const unsigned char pp_web_index_html[];
+__attribute__((visibility("hidden"))) extern const size_t pp_web_index_html_len;
 
 static int h_index(pp_req *q);
 
@@ -293,46 +293,51 @@ static int h_trace(pp_req *q)
  * endpoints without an href are not listed. */
 static const pp_endpoint endpoints[] = {
     {"", NULL, NULL, 0, h_index},
-    {"allocs", "allocs",
+    {"allocs", "allocs?debug=1",
      "A sampling of all past memory allocations (C malloc family and C++ new), with labels",
-     PP_EP_QUERY, pp_h_allocs},
-    {"block", "block",
+     PP_EP_QUERY | PP_EP_PROFILE, pp_h_allocs},
+    {"block", "block?debug=1",
      "Stack traces that led to blocking on pthread mutexes, rwlocks, condition variables, semaphores and joins "
      "(LIBPPROF_BLOCK_RATE)",
-     PP_EP_QUERY, pp_h_block},
+     PP_EP_QUERY | PP_EP_PROFILE, pp_h_block},
     {"cmdline", "cmdline", "The command line invocation of the current program", 0, h_cmdline},
-    {"delta_block", NULL, NULL, PP_EP_QUERY, pp_h_delta_block},
-    {"delta_heap", NULL, NULL, PP_EP_QUERY, pp_h_delta_heap},
-    {"delta_mutex", NULL, NULL, PP_EP_QUERY, pp_h_delta_mutex},
+    {"delta_block", "delta_block", "The block profile's change since the previous request of it (one state per "
+     "process, as godeltaprof's)", PP_EP_QUERY | PP_EP_PROFILE, pp_h_delta_block},
+    {"delta_heap", "delta_heap", "The heap profile's allocations since the previous request of it, and the live "
+     "heap now", PP_EP_QUERY | PP_EP_PROFILE, pp_h_delta_heap},
+    {"delta_mutex", "delta_mutex", "The mutex profile's change since the previous request of it",
+     PP_EP_QUERY | PP_EP_PROFILE, pp_h_delta_mutex},
     {"goroutine", "goroutine?debug=1",
      "Stack traces of all current threads (goroutine for Go tools). Use debug=2 as a query parameter "
-     "to dump each thread with its id, name and state. Threads waiting in the kernel are read without "
-     "a signal, so their system calls are not interrupted.",
-     PP_EP_QUERY, pp_h_goroutine},
-    {"heap", "heap",
+     "to dump each thread with its id, name and state (<a href=\"goroutine?debug=2\">full thread dump</a>). "
+     "Threads waiting in the kernel are read without a signal, so their system calls are not interrupted.",
+     PP_EP_QUERY | PP_EP_PROFILE, pp_h_goroutine},
+    {"heap", "heap?debug=1",
      "A sampling of memory allocations of live objects (C malloc family and C++ new), with labels",
-     PP_EP_QUERY, pp_h_heap},
-    {"mutex", "mutex",
+     PP_EP_QUERY | PP_EP_PROFILE, pp_h_heap},
+    {"mutex", "mutex?debug=1",
      "Stack traces of waiters for contended pthread mutexes and rwlocks (the delay is charged to the waiter, "
      "not to the holder as in Go; LIBPPROF_MUTEX_FRACTION)",
-     PP_EP_QUERY, pp_h_mutex},
+     PP_EP_QUERY | PP_EP_PROFILE, pp_h_mutex},
     {"profile", "profile?seconds=30",
      "CPU profile. You can specify the duration in the seconds GET parameter. After you get the "
      "profile file, use the go tool pprof command to investigate the profile.",
-     PP_EP_QUERY, h_profile},
+     PP_EP_QUERY | PP_EP_PROFILE, h_profile},
     {"symbol", "symbol",
      "Maps program counters to function names: POST or GET addresses joined by +", PP_EP_POST,
      h_symbol},
     {"threadcreate", "threadcreate?debug=1", "Stack traces that led to the creation of the live threads",
-     PP_EP_QUERY, pp_h_threadcreate},
-    {"threads", NULL, NULL, PP_EP_QUERY, pp_h_goroutine},
+     PP_EP_QUERY | PP_EP_PROFILE, pp_h_threadcreate},
+    {"threads", "threads?debug=1", "The same as goroutine, by the name C programs know", PP_EP_QUERY | PP_EP_PROFILE,
+     pp_h_goroutine},
     {"trace", "trace", "Execution trace: not supported by libpprof (answers 501)", 0, h_trace},
+    {"ui", NULL, NULL, 0, pp_h_ui},
 };
 static const size_t nendpoints = sizeof endpoints / sizeof endpoints[0];
 
 /* --------------------------------------------------------------- index */
 
-static void write_html_escaped(pp_reply *r, const char *s)
+void pp_write_html_escaped(pp_reply *r, const char *s)
 {
     for (; *s; s++) {
         switch (*s) {
@@ -383,15 +388,18 @@ static void write_rows(pp_reply *r)
         char count[32] = "";
         if (n >= 0)
             snprintf(count, sizeof count, "%ld", n);
-        pp_reply_printf(r, "<tr><td>%s</td><td><a href=\"%s\">%s</a></td><td>%s</td></tr>\n", count, e->href,
-                        e->name, e->desc);
+        pp_reply_printf(r, "<tr><td>%s</td><td><a href=\"%s\">%s</a></td><td>", count, e->href, e->name);
+        if (e->flags & PP_EP_PROFILE)
+            pp_reply_printf(r, "<a href=\"ui?profile=%s\">flame graph</a>", e->name);
+        pp_reply_printf(r, "</td><td>%s</td></tr>\n", e->desc);
     }
     pprof_custom *c[64];
     size_t n = pprof_custom_list(c, 64);
     for (size_t i = 0; i < n; i++) {
         const char *name = pprof_custom_name(c[i]); /* [A-Za-z0-9._-]: nothing to escape */
-        pp_reply_printf(r, "<tr><td>%zu</td><td><a href=\"%s?debug=1\">%s</a></td><td>A profile defined by the "
-                        "program (entries now)</td></tr>\n", pprof_custom_count(c[i]), name, name);
+        pp_reply_printf(r, "<tr><td>%zu</td><td><a href=\"%s?debug=1\">%s</a></td><td><a href=\"ui?profile=%s\">"
+                        "flame graph</a></td><td>A profile defined by the program (entries now)</td></tr>\n",
+                        pprof_custom_count(c[i]), name, name, name);
     }
 }
 
@@ -466,38 +474,68 @@ static void write_stats(pp_reply *r)
                     (long long)h.rate, (unsigned long long)h.sampled, (unsigned long long)h.unrecorded,
                     (unsigned long long)h.records, h.table_bytes / 1048576.0, (unsigned long long)h.live_sampled,
                     h.live_table_bytes / 1048576.0);
+    pp_reply_printf(r,
+                    "<tr><td>Contention sampling</td><td>mutex: 1 in %lld contended waits (0: off), %llu records; "
+                    "block: a wait of %lld ns or more always, shorter ones in proportion (0: off), %llu records; "
+                    "%llu events not recorded</td></tr>\n",
+                    (long long)w.mutex_fraction, (unsigned long long)w.mutex_records, (long long)w.block_rate,
+                    (unsigned long long)w.block_records, (unsigned long long)w.lost);
 }
 
-/* The index page: the template with {{PREFIX}}, {{ROWS}} and {{STATS}}
- * filled in. */
-static int h_index(pp_req *q)
+void pp_write_template(pp_reply *r, const unsigned char *text, size_t len, const pp_slot *slots, size_t nslots,
+                       const pp_req *q)
 {
-    pp_reply r;
-    pp_reply_init(&r, 200);
-    pp_reply_header(&r, "Content-Type", "text/html; charset=utf-8");
-    const char *t = (const char *)pp_web_index, *end = t + pp_web_index_len;
+    const char *t = (const char *)text, *end = t + len;
     while (t < end) {
         const char *open = memmem(t, (size_t)(end - t), "{{", 2);
         if (!open) {
-            pp_reply_write(&r, t, (size_t)(end - t));
+            pp_reply_write(r, t, (size_t)(end - t));
             break;
         }
-        pp_reply_write(&r, t, (size_t)(open - t));
-        size_t rest = (size_t)(end - open);
-        if (rest >= 10 && memcmp(open, "{{PREFIX}}", 10) == 0) {
-            write_html_escaped(&r, q->cfg.prefix);
-            t = open + 10;
-        } else if (rest >= 8 && memcmp(open, "{{ROWS}}", 8) == 0) {
-            write_rows(&r);
-            t = open + 8;
-        } else if (rest >= 9 && memcmp(open, "{{STATS}}", 9) == 0) {
-            write_stats(&r);
-            t = open + 9;
+        pp_reply_write(r, t, (size_t)(open - t));
+        size_t rest = (size_t)(end - open), i = 0, n = 0;
+        for (; i < nslots; i++) {
+            n = strlen(slots[i].name);
+            if (rest >= n + 4 && memcmp(open + 2, slots[i].name, n) == 0 && memcmp(open + 2 + n, "}}", 2) == 0)
+                break;
+        }
+        if (i < nslots) {
+            slots[i].write(r, q);
+            t = open + n + 4;
         } else {
-            pp_reply_write(&r, open, 2);
+            pp_reply_write(r, open, 2);
             t = open + 2;
         }
     }
+}
+
+static void write_prefix(pp_reply *r, const pp_req *q)
+{
+    pp_write_html_escaped(r, q->cfg.prefix);
+}
+
+static void write_rows_slot(pp_reply *r, const pp_req *q)
+{
+    (void)q;
+    write_rows(r);
+}
+
+static void write_stats_slot(pp_reply *r, const pp_req *q)
+{
+    (void)q;
+    write_stats(r);
+}
+
+/* The index page: web/index.html with the prefix, one row per endpoint
+ * and the profiler's own counters. */
+static int h_index(pp_req *q)
+{
+    static const pp_slot slots[] = {
+        {"PREFIX", write_prefix}, {"ROWS", write_rows_slot}, {"STATS", write_stats_slot}};
+    pp_reply r;
+    pp_reply_init(&r, 200);
+    pp_reply_header(&r, "Content-Type", "text/html; charset=utf-8");
+    pp_write_template(&r, pp_web_index_html, pp_web_index_html_len, slots, sizeof slots / sizeof *slots, q);
     return pp_reply_send(q, &r);
 }
 
@@ -511,6 +549,25 @@ __attribute__((constructor(101))) static void reserve_names(void)
         names[i] = endpoints[i].name;
     names[nendpoints] = "symbolz";
     pp_names_reserve(names, nendpoints + 1);
+}
+
+int pp_profile_names(const char *name, void (*each)(const char *name, void *arg), void *arg)
+{
+    int found = 0;
+    for (size_t i = 0; i < nendpoints; i++)
+        if (endpoints[i].flags & PP_EP_PROFILE) {
+            found |= name && !strcmp(endpoints[i].name, name);
+            if (each)
+                each(endpoints[i].name, arg);
+        }
+    pprof_custom *c[64];
+    size_t n = pprof_custom_list(c, 64);
+    for (size_t i = 0; i < n; i++) {
+        found |= name && !strcmp(pprof_custom_name(c[i]), name);
+        if (each)
+            each(pprof_custom_name(c[i]), arg);
+    }
+    return found || (name && pprof_custom_find(name));
 }
 
 const pp_endpoint *pp_endpoint_find(const char *name)

@@ -207,7 +207,7 @@ static int hexval(int c)
 /* Decodes n bytes of a query component (%XX escapes, '+' as space) into out,
  * writing at most cap bytes. Returns the full decoded length (which may
  * exceed cap: then out holds a prefix), or -1 on a malformed escape. */
-static long pct_decode(const char *s, size_t n, char *out, size_t cap)
+long pp_pct_decode(const char *s, size_t n, char *out, size_t cap)
 {
     size_t o = 0;
     for (size_t i = 0; i < n; i++, o++) {
@@ -231,7 +231,7 @@ static long pct_decode(const char *s, size_t n, char *out, size_t cap)
 
 /* Parses an optionally signed decimal integer filling s[0..n). Values beyond
  * +-INT_MAX are rejected. Returns 0 and *v, or -1. */
-static int parse_int(const char *s, size_t n, long long *v)
+int pp_parse_int(const char *s, size_t n, long long *v)
 {
     size_t i = 0;
     int neg = 0;
@@ -279,7 +279,7 @@ static int parse_query(pp_req *q)
         const char *eq = memchr(s, '=', len);
         size_t klen = eq ? (size_t)(eq - s) : len;
         char key[16], val[32];
-        long kl = pct_decode(s, klen, key, sizeof key);
+        long kl = pp_pct_decode(s, klen, key, sizeof key);
         if (kl < 0)
             return bad_query(q, "malformed query - bad %%-escape");
         int which = -1;
@@ -287,7 +287,7 @@ static int parse_query(pp_req *q)
             if ((size_t)kl == strlen(names[i]) && memcmp(key, names[i], (size_t)kl) == 0)
                 which = i;
         if (kl == 6 && memcmp(key, "format", 6) == 0) {
-            long vl = eq ? pct_decode(eq + 1, len - klen - 1, val, sizeof val) : -1;
+            long vl = eq ? pp_pct_decode(eq + 1, len - klen - 1, val, sizeof val) : -1;
             if (pq->out.format)
                 return bad_query(q, "parameter \"format\" given more than once");
             if (vl == 5 && memcmp(val, "proto", 5) == 0)
@@ -297,19 +297,19 @@ static int parse_query(pp_req *q)
             else
                 return bad_query(q, "invalid value for \"format\" - must be proto or folded");
         } else if (kl == 6 && memcmp(key, "labels", 6) == 0) {
-            long vl = eq ? pct_decode(eq + 1, len - klen - 1, val, sizeof val) : -1;
+            long vl = eq ? pp_pct_decode(eq + 1, len - klen - 1, val, sizeof val) : -1;
             if (vl != 1 || (val[0] != '0' && val[0] != '1'))
                 return bad_query(q, "invalid value for \"labels\" - must be 0 or 1");
             pq->out.labels = val[0] == '1';
         } else if (kl == 12 && memcmp(key, "sample_index", 12) == 0) {
             char *si = pq->out.sample_index;
-            long vl = eq ? pct_decode(eq + 1, len - klen - 1, si, sizeof pq->out.sample_index) : -1;
+            long vl = eq ? pp_pct_decode(eq + 1, len - klen - 1, si, sizeof pq->out.sample_index) : -1;
             if (vl <= 0 || vl >= (long)sizeof pq->out.sample_index || memchr(si, 0, (size_t)vl))
                 return bad_query(q, "invalid value for \"sample_index\" - must be a sample type's name or index");
             si[vl] = 0;
         } else if (kl == 9 && memcmp(key, "symbolize", 9) == 0) {
             static const char *const hows[] = {"full", "functions", "none"};
-            long vl = eq ? pct_decode(eq + 1, len - klen - 1, val, sizeof val) : -1;
+            long vl = eq ? pp_pct_decode(eq + 1, len - klen - 1, val, sizeof val) : -1;
             if (pq->symbolize)
                 return bad_query(q, "parameter \"symbolize\" given more than once");
             for (int i = 0; i < 3 && vl >= 0 && vl < (long)sizeof val; i++)
@@ -320,13 +320,13 @@ static int parse_query(pp_req *q)
         } else if (which >= 0) {
             int *has = which == 0 ? &pq->has_seconds : which == 1 ? &pq->has_debug : &pq->has_gc;
             int *out = which == 0 ? &pq->seconds : which == 1 ? &pq->debug : &pq->gc;
-            long vl = eq ? pct_decode(eq + 1, len - klen - 1, val, sizeof val) : 0;
+            long vl = eq ? pp_pct_decode(eq + 1, len - klen - 1, val, sizeof val) : 0;
             long long v = 0;
             if (vl < 0)
                 return bad_query(q, "malformed query - bad %%-escape");
             if (*has)
                 return bad_query(q, "parameter \"%s\" given more than once", names[which]);
-            int ok = vl < (long)sizeof val && parse_int(val, (size_t)vl, &v) == 0;
+            int ok = vl < (long)sizeof val && pp_parse_int(val, (size_t)vl, &v) == 0;
             if (which == 0) {
                 if (!ok || v <= 0)
                     return bad_query(q, "%s", SECONDS_INVALID);

@@ -206,6 +206,7 @@ typedef int (*pp_handler_fn)(pp_req *q);
 enum {
     PP_EP_POST = 1,  /* POST is allowed besides GET and HEAD */
     PP_EP_QUERY = 2, /* parse seconds/debug/gc from the query first */
+    PP_EP_PROFILE = 4, /* answers a profile: listed in the flame-graph page */
 };
 
 typedef struct pp_endpoint {
@@ -218,6 +219,30 @@ typedef struct pp_endpoint {
 
 /* The endpoint named `name` (exact match), or NULL. */
 const pp_endpoint *pp_endpoint_find(const char *name);
+
+/* Whether `name` answers a profile (an endpoint flagged PP_EP_PROFILE or a
+ * custom profile); calls each(name, arg) for every one when `each` is set. */
+int pp_profile_names(const char *name, void (*each)(const char *name, void *arg), void *arg);
+
+/* One {{NAME}} placeholder of a page and what writes it. */
+typedef struct pp_slot {
+    const char *name;
+    void (*write)(pp_reply *r, const pp_req *q);
+} pp_slot;
+
+/* Writes the page text[0..len) with its placeholders filled in; unknown
+ * ones are written as they are. */
+void pp_write_template(pp_reply *r, const unsigned char *text, size_t len, const pp_slot *slots, size_t nslots,
+                       const pp_req *q);
+void pp_write_html_escaped(pp_reply *r, const char *s);
+
+/* Query components: %XX escapes and '+' decoded into out (at most cap
+ * bytes); returns the whole decoded length, or -1 on a malformed escape. */
+long pp_pct_decode(const char *s, size_t n, char *out, size_t cap);
+/* A decimal integer within +-INT32_MAX filling s[0..n): 0 and *v, or -1. */
+int pp_parse_int(const char *s, size_t n, long long *v);
+
+int pp_h_ui(pp_req *q);
 
 /* The server's work is the profiler's own (base/names.h): makes the
  * calling thread's current label set say so and returns the set it

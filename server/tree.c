@@ -576,7 +576,7 @@ static int take_param(const char *query, const char *key, char *out, size_t outl
 /* The endpoints whose answers merge across processes. */
 static int mergeable(const char *name)
 {
-    static const char *const no[] = {"", "cmdline", "symbol", "symbolz", "trace"};
+    static const char *const no[] = {"", "cmdline", "symbol", "symbolz", "trace", "ui"};
     for (size_t i = 0; i < sizeof no / sizeof *no; i++)
         if (!strcmp(name, no[i]))
             return 0;

@@ -1,9 +1,10 @@
-# embed.cmake: turns every web/*.html into a C byte array (pp_web_<name>) in OUT.
-file(GLOB files ${IN_DIR}/*.html)
+# embed.cmake: turns every web/*.html and web/*.js into a C byte array in OUT,
+# named after the file: index.html is pp_web_index_html (and _len).
+file(GLOB files ${IN_DIR}/*.html ${IN_DIR}/*.js)
 list(SORT files)
 set(out "/* Generated from web/ by web/embed.cmake. */\n#include <stddef.h>\n")
 foreach(f ${files})
-  get_filename_component(name ${f} NAME_WE)
+  get_filename_component(name ${f} NAME)
   string(MAKE_C_IDENTIFIER ${name} id)
   file(READ ${f} hex HEX)
   string(LENGTH "${hex}" hexlen)
