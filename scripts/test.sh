@@ -12,9 +12,9 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 # the heap tests run over both allocators; clang builds too; the real-services
 # test runs Debian's memcached, redis, nginx and postgresql (with their load tools) and python3
-# under LD_PRELOAD
+# under LD_PRELOAD; test_ui drives the flame-graph page in headless chromium
 scripts/deps.sh libjemalloc2 libtcmalloc-minimal4 clang memcached libmemcached-tools redis-server redis-tools \
-    python3 nginx-light wrk postgresql openssl golang-github-google-pprof-dev
+    python3 nginx-light wrk postgresql openssl golang-github-google-pprof-dev chromium python3-websocket
 jobs=$(nproc)
 run() { # dir label-args cmake-args...
   local dir=$1 sel=$2; shift 2
