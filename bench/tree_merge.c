@@ -16,6 +16,7 @@
 #define _GNU_SOURCE
 #include "bench.h"
 #include "pprof.h"
+#include "stacks.h"
 
 #include <stdint.h>
 #include <stdio.h>
@@ -23,48 +24,15 @@
 #include <string.h>
 #include <time.h>
 
-#define LEVELS 17
 #define STACKS 10000
 #define PROCS 10
 
-static pprof_custom *custom;
-static uintptr_t keys[STACKS * PROCS];
-static int added, wanted;
-
-static void step1(unsigned long id, int level);
-
-/* One frame per level; the call site differs by the level's bit, so every
- * id gets its own stack. The two are one function under two names. */
-#define STEP(name)                                                          \
-    __attribute__((noinline)) static void name(unsigned long id, int level) \
-    {                                                                       \
-        if (level == LEVELS) {                                              \
-            if (added < wanted)                                             \
-                pprof_custom_add(custom, &keys[added++]);                   \
-        } else if ((id >> level) & 1) {                                     \
-            step1(id, level + 1);                                           \
-        } else {                                                            \
-            step0(id, level + 1);                                           \
-        }                                                                   \
-        __asm__ volatile("" ::: "memory");                                  \
-    }
-static void step0(unsigned long id, int level);
-STEP(step0)
-STEP(step1)
-
-/* A profile of n distinct stacks: a custom profile with one entry added
- * from each of n leaves of the call tree. NULL on failure. */
 static pprof_profile *stacks_profile(const char *name, int n)
 {
+    pprof_custom *c;
     pprof_recorder *r;
     pprof_profile *p = NULL;
-    added = 0;
-    wanted = n;
-    if (pprof_custom_new(name, &custom) != 0)
-        return NULL;
-    for (unsigned long id = 0; id < (unsigned long)n; id++)
-        step0(id, 0);
-    if (pprof_custom_recorder_new(custom, &r) != 0)
+    if (bench_stacks_custom(name, n, &c) != 0 || pprof_custom_recorder_new(c, &r) != 0)
         return NULL;
     if (pprof_recorder_write_to(r, &p) != 0)
         p = NULL;
