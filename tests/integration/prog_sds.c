@@ -9,7 +9,9 @@
  *                    malloc_usable_size) is over a tenth of its length is
  *                    trimmed with realloc. Frees half, keeps count of the
  *                    bytes it requested for what is still live, prints
- *                    "own_bytes=N", "ready", and waits to be killed.
+ *                    "own_bytes=N", the allocator's own count of its live
+ *                    bytes ("allocator_bytes=N HOW"), "ready", and waits
+ *                    to be killed.
  */
 #define _GNU_SOURCE
 #include <dlfcn.h>
@@ -50,6 +52,34 @@ __attribute__((noinline)) static void store(str *s)
             abort();
         s->p = q;
     }
+}
+
+/* The allocator's own count of the bytes it has handed out and not had
+ * back: jemalloc's stats.allocated, tcmalloc's
+ * generic.current_allocated_bytes, glibc's mallinfo2 (in-use chunks, and
+ * the mmapped ones). Sets *which to the allocator's name. */
+static unsigned long long allocator_bytes(const char **which)
+{
+    int (*mallctl)(const char *, void *, size_t *, void *, size_t) =
+        (int (*)(const char *, void *, size_t *, void *, size_t))dlsym(RTLD_DEFAULT, "mallctl");
+    int (*tc_prop)(const char *, size_t *) =
+        (int (*)(const char *, size_t *))dlsym(RTLD_DEFAULT, "MallocExtension_GetNumericProperty");
+    size_t v = 0, len = sizeof v;
+    if (mallctl) {
+        uint64_t epoch = 1;
+        size_t elen = sizeof epoch;
+        *which = "jemalloc stats.allocated";
+        if (mallctl("epoch", &epoch, &elen, &epoch, elen) != 0 || mallctl("stats.allocated", &v, &len, NULL, 0) != 0)
+            return 0;
+        return v;
+    }
+    if (tc_prop) {
+        *which = "tcmalloc generic.current_allocated_bytes";
+        return tc_prop("generic.current_allocated_bytes", &v) ? v : 0;
+    }
+    struct mallinfo2 mi = mallinfo2();
+    *which = "glibc mallinfo2 uordblks+hblkhd";
+    return mi.uordblks + mi.hblkhd;
 }
 
 static int sizes(void)
@@ -93,7 +123,9 @@ int main(int argc, char **argv)
             own += strs[i].req;
         }
     }
-    printf("own_bytes=%llu\nready\n", (unsigned long long)own);
+    const char *which = "";
+    unsigned long long a = allocator_bytes(&which);
+    printf("own_bytes=%llu\nallocator_bytes=%llu %s\nready\n", (unsigned long long)own, a, which);
     fflush(stdout);
     for (;;)
         pause();
