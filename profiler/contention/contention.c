@@ -248,5 +248,6 @@ void pp_contention_fork_child(void)
 {
     pp_store_fork_child(&pp_block_tab);
     pp_store_fork_child(&pp_mutex_tab);
+    rng = 0; /* the child's choices are not its parent's */
     conf_lock = (pp_mutex)PP_MUTEX_INIT;
 }

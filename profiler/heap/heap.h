@@ -185,6 +185,8 @@ void pp_heap_table_init(void);
 void pp_heap_fork_prepare(void);
 void pp_heap_fork_parent(void);
 void pp_heap_fork_child(void);
+/* heap_sample.c's part of it: a new seed and countdown. async-signal-safe */
+void pp_heap_sample_fork_child(void);
 
 /* --- profiles (heap_profile.c) --- */
 #define PP_HEAP_RAW 1          /* values not unsampled (debug=1) */

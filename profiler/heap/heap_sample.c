@@ -117,6 +117,17 @@ int pp_heap_should_sample(size_t size)
     return 1;
 }
 
+/* In a forked child, the thread that forked gets a new seed (its new tid)
+ * and a new countdown: a parent's children do not sample the same
+ * allocations of theirs. async-signal-safe (a fork child handler) */
+void pp_heap_sample_fork_child(void)
+{
+    rng = 0;
+    int64_t r = atomic_load_explicit(&rate, memory_order_relaxed);
+    if (!guarded && r && seen_epoch == atomic_load_explicit(&epoch, memory_order_relaxed))
+        pp_heap_left = draw(r);
+}
+
 /* malloc-safe */
 void pp_heap_guard_enter(int64_t *saved)
 {

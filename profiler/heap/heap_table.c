@@ -363,4 +363,5 @@ void pp_heap_fork_child(void)
 {
     pp_store_fork_child(&recs);
     pp_heap_guard_leave(fork_guard);
+    pp_heap_sample_fork_child();
 }

@@ -13,6 +13,8 @@
  *     biased (+-5% each).
  *   default rate (512 KiB): each function 2 GiB, all live -> alloc and
  *     in-use +-10%; half freed -> in-use +-10% of what is left.
+ *   forked (64 KiB): children forked from one thread sample independently
+ *     (forked() below).
  * Bounds are at least 3.9 standard deviations of the estimate (the
  * expected sample counts are printed), so chance fails the whole test far
  * less than once in a thousand runs. Plain build only: it needs the hooks.
@@ -244,6 +246,50 @@ static int rate_default(void)
     return check_summary("test_heap (default rate)");
 }
 
+/* Four children forked from one thread make the same allocations (10 MiB
+ * in 1 KiB blocks at a 64 KiB rate: about 160 samples each): their sample
+ * counts are not all equal, as they were when each child went on with its
+ * parent's random state (chance alone makes four independent counts equal
+ * about once in 10^5 runs). */
+static int forked(void)
+{
+    enum { KIDS = 4, BLOCKS = 10240 };
+    static void *warm[2048]; /* the parent samples first: its random state is set */
+    for (int i = 0; i < 2048; i++)
+        warm[i] = malloc(1024);
+    for (int i = 0; i < 2048; i++)
+        free(warm[i]);
+    int fds[2];
+    CHECK(pipe(fds) == 0);
+    for (int k = 0; k < KIDS; k++) {
+        pid_t pid = fork();
+        if (pid == 0) {
+            pprof_heap_stats a, b;
+            pprof_heap_stats_get(&a);
+            static void *keep[BLOCKS];
+            for (int i = 0; i < BLOCKS; i++)
+                keep[i] = malloc(1024);
+            pprof_heap_stats_get(&b);
+            uint64_t n = b.sampled - a.sampled;
+            _exit(write(fds[1], &n, sizeof n) == sizeof n && keep[BLOCKS - 1] ? 0 : 1);
+        }
+        CHECK(pid > 0);
+    }
+    uint64_t n[KIDS];
+    int differ = 0;
+    for (int k = 0; k < KIDS; k++) {
+        CHECK(read(fds[0], &n[k], sizeof n[k]) == sizeof n[k]);
+        differ |= n[k] != n[0];
+        int st;
+        CHECK(wait(&st) > 0 && WIFEXITED(st) && WEXITSTATUS(st) == 0);
+    }
+    printf("forked children's samples: %llu %llu %llu %llu\n", (unsigned long long)n[0], (unsigned long long)n[1],
+           (unsigned long long)n[2], (unsigned long long)n[3]);
+    CHECK(differ);
+    CHECK(n[0] > 60 && n[0] < 300);
+    return check_summary("test_heap (forked children)");
+}
+
 static int run_child(const char *mode, const char *rate)
 {
     pid_t pid = fork();
@@ -266,9 +312,13 @@ int main(int argc, char **argv)
         return rate_4k();
     if (argc > 1 && !strcmp(argv[1], "default"))
         return rate_default();
+    if (argc > 1 && !strcmp(argv[1], "forked"))
+        return forked();
     int a = run_child("4k", "4096");
     int b = run_child("default", NULL);
+    int c = run_child("forked", "65536");
     CHECK(a == 0);
     CHECK(b == 0);
+    CHECK(c == 0);
     return check_summary("test_heap");
 }
