@@ -37,7 +37,10 @@
 #     profile?seconds=3 shows the executor's functions (Exec*) by name,
 #     with at least two backends' pid tags, and one backend's own
 #     (-tagfocus=pid=N) still shows Exec* functions; pgbench's tps with
-#     and without libpprof (reported).
+#     and without libpprof (reported). A backend that takes on 3,000
+#     prepared statements' plans: the growth of its heap profile (?pid=N)
+#     within 10% of the growth of what its memory contexts hold
+#     (pg_backend_memory_contexts).
 # A part whose package is missing is skipped with a line saying so
 # (scripts/test.sh installs them).
 # Usage: test_real_services.sh BUILD_DIR
@@ -363,7 +366,47 @@ postgres_part() {
     plain_tps=$(pg_load "$bin" "$dir" "$port")
     pp_note "postgresql: pgbench -S -c 4 -T 4: ${plain_tps:-?} tps without libpprof, ${pre_tps:-?} with$(ratio "$plain_tps" "$pre_tps")"
     pp_stop "$pg_plain" >/dev/null 2>&1
+    pg_heap "$bin" "$dir" "$port"
     rm -rf "$dir"
+}
+
+# pg_heap BIN DIR PORT: a backend takes on 3,000 prepared statements'
+# plans. Its heap profile (?pid= of the backend, through the postmaster's
+# endpoint, fetched from inside the session with psql's \!) before and
+# after, against what its memory contexts hold (pg_backend_memory_contexts'
+# total_bytes) before and after: the growth of one within 10% of the
+# other's. (The totals differ by what the backend holds outside its
+# contexts: OpenSSL's, the settings', the postmaster's lists, about 4.5 MB.)
+pg_heap() {
+    local bin=$1 dir=$2 port=$3 i
+    if ! pp_serve pg-heap runuser -u postgres -- env LD_PRELOAD="$LIB" LIBPPROF_ADDR=127.0.0.1:@PORT@ \
+        LIBPPROF_HEAP_RATE=16384 "$bin/postgres" -D "$dir/data" -k "$dir" -p "$port" -c listen_addresses= ||
+        ! pg_ready "$bin" "$dir" "$port"; then
+        pp_bad "postgresql: the heap run did not start" "$(cat "$TMP/pg-heap.err" 2>/dev/null)"
+        return
+    fi
+    {
+        echo "SELECT pg_backend_pid() AS pid \\gset"
+        echo "CREATE TEMP TABLE t AS SELECT g AS a, md5(g::text) AS b FROM generate_series(1, 1000) g;"
+        echo "SELECT 'ctx=' || sum(total_bytes) FROM pg_backend_memory_contexts;"
+        echo "\\! curl -s --max-time 60 -o $dir/heap0.pb 'http://127.0.0.1:$PORT/debug/pprof/heap?pid=:pid'"
+        for i in $(seq 3000); do
+            echo "PREPARE p$i AS SELECT a, b, length(b) + $i FROM t WHERE a > \$1 AND b LIKE 'x%' ORDER BY b LIMIT 10;"
+            echo "EXECUTE p$i(1);"
+        done
+        echo "SELECT 'ctx=' || sum(total_bytes) FROM pg_backend_memory_contexts;"
+        echo "\\! curl -s --max-time 60 -o $dir/heap1.pb 'http://127.0.0.1:$PORT/debug/pprof/heap?pid=:pid'"
+    } >"$dir/heap.sql"
+    chmod 644 "$dir/heap.sql"
+    runuser -u postgres -- "$bin/psql" -h "$dir" -p "$port" -At -f "$dir/heap.sql" postgres >"$TMP/pg-heap.log" 2>&1
+    local c0 c1 h0 h1
+    c0=$(sed -n 's/^ctx=//p' "$TMP/pg-heap.log" | sed -n 1p)
+    c1=$(sed -n 's/^ctx=//p' "$TMP/pg-heap.log" | sed -n 2p)
+    h0=$(inuse_total "$dir/heap0.pb")
+    h1=$(inuse_total "$dir/heap1.pb")
+    pp_check "postgresql: a backend's heap grew $((h1 - h0)) B ($h0 -> $h1) while its memory contexts grew $((${c1:-0} - ${c0:-0})) B (${c0:-?} -> ${c1:-?}; within 10%)" \
+        eval 'test -n "$c0" -a -n "$c1" && within 10 "$((h1 - h0))" "$((c1 - c0))"'
+    pp_stop "$PID" >/dev/null 2>&1
 }
 
 memcached_part
