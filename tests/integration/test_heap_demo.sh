@@ -55,8 +55,8 @@ pp_check "mutex: with the request's labels" grep -q '/checkout' "$TMP/mutex.tags
 pp_pprof -top "$base/block" >"$TMP/block.top" 2>&1
 pp_check "block: reserve_inventory blocks" grep -q 'reserve_inventory' "$TMP/block.top"
 curl -sS --max-time 10 "$base/" >"$TMP/index.html"
-pp_check "index lists heap" grep -q 'href="heap"' "$TMP/index.html"
-pp_check "index lists allocs" grep -q 'href="allocs"' "$TMP/index.html"
+pp_check "index lists heap" grep -q 'href="heap?debug=1"' "$TMP/index.html"
+pp_check "index lists allocs" grep -q 'href="allocs?debug=1"' "$TMP/index.html"
 
 # the profiler's own work
 curl -sS --max-time 30 -o "$TMP/cpu.pb.gz" "$base/profile?seconds=2"

@@ -44,7 +44,7 @@ t1=$(pp_pprof -raw "$TMP/d1mutex.pb.gz" 2>/dev/null | awk '/^Samples:/{on=1;next
 t2=$(pp_pprof -raw "$TMP/d2.pb.gz" 2>/dev/null | awk '/^Samples:/{on=1;next} /^Locations/{on=0} on && /^ *[0-9]+ +[0-9]+:/{s+=$1} END{print s+0}')
 pp_check "delta_mutex: the second call has only the last 0.5 s ($t2 < $t1 contentions)" test "$t2" -gt 0 -a "$t2" -lt "$t1"
 curl -sS --max-time 10 "$base/" >"$TMP/index.html"
-pp_check "index lists mutex and block" grep -q 'href="mutex"' "$TMP/index.html"
+pp_check "index lists mutex and block" grep -q 'href="mutex?debug=1"' "$TMP/index.html"
 pp_stop "$PID" >/dev/null 2>&1
 
 if pp_start_helper off "$BUILD/tests/prog_locks_linked"; then

@@ -174,9 +174,9 @@ fi
 
 # ---- LIBPPROF_CPU_HZ: an invalid value (the default is used) and, to show
 # the variable is read at all, a valid one.
-pp_serve hzbad env LD_PRELOAD="$LIB" LIBPPROF_ADDR=127.0.0.1:@PORT@ LIBPPROF_CPU_HZ=abc "$PROG" 3 -1
+pp_serve hzbad env LD_PRELOAD="$LIB" LIBPPROF_ADDR=127.0.0.1:@PORT@ LIBPPROF_CPU_HZ=abc "$PROG" 10 -1
 bad_pid=$PID bad_port=$PORT
-pp_serve hz250 env LD_PRELOAD="$LIB" LIBPPROF_ADDR=127.0.0.1:@PORT@ LIBPPROF_CPU_HZ=250 "$PROG" 3 -1
+pp_serve hz250 env LD_PRELOAD="$LIB" LIBPPROF_ADDR=127.0.0.1:@PORT@ LIBPPROF_CPU_HZ=250 "$PROG" 10 -1
 good_pid=$PID good_port=$PORT
 curl -sS --max-time 10 -o "$TMP/hzbad.pb.gz" "http://127.0.0.1:$bad_port/debug/pprof/profile?seconds=1" &
 c1=$!
