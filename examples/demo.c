@@ -25,6 +25,8 @@
  *   LIBPPROF_ADDR   HOST:PORT, [IPv6]:PORT or :PORT to serve on (default
  *                   127.0.0.1:6060; port 0: one the kernel picks, printed;
  *                   "off": the workload runs without an endpoint)
+ *   --addr ADDR     the same, ahead of LIBPPROF_ADDR (which, when
+ *                   libpprof is also preloaded, starts its built-in server)
  */
 #define _GNU_SOURCE
 #include "pprof_mhd.h"
@@ -267,14 +269,22 @@ static void on_term(int sig)
 int main(int argc, char **argv)
 {
     const char *addr = getenv("LIBPPROF_ADDR");
-    if (!addr || !*addr)
-        addr = "127.0.0.1:6060";
-    int builtin = argc > 1 && strcmp(argv[1], "--builtin") == 0;
-    if (argc > 2 || (argc == 2 && !builtin)) {
-        fprintf(stderr, "usage: pprof-demo [--builtin]   (LIBPPROF_ADDR=HOST:PORT, default 127.0.0.1:6060; "
-                        "off: no endpoint)\n");
+    int builtin = 0, bad = 0;
+    for (int i = 1; i < argc && !bad; i++) {
+        if (!strcmp(argv[i], "--builtin"))
+            builtin = 1;
+        else if (!strcmp(argv[i], "--addr") && i + 1 < argc)
+            addr = argv[++i];
+        else
+            bad = 1;
+    }
+    if (bad) {
+        fprintf(stderr, "usage: pprof-demo [--builtin] [--addr HOST:PORT]   (or LIBPPROF_ADDR=HOST:PORT; default "
+                        "127.0.0.1:6060; off: no endpoint)\n");
         return 2;
     }
+    if (!addr || !*addr)
+        addr = "127.0.0.1:6060";
     int serve = strcmp(addr, "off") != 0;
     int fd = -1;
     char why[160], where[80] = "";
