@@ -435,8 +435,12 @@ typedef struct pprof_heap_stats {
     uint64_t live_table_bytes; /* memory of the live-object table */
     uint64_t frees_unseen;     /* frees of sampled objects lost during forks (no room to defer
                                   them): those objects count as in use until their address is reused */
-    int64_t own_inuse_bytes;   /* the profiler's own live heap (symbolizer tables, server, encoders),
-                                  estimated from its samples: left out of the heap profiles */
+    int64_t own_inuse_bytes;   /* the profiler's own live heap from the program's allocator (server,
+                                  encoders), estimated from its samples: left out of the heap profiles */
+    uint64_t own_heap_bytes;   /* the profiler's own heap, apart from the program's allocator (what
+                                  the symbolizer allocates: libdw's tables): blocks in use */
+    uint64_t own_heap_mapped;  /* ... and the memory it has taken for them */
+    uint64_t own_heap_fallbacks; /* allocations it could not serve (given to the program's allocator) */
 } pprof_heap_stats;
 
 /* Counters of the heap sampler (own_inuse_bytes reads the records: not

@@ -453,11 +453,14 @@ static void write_stats(pp_reply *r)
     pprof_contention_stats w;
     pprof_contention_stats_get(&w);
     pp_reply_printf(r,
-                    "<tr><td>libpprof's own work</td><td>heap in use %.1f MiB (estimated from its samples), "
-                    "mutex waits %.3f s, block waits %.3f s (as recorded): left out of the heap, allocs, "
-                    "mutex and block profiles; its CPU time carries the label %s=%s</td></tr>\n",
-                    h.own_inuse_bytes / 1048576.0, w.own_mutex_delay_ns / 1e9, w.own_block_delay_ns / 1e9,
-                    PP_OWN_KEY, PP_OWN_VALUE);
+                    "<tr><td>libpprof's own work</td><td>heap in use %.1f MiB from the program's allocator "
+                    "(estimated from its samples) and %.1f MiB of its own (the symbolizer's; %.1f MiB taken, "
+                    "%llu allocations it passed to the program's allocator), mutex waits %.3f s, block waits "
+                    "%.3f s (as recorded): left out of the heap, allocs, mutex and block profiles; its CPU "
+                    "time carries the label %s=%s</td></tr>\n",
+                    h.own_inuse_bytes / 1048576.0, h.own_heap_bytes / 1048576.0, h.own_heap_mapped / 1048576.0,
+                    (unsigned long long)h.own_heap_fallbacks, w.own_mutex_delay_ns / 1e9,
+                    w.own_block_delay_ns / 1e9, PP_OWN_KEY, PP_OWN_VALUE);
     pprof_symbolizer_stats y;
     pprof_symbolizer_stats_get(&y);
     pp_reply_printf(r,

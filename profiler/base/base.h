@@ -4,7 +4,8 @@
  * the calling thread's last failure (error.h), the futex lock that the
  * profiler uses instead of pthread mutexes, with the hook variant that never
  * waits for a fork (lock.h), the process-wide state: a fork under way and
- * the shutdown hooks (process.h), the one next-symbol resolver of the
+ * the shutdown hooks and the switch to the profiler's own heap (process.h),
+ * the one next-symbol resolver of the
  * overrides (next.h), the names the server reserves for its
  * endpoints (names.h), the LIBPPROF_* environment (env.h), an
  * arena for builders (arena.h), and the public writers (writer.c).

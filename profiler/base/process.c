@@ -79,3 +79,24 @@ int pp_spawn_detached(void *(*fn)(void *), void *arg)
     pthread_attr_destroy(&attr);
     return rc ? PPROF_ESYS : 0;
 }
+
+static const pp_own_heap_ops *_Atomic own_heap;
+
+void pp_own_heap_register(const pp_own_heap_ops *ops)
+{
+    atomic_store(&own_heap, ops);
+}
+
+void pp_own_heap_enter(void)
+{
+    const pp_own_heap_ops *o = atomic_load(&own_heap);
+    if (o)
+        o->enter();
+}
+
+void pp_own_heap_leave(void)
+{
+    const pp_own_heap_ops *o = atomic_load(&own_heap);
+    if (o)
+        o->leave();
+}

@@ -32,4 +32,16 @@ int pp_spawn_detached(void *(*fn)(void *), void *arg);
 /* Whether the process is exiting (pp_shutdown_run has begun): nothing new
  * starts. Thread-safe. */
 int pp_shutting_down(void);
+
+/* The profiler's own heap (heap/own_heap.c registers it, so base/ calls no
+ * other folder): between pp_own_heap_enter and the matching leave, the
+ * calling thread's allocations are the profiler's own and come from it
+ * (nested calls count). Without a registered heap they do nothing. */
+typedef struct pp_own_heap_ops {
+    void (*enter)(void);
+    void (*leave)(void);
+} pp_own_heap_ops;
+void pp_own_heap_register(const pp_own_heap_ops *ops);
+void pp_own_heap_enter(void);
+void pp_own_heap_leave(void);
 #endif

@@ -78,6 +78,32 @@ static inline int pp_boot_owns(const void *p)
 }
 size_t pp_boot_size(const void *p);
 
+/* --- the profiler's own heap (own_heap.c) --- */
+extern uintptr_t pp_own_base;
+extern size_t pp_own_size;  /* 0 until its region is reserved */
+extern __thread int pp_own_depth; /* >0: this thread's allocations go to the own heap */
+/* Whether p is a block of the own heap. malloc-safe */
+static inline int pp_own_owns(const void *p)
+{
+    return (uintptr_t)p - pp_own_base < pp_own_size;
+}
+/* n bytes aligned to align (a power of two), from the own heap, else from
+ * the next allocator. malloc-safe */
+void *pp_own_malloc(size_t align, size_t n);
+/* For blocks of the own heap only. malloc-safe */
+void pp_own_free(void *p);
+void *pp_own_realloc(void *p, size_t n);
+size_t pp_own_usable(const void *p);
+/* pp_own_heap_enter/leave (base.h): meanwhile the thread's countdown is
+ * PP_OWN_LEFT, so every malloc takes the slow path. */
+#define PP_OWN_LEFT (INT64_MIN / 4)
+void pp_own_heap_stats(uint64_t *bytes_in_use, uint64_t *bytes_mapped, uint64_t *fell_back);
+/* Registers the own heap with base/ (pp_own_heap_enter/leave). */
+void pp_own_heap_init(void);
+void pp_own_heap_fork_prepare(void);
+void pp_own_heap_fork_parent(void);
+void pp_own_heap_fork_child(void);
+
 /* --- sampling (heap_sample.c) --- */
 /* The page alignment every sampled object gets: free(p) consults the live
  * table only when p is a multiple of it. */

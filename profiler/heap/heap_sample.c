@@ -241,4 +241,5 @@ void pprof_heap_stats_get(pprof_heap_stats *out)
     out->live_table_bytes = ts.live_bytes;
     out->frees_unseen = ts.deferred_lost;
     out->own_inuse_bytes = pp_heap_own_inuse(out->rate);
+    pp_own_heap_stats(&out->own_heap_bytes, &out->own_heap_mapped, &out->own_heap_fallbacks);
 }

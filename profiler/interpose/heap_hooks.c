@@ -7,7 +7,9 @@
  * recorded. A free looks in the live table only when the pointer is
  * page-aligned, and takes the object out of it before releasing it, so an
  * address reused at once by another thread is never confused with it.
- * Pointers from the bootstrap buffer are never released.
+ * Pointers from the bootstrap buffer are never released. A thread that
+ * allocates from the profiler's own heap (own_heap.c) takes the slow path
+ * every time; its blocks are known by their address wherever they go.
  *
  * The size queries answer for a sampled object what they would for an
  * unsampled one of the same size (pp_heap_usable); heap_hooks_ext.c does
@@ -61,6 +63,10 @@ __attribute__((noinline)) static void *malloc_slow(size_t n, uint64_t caller)
 {
     if (!ready())
         return pp_boot_alloc(n, 16);
+    if (UNLIKELY(pp_own_depth)) {
+        pp_heap_left = PP_OWN_LEFT;
+        return pp_own_malloc(16, n);
+    }
     if (pp_heap_should_sample(n))
         return sampled_alloc(0, n, 0, caller);
     return pp_next.malloc(n);
@@ -80,6 +86,10 @@ __attribute__((noinline)) static void free_slow(void *p)
 {
     if (pp_boot_owns(p))
         return;
+    if (pp_own_owns(p)) {
+        pp_own_free(p);
+        return;
+    }
     if (!((uintptr_t)p & (PP_HEAP_ALIGN - 1)) && pp_heap_freed(p) < 0)
         return; /* the table releases it once a fork lets go (heap_table.c) */
     if (ready())
@@ -91,7 +101,7 @@ __attribute__((noinline)) static void free_slow(void *p)
 API void free(void *p)
 {
     void (*f)(void *) = pp_next.free;
-    if (LIKELY(f != NULL) && !pp_boot_owns(p) &&
+    if (LIKELY(f != NULL) && !pp_boot_owns(p) && !pp_own_owns(p) &&
         (LIKELY((uintptr_t)p & (PP_HEAP_ALIGN - 1)) || !pp_heap_table_maybe_live(p))) {
         f(p);
         return;
@@ -110,6 +120,12 @@ API void *calloc(size_t n, size_t size)
     }
     if (!ready())
         return pp_boot_alloc(total, 16); /* the buffer is zero and never reused */
+    if (UNLIKELY(pp_own_depth)) {
+        void *p = pp_own_malloc(16, total);
+        if (p)
+            memset(p, 0, total);
+        return p;
+    }
     if (take_sample(total))
         return sampled_alloc(0, total, 1, CALLER);
     return pp_next.calloc(n, size);
@@ -118,9 +134,18 @@ API void *calloc(size_t n, size_t size)
 /* malloc-safe */
 static void *realloc_impl(void *p, size_t n, uint64_t caller)
 {
+    if (pp_own_owns(p)) {
+        if (n)
+            return pp_own_realloc(p, n);
+        pp_own_free(p);
+        return NULL;
+    }
+    int own = pp_own_depth; /* no sampling: the countdown is the own heap's */
     if (!p) {
         if (!ready())
             return pp_boot_alloc(n, 16);
+        if (UNLIKELY(own))
+            return pp_own_malloc(16, n);
         return take_sample(n) ? sampled_alloc(0, n, 0, caller) : pp_next.malloc(n);
     }
     if (!ready() || pp_boot_owns(p)) {
@@ -140,7 +165,7 @@ static void *realloc_impl(void *p, size_t n, uint64_t caller)
     /* The allocator's usable size, not the record's: an entry can be stale
      * (its free was not seen) and the address reused by a bigger block. */
     size_t old;
-    if (n && (held || take_sample(n)) &&
+    if (n && (held || (!own && take_sample(n))) &&
         ((old = pp_next.usable_size(p)) || (rec && !held && (old = (size_t)pp_heap_rec_get(rec)->key)))) {
         void *q = held ? pp_next.malloc(n) : sampled_alloc(0, n, 0, caller);
         if (!q) {
@@ -202,6 +227,8 @@ static inline __attribute__((always_inline)) void *aligned_entry(size_t align, s
 {
     if (!ready())
         return pp_boot_alloc(n, align);
+    if (UNLIKELY(pp_own_depth) && pow2(align))
+        return pp_own_malloc(align, n);
     if (pow2(align) && take_sample(n))
         return sampled_alloc(align, n, 0, caller);
     return aligned ? pp_next.aligned_alloc(align, n) : pp_next.memalign(align, n);
@@ -231,8 +258,8 @@ API int posix_memalign(void **out, size_t align, size_t n)
         *out = p;
         return 0;
     }
-    if (take_sample(n)) {
-        void *p = sampled_alloc(align, n, 0, CALLER);
+    if (UNLIKELY(pp_own_depth) || take_sample(n)) {
+        void *p = pp_own_depth ? pp_own_malloc(align, n) : sampled_alloc(align, n, 0, CALLER);
         if (!p)
             return ENOMEM;
         *out = p;
@@ -246,6 +273,8 @@ API void *valloc(size_t n)
 {
     if (!ready())
         return pp_boot_alloc(n, PP_HEAP_ALIGN);
+    if (UNLIKELY(pp_own_depth))
+        return pp_own_malloc(PP_HEAP_ALIGN, n);
     if (take_sample(n))
         return sampled_alloc(0, n, 0, CALLER);
     return pp_next.valloc(n);
@@ -261,6 +290,8 @@ API void *pvalloc(size_t n)
     }
     if (!ready())
         return pp_boot_alloc(r ? r : PP_HEAP_ALIGN, PP_HEAP_ALIGN);
+    if (UNLIKELY(pp_own_depth))
+        return pp_own_malloc(PP_HEAP_ALIGN, r ? r : PP_HEAP_ALIGN);
     if (take_sample(r))
         return sampled_alloc(0, r ? r : PP_HEAP_ALIGN, 0, CALLER);
     return pp_next.pvalloc(n);
@@ -273,6 +304,8 @@ API size_t malloc_usable_size(void *p)
         return 0;
     if (pp_boot_owns(p))
         return pp_boot_size(p);
+    if (pp_own_owns(p))
+        return pp_own_usable(p);
     return ready() ? pp_heap_usable(p, pp_next.usable_size(p)) : 0;
 }
 #endif

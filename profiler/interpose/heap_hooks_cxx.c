@@ -66,6 +66,8 @@ static void guard_cleanup(int64_t (*saved)[2]) /* malloc-safe */
 /* One operator new: sample, else forward under the guard. malloc-safe */
 static void *new_impl(int which, size_t n, size_t align, const void *nothrow, uint64_t caller)
 {
+    if (pp_own_depth) /* the own heap's, through malloc */
+        return align ? memalign(align, n ? n : 1) : malloc(n ? n : 1);
     if ((pp_heap_left -= (int64_t)n) <= 0 && pp_next_ready() && pp_heap_should_sample(n)) {
         void *p = pp_next.memalign(align > PP_HEAP_ALIGN ? align : PP_HEAP_ALIGN, n ? n : 1);
         if (p && pp_heap_sampled(p, n, caller) == 0)
@@ -95,6 +97,10 @@ static void del_impl(int which, void *p, size_t size, size_t align, const void *
 {
     if (!p)
         return;
+    if (pp_own_owns(p)) {
+        pp_own_free(p);
+        return;
+    }
     /* A sampled object came from the next allocator's memalign: free it
      * there, never through a sized delete. While a fork holds the table,
      * any page-aligned object that may be sampled is handed to the table,

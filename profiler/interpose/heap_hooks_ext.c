@@ -34,6 +34,8 @@ static int ready(void)
  * malloc-safe */
 static size_t sampled_size(const void *p)
 {
+    if (pp_own_owns(p)) /* the own heap's: through free and realloc too */
+        return pp_own_usable(p);
     if (!p || ((uintptr_t)p & (PP_HEAP_ALIGN - 1)) || !pp_heap_table_maybe_live(p) || !ready())
         return 0;
     return pp_heap_table_size(p);
@@ -45,6 +47,8 @@ static size_t usable(const void *p, size_t (*own)(const void *))
 {
     if (!p || pp_boot_owns(p))
         return p ? pp_boot_size(p) : 0;
+    if (pp_own_owns(p))
+        return pp_own_usable(p);
     if (!ready())
         return 0;
     return pp_heap_usable(p, own ? own(p) : pp_next.usable_size((void *)p));
@@ -117,8 +121,10 @@ API void tc_free_sized(void *p, size_t size)
 API void *rallocx(void *p, size_t size, int flags)
 {
     size_t old = sampled_size(p);
+    if (pp_own_owns(p) || !pp_next_x.rallocx)
+        return realloc(p, size);
     if (!old || !pp_next_x.mallocx)
-        return pp_next_x.rallocx ? pp_next_x.rallocx(p, size, flags) : realloc(p, size);
+        return pp_next_x.rallocx(p, size, flags);
     void *q = pp_next_x.mallocx(size, flags);
     if (!q)
         return NULL;
@@ -132,6 +138,8 @@ API void *rallocx(void *p, size_t size, int flags)
 API size_t xallocx(void *p, size_t size, size_t extra, int flags)
 {
     size_t old = sampled_size(p);
+    if (pp_own_owns(p))
+        return old;
     if (old || !pp_next_x.xallocx)
         return pp_heap_usable(p, pp_next.usable_size(p));
     return pp_next_x.xallocx(p, size, extra, flags);

@@ -54,10 +54,12 @@ static void fork_prepare(void)
     pp_labels_cap_fork_prepare();
     pp_threads_fork_prepare();
     pp_heap_fork_prepare();
+    pp_own_heap_fork_prepare();
 }
 
 static void fork_parent(void)
 {
+    pp_own_heap_fork_parent();
     pp_heap_fork_parent();
     pp_threads_fork_parent();
     pp_labels_cap_fork_parent();
@@ -69,6 +71,7 @@ static void fork_parent(void)
 
 static void fork_child(void)
 {
+    pp_own_heap_fork_child();
     pp_heap_fork_child();
     pp_threads_fork_child();
     pp_labels_cap_fork_child();
@@ -93,6 +96,7 @@ __attribute__((constructor(101))) static void pp_init(void)
     pp_threads_register_main();
     pp_unwind_init();
     pp_labels_cap_init();
+    pp_own_heap_init();
     pp_heap_init();
     pp_contention_init();
     pthread_atfork(fork_prepare, fork_parent, fork_child);

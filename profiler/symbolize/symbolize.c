@@ -117,6 +117,7 @@ static void sym_init_once(void)
 
 pp_sym_session *pp_sym_begin(void)
 {
+    pp_own_heap_enter(); /* until pp_sym_end: libdw's allocations are the profiler's own */
     pthread_once(&g_once, sym_init_once);
     struct pp_sym_session *s = &g_sym;
     pthread_mutex_lock(&s->mu);
@@ -206,6 +207,7 @@ void pp_sym_end(pp_sym_session *s)
     pp_sym_publish(s);
     pp_sym_idle_note(s);
     pthread_mutex_unlock(&s->mu);
+    pp_own_heap_leave();
 }
 
 void pp_sym_publish(struct pp_sym_session *s)

@@ -4,10 +4,10 @@
 # at N = 1,000 and N = 100, with every profile on and every endpoint
 # requested in turn for 30 s each. Two programs: prog_plain, served by the
 # built-in server, and the demo, served by its own libmicrohttpd daemon
-# through pprof_mhd_handle. Failures begin once the program has answered
-# every endpoint once: libdw does not survive a failed allocation while it
-# reads debug information (README, Known limits), so the symbolizer's
-# tables are built first.
+# through pprof_mhd_handle. Failures begin once the program serves, before
+# any profile was asked for: the symbolizer reads debug information (with
+# libdw, which does not survive a failed allocation) from the profiler's
+# own heap, which the failing allocator does not serve.
 #   - the program never crashes and no request hangs (20 s limit each)
 #   - every response is complete: a 200 whose gzipped body is whole, or an
 #     error status with a reason in its body (a connection libmicrohttpd
@@ -56,7 +56,6 @@ run_one() {
         FAIL_OFF_FILE="$TMP/off.$name.$N" LIBPPROF_HEAP_RATE=4096 LIBPPROF_MUTEX_FRACTION=1 LIBPPROF_BLOCK_RATE=1 \
         "$@" || pp_give_up "$name under the failing allocator did not serve" "$name$N"
     local base=http://127.0.0.1:$PORT/debug/pprof log=$TMP/rounds.$name.$N what="$name, 1 in $N failing" end
-    one_round "$base" "$TMP/warm.$name.$N" # the symbolizer's tables are built (see the top)
     touch "$TMP/on.$name.$N"
     end=$((SECONDS + 30))
     while [ $SECONDS -lt $end ] && pp_alive "$PID"; do one_round "$base" "$log"; done

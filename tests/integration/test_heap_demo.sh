@@ -8,8 +8,9 @@
 # profiles (on in the demo) show the inventory lock, with labels. The
 # profiler's own work is not in them: after a CPU profile (whose
 # symbolizing fills libdw's tables), no heap, allocs or block sample has a
-# frame of libpprof, libdw, libelf or libmicrohttpd, and the index shows it
-# as libpprof's own; no stack shows the thread-start prologue.
+# frame of libpprof, libdw, libelf or libmicrohttpd, and the index shows
+# the symbolizer's tables in libpprof's own heap; no stack shows the
+# thread-start prologue.
 # Usage: test_heap_demo.sh BUILD_DIR
 . "$(dirname "$0")/lib.sh"
 pp_init "$1"
@@ -70,8 +71,8 @@ pp_pprof -top -nodecount=1000 "$base/block?seconds=2" >"$TMP/own-block.top" 2>&1
 pp_check "block: no wait of the profiler's threads" \
     test -z "$(awk 'f; /flat%/ { f = 1 }' "$TMP/own-block.top" | grep -E "$OWN" | head -3)"
 curl -sS --max-time 10 "$base/" >"$TMP/index2.html"
-own=$(grep -o "heap in use [0-9.]* MiB" "$TMP/index2.html" | grep -o '[0-9.]*')
-pp_check "index: libpprof's own heap shown (${own:-?} MiB)" awk -v v="${own:-0}" 'BEGIN { exit !(v > 0) }'
+own=$(grep -o "and [0-9.]* MiB of its own" "$TMP/index2.html" | grep -o '[0-9.]*')
+pp_check "index: the symbolizer's own heap shown (${own:-?} MiB)" awk -v v="${own:-0}" 'BEGIN { exit !(v > 0) }'
 pp_pprof -traces "$TMP/cpu.pb.gz" >"$TMP/cpu.traces" 2>&1
 pp_check "profile: stacks run from start_thread to the thread's function, no prologue" \
     test -z "$(grep -wE "(pp_threads_)?trampoline" "$TMP/cpu.traces")" -a -n "$(grep -w start_thread "$TMP/cpu.traces")"

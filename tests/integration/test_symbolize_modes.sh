@@ -13,7 +13,7 @@
 # symbolized: libelf's mapping of pprof-demo keeps only its section header
 # table's pages (44 kB resident without the release).
 # The symbolizer gives its memory back when idle (LIBPPROF_SYMBOLIZER_IDLE=1
-# here): libpprof's own heap on the index drops to under 1 MiB, and the
+# here): the symbolizer's own heap on the index drops to under 1 MiB, and the
 # next profile is symbolized again.
 # Usage: test_symbolize_modes.sh BUILD_DIR
 . "$(dirname "$0")/lib.sh"
@@ -70,11 +70,11 @@ pp_check "LIBPPROF_SYMBOLIZE=functions: the default is names only" \
 pp_check "LIBPPROF_SYMBOLIZE=functions: symbolize=full still gives lines" \
     grep -qE ' cache_search_results \S*demo\.c:[0-9]+ ' <(locations "$TMP/env-full.pb.gz")
 
-own() { curl -sS --max-time 10 "$base/" | grep -o "heap in use [0-9.]* MiB" | grep -o '[0-9.]*'; }
+own() { curl -sS --max-time 10 "$base/" | grep -o "and [0-9.]* MiB of its own" | grep -o '[0-9.]*'; }
 busy=$(own)
 sleep 3
 idle=$(own)
-pp_check "idle symbolizer: libpprof's own heap ${busy:-?} MiB after symbolizing, ${idle:-?} MiB 3 s later (< 1)" \
+pp_check "idle symbolizer: the symbolizer's own heap ${busy:-?} MiB after symbolizing, ${idle:-?} MiB 3 s later (< 1)" \
     awk -v b="${busy:-0}" -v i="${idle:-99}" 'BEGIN { exit !(b >= 1 && i < 1) }'
 curl -sS --max-time 30 -o "$TMP/again.pb.gz" "$base/heap?symbolize=full"
 pp_check "idle symbolizer: the next profile is symbolized again" \
