@@ -152,8 +152,10 @@ void pp_own_free(void *p)
     h->magic = 0;
     if (size >= GIVE_BACK) { /* its pages back, but the first (the list's link) */
         uintptr_t from = ((uintptr_t)b + 4096 + 4095) & ~(uintptr_t)4095, to = ((uintptr_t)b + size) & ~(uintptr_t)4095;
+        int e = errno; /* free keeps errno */
         if (to > from)
             madvise((void *)from, to - from, MADV_DONTNEED);
+        errno = e;
     }
     atomic_fetch_sub_explicit(&in_use, size, memory_order_relaxed);
     if (!pp_mutex_lock_hook(&lock))

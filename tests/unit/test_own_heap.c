@@ -4,7 +4,7 @@
  * Between pp_own_heap_enter and leave, every entry of the malloc family
  * gives blocks of the own heap (aligned as asked, usable sizes at least
  * the request, calloc's zeroed even when a block is reused, realloc's
- * contents kept), none of them sampled even at LIBPPROF_HEAP_RATE=1 (the
+ * contents kept, errno kept by free), none of them sampled even at LIBPPROF_HEAP_RATE=1 (the
  * parent re-runs this program with it); outside, allocations are the next
  * allocator's again, and another thread frees, reallocs and sizes the own
  * heap's blocks through the plain entry points. pprof_heap_stats counts
@@ -17,6 +17,7 @@
 #include "base/base.h"
 #include "heap/heap.h"
 
+#include <errno.h>
 #include <malloc.h>
 #include <pthread.h>
 #include <stdint.h>
@@ -72,9 +73,11 @@ static int run(void)
     CHECK(zero);
     char *g = malloc(10);
     memcpy(g, "own heap!", 10);
-    g = realloc(g, 100000);
+    g = realloc(g, 1000000);
     CHECK(pp_own_owns(g) && !memcmp(g, "own heap!", 10));
-    free(g);
+    errno = EINTR;
+    free(g); /* a big block gives its pages back, and free keeps errno */
+    CHECK(errno == EINTR);
     free(z);
     pp_own_heap_leave();
     pprof_heap_stats_get(&b);
