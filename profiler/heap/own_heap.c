@@ -99,7 +99,7 @@ static int reserved(void)
         return 0;
     }
     pp_own_base = (uintptr_t)r;
-    atomic_store(&pp_own_size, RESERVE);
+    __atomic_store_n(&pp_own_size, RESERVE, __ATOMIC_RELEASE);
     return 1;
 }
 
