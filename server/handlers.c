@@ -378,8 +378,9 @@ static long count_of(const char *name)
     return -1;
 }
 
-static void write_rows(pp_reply *r)
+static void write_rows(pp_reply *r, const pp_req *q)
 {
+    (void)q;
     for (size_t i = 0; i < nendpoints; i++) {
         const pp_endpoint *e = &endpoints[i];
         if (!e->href)
@@ -404,8 +405,9 @@ static void write_rows(pp_reply *r)
 }
 
 /* The profiler's own counters, from the public API. */
-static void write_stats(pp_reply *r)
+static void write_stats(pp_reply *r, const pp_req *q)
 {
+    (void)q;
     pprof_cpu_stats c;
     pprof_labels_stats l;
     pprof_heap_stats h;
@@ -512,21 +514,9 @@ void pp_write_template(pp_reply *r, const unsigned char *text, size_t len, const
     }
 }
 
-static void write_prefix(pp_reply *r, const pp_req *q)
+void pp_write_prefix(pp_reply *r, const pp_req *q)
 {
     pp_write_html_escaped(r, q->cfg.prefix);
-}
-
-static void write_rows_slot(pp_reply *r, const pp_req *q)
-{
-    (void)q;
-    write_rows(r);
-}
-
-static void write_stats_slot(pp_reply *r, const pp_req *q)
-{
-    (void)q;
-    write_stats(r);
 }
 
 /* The index page: web/index.html with the prefix, one row per endpoint
@@ -534,7 +524,7 @@ static void write_stats_slot(pp_reply *r, const pp_req *q)
 static int h_index(pp_req *q)
 {
     static const pp_slot slots[] = {
-        {"PREFIX", write_prefix}, {"ROWS", write_rows_slot}, {"STATS", write_stats_slot}};
+        {"PREFIX", pp_write_prefix}, {"ROWS", write_rows}, {"STATS", write_stats}};
     pp_reply r;
     pp_reply_init(&r, 200);
     pp_reply_header(&r, "Content-Type", "text/html; charset=utf-8");

@@ -106,11 +106,6 @@ static void write_prefix_json(pp_reply *r, const pp_req *q)
     pp_reply_write(r, "\"", 1);
 }
 
-static void write_prefix_html(pp_reply *r, const pp_req *q)
-{
-    pp_write_html_escaped(r, q->cfg.prefix);
-}
-
 typedef struct names_out {
     pp_reply *r;
     int n;
@@ -152,7 +147,7 @@ static void write_ui_js(pp_reply *r, const pp_req *q)
 int pp_h_ui(pp_req *q)
 {
     static const pp_slot slots[] = {
-        {"PREFIX", write_prefix_html}, {"PREFIX_JSON", write_prefix_json}, {"PROFILES", write_profiles},
+        {"PREFIX", pp_write_prefix}, {"PREFIX_JSON", write_prefix_json}, {"PROFILES", write_profiles},
         {"MAXSEC", write_max_seconds}, {"PROFILE_JS", write_profile_js},   {"UI_JS", write_ui_js},
     };
     if (check_params(q))

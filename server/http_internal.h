@@ -235,6 +235,8 @@ typedef struct pp_slot {
 void pp_write_template(pp_reply *r, const unsigned char *text, size_t len, const pp_slot *slots, size_t nslots,
                        const pp_req *q);
 void pp_write_html_escaped(pp_reply *r, const char *s);
+/* The {{PREFIX}} slot: the request's prefix, HTML-escaped. */
+void pp_write_prefix(pp_reply *r, const pp_req *q);
 
 /* Query components: %XX escapes and '+' decoded into out (at most cap
  * bytes); returns the whole decoded length, or -1 on a malformed escape. */

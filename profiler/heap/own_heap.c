@@ -126,6 +126,7 @@ static void *own_alloc(size_t align, size_t n)
     return (void *)p;
 }
 
+/* malloc-safe */
 void *pp_own_malloc(size_t align, size_t n)
 {
     void *p = own_alloc(align < 16 ? 16 : align, n);
@@ -135,12 +136,14 @@ void *pp_own_malloc(size_t align, size_t n)
     return align <= 16 ? pp_next.malloc(n) : pp_next.memalign(align, n);
 }
 
+/* malloc-safe */
 size_t pp_own_usable(const void *p)
 {
     const header *h = (const header *)p - 1;
     return class_size(h->cls) - (size_t)(h->off - sizeof(header));
 }
 
+/* malloc-safe */
 void pp_own_free(void *p)
 {
     header *h = (header *)p - 1;
@@ -165,6 +168,7 @@ void pp_own_free(void *p)
     pp_mutex_unlock(&lock);
 }
 
+/* malloc-safe */
 void *pp_own_realloc(void *p, size_t n)
 {
     size_t have = pp_own_usable(p);
@@ -180,6 +184,7 @@ void *pp_own_realloc(void *p, size_t n)
 
 static __thread int64_t saved_left; /* the sampling countdown, put back on leaving */
 
+/* malloc-safe */
 static void enter(void)
 {
     if (pp_own_depth++ == 0) {
@@ -188,6 +193,7 @@ static void enter(void)
     }
 }
 
+/* malloc-safe */
 static void leave(void)
 {
     if (pp_own_depth > 0 && --pp_own_depth == 0)
