@@ -178,6 +178,7 @@ function render() {
   st.zoom = path.slice(1).map(n => n.f);
 
   const W = Math.max(100, canvas.clientWidth || canvas.parentNode.clientWidth);
+  st.width = W; /* drawn frames' x and w are in this width (a scrollbar may narrow the canvas later) */
   const drawn = [];
   path.forEach((n, d) => drawn.push({n, x: 0, w: W, d}));
   const scale = focus.v ? W / focus.v : 0;
@@ -432,7 +433,7 @@ const b64 = b => {
 window.libpprof = {
   get state() { return st.state; },
   get error() { return st.error; },
-  width: () => canvas.clientWidth,
+  width: () => st.width,
   total: () => st.total,
   type: () => st.prof.types[st.type].type,
   matched: () => st.matched,
