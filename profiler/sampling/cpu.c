@@ -201,8 +201,13 @@ static uint64_t sample_weight(const siginfo_t *si, int hz)
     return elapsed / period;
 }
 
+static void take_sample(siginfo_t *si, void *uc);
+
 /* The profiling signal handler: queued signals go to the registered
- * handler, timer signals are CPU samples. async-signal-safe */
+ * handler, timer signals are CPU samples. Other signals are blocked while
+ * it runs (put_ours), so that one of the program's that arrives meanwhile
+ * is still pending when the handler decides, last, whether to enter an
+ * interrupted wait again (restart.c). async-signal-safe */
 static void on_signal(int sig, siginfo_t *si, void *uc)
 {
     pp_queued_handler queued = atomic_load_explicit(&queued_handler, memory_order_acquire);
@@ -219,7 +224,13 @@ static void on_signal(int sig, siginfo_t *si, void *uc)
         chain(sig, si, uc);
         return;
     }
-    pp_signal_restart_wait(uc);
+    take_sample(si, uc);
+    pp_signal_restart_wait(uc, sig);
+}
+
+/* async-signal-safe */
+static void take_sample(siginfo_t *si, void *uc)
+{
     /* A timer's last signal can arrive after profiling stopped: it belongs
      * to no window (and the next one must not get it). */
     int hz = atomic_load_explicit(&cpu_hz, memory_order_relaxed);
@@ -267,7 +278,11 @@ static int put_ours(struct sigaction *old)
     memset(&sa, 0, sizeof sa);
     sa.sa_sigaction = on_signal;
     sa.sa_flags = SA_SIGINFO | SA_RESTART;
-    sigemptyset(&sa.sa_mask);
+    /* Every signal but those a fault raises waits for the handler. */
+    sigfillset(&sa.sa_mask);
+    static const int faults[] = {SIGSEGV, SIGBUS, SIGILL, SIGFPE, SIGTRAP, SIGSYS, SIGABRT};
+    for (size_t i = 0; i < sizeof faults / sizeof *faults; i++)
+        sigdelset(&sa.sa_mask, faults[i]);
     return sigaction(PP_SIGNAL, &sa, old);
 }
 

@@ -28,10 +28,11 @@ int pp_cpu_signal(void);
 /* A handler for the profiling signal sent with sigqueue (thread dumps
  * ask running threads for their stacks that way): returns 1 if the signal
  * was its own. async-signal-safe */
-/* If the profiling signal interrupted a wait the thread can enter again
- * with the same arguments (restart.c), points the interrupted context back
- * at it. async-signal-safe */
-void pp_signal_restart_wait(void *ucontext);
+/* If the profiling signal `sig` interrupted a wait the thread can enter
+ * again with the same arguments (restart.c), and no signal of the
+ * program's with a handler is pending for it, points the interrupted
+ * context back at the wait. Call it last in the handler. async-signal-safe */
+void pp_signal_restart_wait(void *ucontext, int sig);
 
 typedef int (*pp_queued_handler)(const siginfo_t *si, void *uc, int tid);
 /* Registers it; the signal handler calls it first for queued signals.

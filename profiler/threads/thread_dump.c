@@ -69,13 +69,13 @@ int pp_thread_dump_on_signal(const siginfo_t *si, void *uc, int tid)
 {
     if (si->si_code != SI_QUEUE || si->si_value.sival_int != DUMP_MAGIC)
         return 0;
-    pp_signal_restart_wait(uc);
     uint64_t expected = SLOT(tid, WAITING);
-    if (!atomic_compare_exchange_strong(&answer.slot, &expected, SLOT(tid, BUSY)))
-        return 1; /* a late or stray request */
-    answer.n = pp_unwind_signal(uc, answer.pcs, PP_DUMP_FRAMES, &answer.truncated);
-    answer.labels = pp_labels_current_ref();
-    atomic_store(&answer.slot, SLOT(tid, DONE));
+    if (atomic_compare_exchange_strong(&answer.slot, &expected, SLOT(tid, BUSY))) {
+        answer.n = pp_unwind_signal(uc, answer.pcs, PP_DUMP_FRAMES, &answer.truncated);
+        answer.labels = pp_labels_current_ref();
+        atomic_store(&answer.slot, SLOT(tid, DONE));
+    } /* else a late or stray request */
+    pp_signal_restart_wait(uc, si->si_signo);
     return 1;
 }
 

@@ -7,11 +7,14 @@
  *       over; each EINTR is counted (none should come: nothing signals
  *       them but the dumps)
  *   own-signal
- *       polls with a 10 s timeout; the main thread sends it SIGUSR1 (a
- *       handler without SA_RESTART) every 20 ms once the previous one has
- *       broken its wait (two pending signals would be one), and each must
- *       break the wait with EINTR; one whose EINTR has not come after 2 s
- *       is counted lost (and the next is sent)
+ *       polls with a 10 s timeout; every 20 ms, once the previous signal
+ *       has broken its wait (two pending signals would be one) and the
+ *       thread is inside poll again (/proc's syscall file says so: a signal
+ *       sent before the call would be handled before it, and the call then
+ *       waits its 10 s, with or without libpprof), the main thread sends it
+ *       SIGUSR1 (a handler without SA_RESTART), and each must break the
+ *       wait with EINTR; one whose EINTR has not come after 2 s is counted
+ *       lost
  * Serves /debug/pprof/ and prints "port=P"; on SIGTERM prints
  * "eintr=N waits=W own_sent=S own_eintr=E own_lost=L" and exits.
  */
@@ -24,10 +27,12 @@
 #include <stdatomic.h>
 #include <string.h>
 #include <sys/epoll.h>
+#include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
 
 static _Atomic long eintr, waits, own_sent, own_eintr;
+static _Atomic int own_tid;
 static sem_t never;
 
 __attribute__((noinline)) static void loop_poll(void)
@@ -89,9 +94,22 @@ __attribute__((noinline)) static void own_signal(void)
     sigemptyset(&usr1);
     sigaddset(&usr1, SIGUSR1);
     pthread_sigmask(SIG_UNBLOCK, &usr1, NULL);
+    atomic_store(&own_tid, (int)syscall(SYS_gettid));
     for (;;)
         if (poll(NULL, 0, 10000) < 0 && errno == EINTR)
             own_eintr++;
+}
+
+/* 1 if thread tid is inside poll (x86-64 system call 7). */
+static int in_poll(int tid)
+{
+    char path[64], buf[64] = "";
+    snprintf(path, sizeof path, "/proc/self/task/%d/syscall", tid);
+    FILE *f = fopen(path, "r");
+    int ok = f && fgets(buf, sizeof buf, f) && !strncmp(buf, "7 ", 2);
+    if (f)
+        fclose(f);
+    return ok;
 }
 
 static void *run(void *arg)
@@ -122,16 +140,24 @@ int main(int argc, char **argv)
         pthread_create(&t[i], NULL, run, (void *)i);
     serve_announce();
     sigdelset(&set, SIGUSR1);
-    long behind = 0, own_lost = 0; /* ticks the last signal's EINTR is late; signals lost */
+    /* ticks the last signal's EINTR is late; signals lost; the count of
+     * EINTRs the last signal is waited for to make */
+    long behind = 0, own_lost = 0, expect = 0;
     for (;;) {
         struct timespec tick = {0, 20000000};
         int sig = sigtimedwait(&set, NULL, &tick);
         if (sig == SIGTERM || sig == SIGINT)
             break;
-        if (atomic_load(&own_eintr) < atomic_load(&own_sent) && ++behind < 100)
-            continue;
-        own_lost += behind >= 100;
+        if (atomic_load(&own_eintr) < expect) {
+            if (++behind < 100)
+                continue;
+            own_lost++;
+            expect = atomic_load(&own_eintr);
+        }
         behind = 0;
+        if (!atomic_load(&own_tid) || !in_poll(atomic_load(&own_tid)))
+            continue;
+        expect = atomic_load(&own_eintr) + 1;
         pthread_kill(t[4], SIGUSR1);
         own_sent++;
     }
