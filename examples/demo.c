@@ -8,7 +8,9 @@
  * takes has something to show: compute_checkout_totals gets 3 parts of the
  * CPU for each part rank_search_results gets. Each piece of work runs under
  * profiler labels (endpoint and tenant), as a request handler would, so
- * `go tool pprof -tags` splits the profile by them.
+ * `go tool pprof -tags` splits the profile by them, and under a span of
+ * its own (pprof_trace_enter), as a traced service's would, so its CPU
+ * samples carry span_id and span_name.
  *
  * Memory, for the heap profiles: every checkout builds a cart in a
  * short-lived 16-48 KiB buffer (build_cart: much allocated, nothing kept),
@@ -164,14 +166,33 @@ static void make_labels(void)
         }
 }
 
+/* A request's span, as a tracing SDK would start it: new random IDs. */
+static void start_span(pprof_trace_context *span, const char *name, unsigned *seed)
+{
+    for (size_t i = 0; i < sizeof span->trace_id; i++)
+        span->trace_id[i] = (uint8_t)rand_r(seed);
+    for (size_t i = 0; i < sizeof span->span_id; i++)
+        span->span_id[i] = (uint8_t)rand_r(seed);
+    span->trace_id[0] |= 1; /* never all zero */
+    span->trace_flags = 1;
+    span->span_name = name;
+}
+
 static void *worker(void *arg)
 {
     unsigned seed = (unsigned)(uintptr_t)arg + 1;
     for (unsigned i = 0; !stop; i++) {
         int tenant = (i % 4 == 0); /* globex sends a quarter of the requests */
         double ms = 5 + rand_r(&seed) % 1000 / 100.0;
+        /* Each request runs under its own span (CPU samples carry span_id
+         * and span_name) and under its (endpoint, tenant) labels. */
+        pprof_trace_context span;
+        start_span(&span, "POST /checkout", &seed);
+        const pprof_trace_context *prev = pprof_trace_enter(&span);
         pprof_do(request_labels[0][tenant], checkout, &ms);
+        start_span(&span, "GET /search", &seed);
         pprof_do(request_labels[1][tenant], search, &ms);
+        pprof_trace_leave(prev);
         usleep(20 * 1000); /* the service is not always busy */
     }
     return NULL;

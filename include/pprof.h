@@ -278,6 +278,66 @@ typedef struct pprof_labels_stats {
 /* Counters of label-set memory. Thread-safe. */
 PPROF_API void pprof_labels_stats_get(pprof_labels_stats *out);
 
+/* ----------------------------------------------------------- trace context */
+
+/* A tracing span's identity, as W3C Trace Context and OpenTelemetry carry
+ * it. CPU samples taken while a context is the thread's current one carry
+ * the labels "span_id" (16 lowercase hex digits) and, when span_name is
+ * set, "span_name" (its first 63 bytes): the span-profile convention of
+ * the Go and Java OpenTelemetry integrations, so a backend can show the
+ * CPU time of one span. With pprof_cpu_config.trace_id_label they carry
+ * "trace_id" (32 hex digits) too. A span's labels override a label set's
+ * pairs of the same key. Heap, allocation and contention records, kept for
+ * the life of the process, do not carry span labels (one per request would
+ * fill the label cap at once). */
+typedef struct pprof_trace_context {
+    uint8_t trace_id[16];  /* all zero: no trace (the context is ignored) */
+    uint8_t span_id[8];
+    uint8_t trace_flags;   /* W3C trace flags; bit 0: sampled */
+    const char *span_name; /* NULL, or a string that outlives the entered scope */
+} pprof_trace_context;
+
+/* Makes *ctx (NULL: none) the calling thread's trace context and returns
+ * the previous one, which the caller passes to pprof_trace_leave when the
+ * span ends. The context is used in place, not copied, so entering and
+ * leaving cost a few stores: keep *ctx unchanged and alive until the
+ * matching leave (a local of the scope does). Threads created meanwhile
+ * start with a copy of it. Scopes nest like label scopes; each thread has
+ * its own. Async-signal-safe; never allocates. */
+PPROF_API const pprof_trace_context *pprof_trace_enter(const pprof_trace_context *ctx);
+PPROF_API void pprof_trace_leave(const pprof_trace_context *previous);
+/* The calling thread's current trace context, or NULL. Valid until the
+ * thread leaves it. Async-signal-safe. */
+PPROF_API const pprof_trace_context *pprof_trace_current(void);
+
+/* ------------------------------------------------ OpenTelemetry contexts */
+
+/* Out-of-process profilers (the OpenTelemetry eBPF profiler and others)
+ * read a process's context from its memory: libpprof publishes the process
+ * context of OTEP 4719 (a mapping named OTEL_CTX holding the resource
+ * attributes) and keeps each thread's OTEP 4947 record current (the
+ * exported TLS pointer otel_thread_ctx_v1: the thread's trace context and
+ * its labels as attributes). On unless LIBPPROF_OTEL_CONTEXT=0. The
+ * resource starts with OTEL_SERVICE_NAME, OTEL_RESOURCE_ATTRIBUTES, the
+ * process's pid and executable, and libpprof as the telemetry SDK. */
+
+/* Sets resource attributes (string values), replacing those of the same
+ * key, and republishes. At most 64 attributes (PPROF_ELIMIT); PPROF_ENOTSUP
+ * when publication is off. Thread-safe. */
+PPROF_API int pprof_otel_set_resource(const pprof_label *attrs, size_t n);
+
+typedef struct pprof_otel_stats {
+    int published;           /* 1: the process context is published */
+    uint64_t updates;        /* publications, the first included */
+    uint64_t failures;       /* publications that failed (no memory, payload over 64 KiB) */
+    uint64_t keys;           /* label keys in threadlocal.attribute_key_map (at most 256) */
+    uint64_t keys_refused;   /* label pairs left out of thread records: their key came past 256 */
+    uint64_t attrs_dropped;  /* label pairs left out: a value over 255 bytes, or past 228 bytes in all */
+} pprof_otel_stats;
+
+/* Counters of the publication. Thread-safe. */
+PPROF_API void pprof_otel_stats_get(pprof_otel_stats *out);
+
 /* ------------------------------------------------------------- recorders */
 
 /* A recorder is configured once, then started, snapshotted and stopped.
@@ -297,6 +357,10 @@ typedef struct pprof_cpu_config {
     /* Deepest stack kept (1..PPROF_MAX_FRAMES); 0: 64. Deeper stacks end in
      * a frame named "[truncated]". Shared like the rate. */
     int max_frames;
+    /* 1: samples taken under a trace context also carry the label
+     * "trace_id"; -1: they do not; 0: LIBPPROF_TRACE_ID_LABEL (1 or 0),
+     * else not (a label per trace makes every sample its own). */
+    int trace_id_label;
 } pprof_cpu_config;
 
 /* Creates a stopped CPU recorder. `cfg` may be NULL for the defaults.

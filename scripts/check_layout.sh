@@ -5,7 +5,7 @@
 #   profiler/X/   one subsystem; other folders include only its interface,
 #                 "X/X.h"; its other headers are its own, included by plain
 #                 name from inside the folder
-#   proto/        may include the interfaces of model/ and base/
+#   proto/        may include the interfaces of model/, otel/ and base/
 #   server/       keeps to include/ (pprof.h, pprof_mhd.h), its own headers
 #                 and base/base.h: it can do nothing an embedding program
 #                 could not
@@ -26,7 +26,7 @@ for f in profiler/*/*.[ch] proto/*.[ch] server/*.[ch]; do
     while read -r inc; do
         case "$inc" in
         ../* | */../*) bad "$f: #include \"$inc\" climbs out of its folder" ;;
-        proto/profile.pb-c.h)
+        proto/*.pb-c.h)
             [ "$dir" = proto ] || bad "$f: only proto/ reads the generated protobuf code" ;;
         */*)
             x=${inc%%/*}
@@ -34,8 +34,8 @@ for f in profiler/*/*.[ch] proto/*.[ch] server/*.[ch]; do
                 bad "$f: #include \"$inc\": another folder's private header (only X/X.h is X's interface)"
             elif [ "$dir" = server ] && [ "$x" != base ]; then
                 bad "$f: #include \"$inc\": server/ keeps to include/ and base/"
-            elif [ "$dir" = proto ] && [ "$x" != base ] && [ "$x" != model ]; then
-                bad "$f: #include \"$inc\": proto/ reads only model/ and base/"
+            elif [ "$dir" = proto ] && [ "$x" != base ] && [ "$x" != model ] && [ "$x" != otel ]; then
+                bad "$f: #include \"$inc\": proto/ reads only model/, otel/ and base/"
             elif [ "$x" != "$me" ]; then
                 echo "$me $x" >>"$edges"
             fi

@@ -30,10 +30,12 @@ int pp_env_int(const char *name, int def, int min, int max)
 
 static int cpu_hz = PPROF_CPU_DEFAULT_HZ;
 static int symbolize = PPROF_SYMBOLIZE_FULL;
+static int trace_id_label;
 
 void pp_env_init(void)
 {
     cpu_hz = pp_env_int("LIBPPROF_CPU_HZ", PPROF_CPU_DEFAULT_HZ, 0, PPROF_CPU_MAX_HZ);
+    trace_id_label = pp_env_int("LIBPPROF_TRACE_ID_LABEL", 0, 0, 1);
     const char *s = getenv("LIBPPROF_SYMBOLIZE");
     if (!s || !*s || !strcmp(s, "full"))
         symbolize = PPROF_SYMBOLIZE_FULL;
@@ -43,6 +45,11 @@ void pp_env_init(void)
         symbolize = PPROF_SYMBOLIZE_NONE;
     else
         fprintf(stderr, "libpprof: ignoring LIBPPROF_SYMBOLIZE=%s: want full, functions or none; using full\n", s);
+}
+
+int pp_env_trace_id_label(void)
+{
+    return trace_id_label;
 }
 
 int pp_env_symbolize(void)

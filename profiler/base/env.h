@@ -7,6 +7,8 @@ int pp_env_int(const char *name, int def, int min, int max);
 void pp_env_init(void);
 /* The default CPU rate: LIBPPROF_CPU_HZ or 100. */
 int pp_env_cpu_hz(void);
+/* Whether CPU samples carry trace_id by default: LIBPPROF_TRACE_ID_LABEL. */
+int pp_env_trace_id_label(void);
 /* How profiles are symbolized by default: LIBPPROF_SYMBOLIZE (full,
  * functions or none), PPROF_SYMBOLIZE_FULL when unset. */
 int pp_env_symbolize(void);

@@ -23,6 +23,7 @@
 #include "base/base.h"
 #include "heap/heap.h"
 #include "labels/labels.h"
+#include "otel/otel.h"
 #include "threads/threads.h"
 #include "unwind/unwind.h"
 
@@ -80,6 +81,7 @@ static void fork_child(void)
     pp_cpu_fork_child();
     pp_unwind_fork_child();
     pp_collector_fork_child();
+    pp_otel_fork_child();
     atomic_store(&pp_fork_pending, 0);
 }
 
@@ -87,6 +89,7 @@ __attribute__((constructor(101))) static void pp_init(void)
 {
     pp_mark_start();
     pp_env_init();
+    pp_otel_init();
     int signo = pp_env_int("LIBPPROF_SIGNAL", SIGPROF, 1, SIGRTMAX);
     if (signo != SIGPROF && pprof_cpu_set_signal(signo) != 0)
         fprintf(stderr, "libpprof: ignoring LIBPPROF_SIGNAL=%d: %s; using SIGPROF\n", signo,

@@ -14,9 +14,14 @@
  *
  * pprof_do with no current set uses the given set as it is (no
  * allocation); nested calls merge into a new set.
+ *
+ * After the pairs, a set keeps its pairs encoded as the attributes of an
+ * OpenTelemetry thread record (otel/, computed once when it is built), so
+ * making it current only copies them into the thread's record.
  */
 #include "labels.h"
 #include "base/base.h"
+#include "otel/otel.h"
 
 #include <stdatomic.h>
 #include <stddef.h>
@@ -83,7 +88,9 @@ static int build(const pprof_label *base, size_t nbase, const pprof_label *extra
         put(tmp, &n, base[i]);
     for (size_t i = 0; i < nextra; i++)
         put(tmp, &n, extra[i]);
-    size_t bytes = sizeof(pprof_labels) + n * sizeof(pprof_label);
+    uint8_t attrs[PP_OTEL_ATTRS_MAX];
+    uint16_t nattrs = (uint16_t)pp_otel_attrs_encode(tmp, n, attrs);
+    size_t bytes = sizeof(pprof_labels) + n * sizeof(pprof_label) + sizeof nattrs + nattrs;
     for (size_t i = 0; i < n; i++)
         bytes += strlen(tmp[i].key) + strlen(tmp[i].value) + 2;
     pprof_labels *s = malloc(bytes);
@@ -94,7 +101,10 @@ static int build(const pprof_label *base, size_t nbase, const pprof_label *extra
     }
     atomic_init(&s->refs, 1);
     s->n = (uint32_t)n;
-    char *str = (char *)(s->pairs + n);
+    uint8_t *tail = (uint8_t *)(s->pairs + n);
+    memcpy(tail, &nattrs, sizeof nattrs);
+    memcpy(tail + sizeof nattrs, attrs, nattrs);
+    char *str = (char *)(tail + sizeof nattrs + nattrs);
     for (size_t i = 0; i < n; i++) {
         size_t kl = strlen(tmp[i].key) + 1, vl = strlen(tmp[i].value) + 1;
         s->pairs[i].key = memcpy(str, tmp[i].key, kl);
@@ -141,13 +151,21 @@ const pprof_label *pprof_labels_pairs(const pprof_labels *set, size_t *n)
 }
 
 /* Replaces the thread's set; the TLS slot takes over `set`'s reference and
- * the previous set's reference goes to the caller. */
+ * the previous set's reference goes to the caller. The thread's
+ * OpenTelemetry record gets the set's attributes. */
 static pprof_labels *swap_current(pprof_labels *set)
 {
     pprof_labels *prev = current;
     atomic_signal_fence(memory_order_seq_cst);
     current = set;
     atomic_signal_fence(memory_order_seq_cst);
+    if (pp_otel_on()) {
+        uint16_t n = 0;
+        const uint8_t *tail = set ? (const uint8_t *)(set->pairs + set->n) : NULL;
+        if (tail)
+            memcpy(&n, tail, sizeof n);
+        pp_otel_thread_attrs(tail ? tail + sizeof n : NULL, n);
+    }
     return prev;
 }
 

@@ -63,4 +63,33 @@ void pp_own_end(pprof_labels *prev);
 int pp_labels_is_own(const void *set);
 /* Drops the calling thread's set at thread exit. */
 void pp_labels_thread_exit(void);
+
+/* Trace contexts (trace.c): what a sample keeps of the thread's span. */
+#define PP_SPAN_NAME_MAX 64
+typedef struct pp_trace_snap {
+    uint8_t on;             /* 0: no context (the rest is not set) */
+    uint8_t flags;
+    uint8_t trace_id[16];
+    uint8_t span_id[8];
+    char span_name[PP_SPAN_NAME_MAX]; /* "" for none */
+} pp_trace_snap;
+/* Copies the calling thread's context into *out. async-signal-safe */
+void pp_trace_capture(pp_trace_snap *out);
+/* Makes a copy of *t the calling thread's context: a new thread taking its
+ * creator's (captured there). */
+void pp_trace_adopt(const pp_trace_snap *t);
+/* The labels of a sample: the pairs of `set` (may be NULL) with the span's
+ * (span_id, span_name, and trace_id when `trace_id`), sorted by key, in
+ * *out; returns their number. The strings live in *text, *t and the set;
+ * call pp_trace_text_free(text) after use (text->heap starts NULL). Out of
+ * memory, 0 pairs. */
+typedef struct pp_trace_text {
+    char span_id[17];
+    char trace_id[33];
+    pprof_label pairs[32];
+    pprof_label *heap;
+} pp_trace_text;
+size_t pp_trace_labels(const void *set, const pp_trace_snap *t, int trace_id, pp_trace_text *text,
+                       pprof_label **out);
+void pp_trace_text_free(pp_trace_text *text);
 #endif

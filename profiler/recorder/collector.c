@@ -40,24 +40,35 @@ static uint64_t lost_seen, blocked_seen;
 void pp_collector_lock(void) { pp_mutex_lock(&col_lock); }
 void pp_collector_unlock(void) { pp_mutex_unlock(&col_lock); }
 
-static void add_to_all(const uint64_t *pcs, size_t npcs, uint64_t weight, const void *labels)
+/* Adds a sample to every open window, with the labels of its set and its
+ * span (windows differ in whether trace_id is one). */
+static void add_to_all(const uint64_t *pcs, size_t npcs, uint64_t weight, const void *labels,
+                       const pp_trace_snap *trace)
 {
-    const pprof_label *pairs;
-    size_t npairs = labels ? pp_labels_pairs(labels, &pairs) : 0;
-    if (!npairs)
-        pairs = NULL;
+    pp_trace_text text[2] = {{.heap = NULL}, {.heap = NULL}};
+    pprof_label *pairs[2];
+    size_t npairs[2] = {0, 0};
+    int made[2] = {0, 0};
     for (int i = 0; i < nactive; i++) {
         pp_cpu_window *w = active[i];
+        int t = w->trace_id != 0;
+        if (!made[t]) {
+            npairs[t] = pp_trace_labels(labels, trace, t, &text[t], &pairs[t]);
+            made[t] = 1;
+        }
         int64_t v[2] = {(int64_t)weight, (int64_t)weight * w->period_ns};
-        pp_profile_add(w->profile, pcs, npcs, v, pairs, npairs);
+        pp_profile_add(w->profile, pcs, npcs, v, npairs[t] ? pairs[t] : NULL, npairs[t]);
     }
+    pp_trace_text_free(&text[0]);
+    pp_trace_text_free(&text[1]);
 }
 
 void pp_collector_drain_locked(void)
 {
+    static const pp_trace_snap no_trace;
     pp_record *rec;
     while ((rec = pp_ring_peek(&pp_cpu_ring))) {
-        add_to_all(rec->pcs, rec->npcs, rec->weight, rec->labels);
+        add_to_all(rec->pcs, rec->npcs, rec->weight, rec->labels, &rec->trace);
         if (rec->labels)
             pp_labels_unref(rec->labels);
         pp_ring_pop(&pp_cpu_ring);
@@ -65,13 +76,13 @@ void pp_collector_drain_locked(void)
     uint64_t lost = pp_cpu_lost();
     if (lost > lost_seen) {
         uint64_t pc = PP_PC_LOST;
-        add_to_all(&pc, 1, lost - lost_seen, NULL);
+        add_to_all(&pc, 1, lost - lost_seen, NULL, &no_trace);
         lost_seen = lost;
     }
     uint64_t blocked = pp_cpu_blocked();
     if (blocked > blocked_seen) {
         uint64_t pc = PP_PC_BLOCKED;
-        add_to_all(&pc, 1, blocked - blocked_seen, NULL);
+        add_to_all(&pc, 1, blocked - blocked_seen, NULL, &no_trace);
         blocked_seen = blocked;
     }
 }

@@ -9,6 +9,7 @@
  * sample adds (1 + overrun, that times period_ns). */
 typedef struct pp_cpu_window {
     int64_t period_ns;
+    int trace_id;           /* samples under a trace context carry trace_id */
     pprof_profile *profile; /* unfinished; replaced under the collector lock */
 } pp_cpu_window;
 

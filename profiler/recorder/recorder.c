@@ -150,6 +150,7 @@ void pprof_recorder_free(pprof_recorder *r)
 typedef struct cpu_recorder {
     pprof_recorder base;
     int cfg_hz, cfg_frames; /* as configured (0: join / default) */
+    int cfg_trace_id;       /* as configured (0: LIBPPROF_TRACE_ID_LABEL) */
     int hz;                 /* in effect while running */
     pp_cpu_window w;        /* the open window (collector lock) */
     uint64_t unlisted;      /* pp_cpu_unlisted when the window opened */
@@ -212,6 +213,7 @@ static int cpu_start(pprof_recorder *r)
     int rc = join_sampler_locked(c);
     if (rc == 0) {
         c->w.period_ns = 1000000000ll / c->hz;
+        c->w.trace_id = c->cfg_trace_id ? c->cfg_trace_id > 0 : pp_env_trace_id_label();
         pprof_profile *w = new_cpu_window(c);
         swap_window_locked(c, w);
         rc = w ? pp_collector_attach_locked(&c->w) : pp_fail(PPROF_ENOMEM);
@@ -266,11 +268,15 @@ int pprof_cpu_recorder_new(const pprof_cpu_config *cfg, pprof_recorder **out)
     if (c.max_frames < 0 || c.max_frames > PPROF_MAX_FRAMES)
         return pp_error_detail(PPROF_EINVAL, "max_frames must be from 1 to %d (0: 64), not %d",
                                PPROF_MAX_FRAMES, c.max_frames);
+    if (c.trace_id_label < -1 || c.trace_id_label > 1)
+        return pp_error_detail(PPROF_EINVAL, "trace_id_label must be 1, -1 or 0 (the default), not %d",
+                               c.trace_id_label);
     cpu_recorder *r = (cpu_recorder *)pp_recorder_new(sizeof *r, &cpu_ops);
     if (!r)
         return PPROF_ENOMEM;
     r->cfg_hz = (int)c.hz;
     r->cfg_frames = c.max_frames;
+    r->cfg_trace_id = c.trace_id_label;
     *out = &r->base;
     return 0;
 }

@@ -261,6 +261,7 @@ static void take_sample(siginfo_t *si, void *uc)
         r->weight = weight;
         r->tid = gettid_cached();
         r->labels = pp_labels_current_ref();
+        pp_trace_capture(&r->trace);
         pp_ring_publish(&pp_cpu_ring, ticket);
     }
     uint64_t dt = mono_ns() - t0;

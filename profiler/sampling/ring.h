@@ -14,6 +14,7 @@
 #include <stdint.h>
 
 #include "pprof.h"
+#include "labels/labels.h"
 
 /* One sample as the handler captured it. pcs[] are final location
  * addresses (leaf PC, then call sites), possibly ending in a pseudo-PC. */
@@ -22,6 +23,7 @@ typedef struct pp_record {
     int32_t tid;
     uint64_t weight;
     const void *labels;     /* a referenced label set, or NULL */
+    pp_trace_snap trace;    /* the thread's span */
     uint64_t pcs[PPROF_MAX_FRAMES + 1];
 } pp_record;
 

@@ -32,6 +32,7 @@ struct start {
     void *(*fn)(void *);
     void *arg;
     pprof_labels *labels; /* the creator's set, inherited */
+    pp_trace_snap trace;  /* the creator's span, inherited */
     int ncreate;
     uint64_t create[PP_CREATE_FRAMES];
 };
@@ -151,6 +152,7 @@ PP_HIDDEN_FRAME void *pp_threads_trampoline(void *p)
     register_self(s.create, s.ncreate);
     free(p);
     pp_labels_adopt(s.labels);
+    pp_trace_adopt(&s.trace);
     pp_unwind_thread_prepare();
     pp_cpu_thread_start();
     return s.fn(s.arg);
@@ -165,6 +167,7 @@ void *pp_threads_start_new(void *(*fn)(void *), void *arg, uint64_t caller)
     s->fn = fn;
     s->arg = arg;
     s->labels = pprof_labels_current();
+    pp_trace_capture(&s->trace);
     int truncated;
     s->ncreate = pp_unwind_here(caller, s->create, PP_CREATE_FRAMES, &truncated);
     return s;

@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # test_exports.sh: libpprof.so's dynamic symbols are exactly the public API
 # (every function the headers declare with PPROF_API) and the functions it
-# interposes (the list below, the contract with hosts); no internal name
+# interposes (the list below, the contract with hosts), and the one
+# variable outside readers look for, OTEP 4947's otel_thread_ctx_v1 (a TLS
+# symbol); no internal name
 # leaks into a host's namespace. libpprof.a brings the malloc and lock
 # hooks, libpprof_nohooks.a neither. The library's SONAME is libpprof.so.0
 # and pprof_version() is the header's version.
@@ -22,7 +24,8 @@ _ZdaPv _ZdaPvRKSt9nothrow_t _ZdaPvSt11align_val_t _ZdaPvSt11align_val_tRKSt9noth
 _ZdaPvm _ZdaPvmSt11align_val_t
 pthread_mutex_lock pthread_rwlock_rdlock pthread_rwlock_wrlock pthread_cond_wait
 pthread_cond_timedwait sem_wait sem_timedwait pthread_join pthread_create dlclose exit
-__libc_start_main"
+__libc_start_main
+otel_thread_ctx_v1"
 
 api=$(cat "$SRC/include/pprof.h" "$SRC/include/pprof_mhd.h" | tr '\n' ' ' |
     grep -oE 'PPROF_API[^;]*;' | grep -oE 'pprof_[a-z0-9_]+ *\(' | tr -d ' (' | sort -u)

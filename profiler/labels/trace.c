@@ -1,0 +1,143 @@
+/* trace.c: each thread's trace context (span), and the labels it gives.
+ *
+ * The current context is an initial-exec TLS pointer to the caller's own
+ * pprof_trace_context, so entering and leaving a span are two stores and
+ * nothing is copied or allocated. The profiling signal handler runs on the
+ * thread it samples, inside the scope that entered the context, so the
+ * struct and its span name are alive while it copies them into the sample
+ * (pp_trace_capture). A new thread gets a copy of its creator's context
+ * (the creator's scope may end first), kept in a TLS slot of its own.
+ * Every change is also written to the thread's OpenTelemetry record
+ * (otel/).
+ */
+#include "labels.h"
+#include "otel/otel.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+static __thread const pprof_trace_context *cur;
+
+/* A thread's inherited context: a copy, with the span name copied too. */
+static __thread struct {
+    pprof_trace_context ctx;
+    char name[PP_SPAN_NAME_MAX];
+} inherited;
+
+/* async-signal-safe */
+const pprof_trace_context *pprof_trace_enter(const pprof_trace_context *ctx)
+{
+    const pprof_trace_context *prev = cur;
+    __atomic_signal_fence(__ATOMIC_SEQ_CST);
+    cur = ctx;
+    __atomic_signal_fence(__ATOMIC_SEQ_CST);
+    pp_otel_thread_trace(ctx);
+    return prev;
+}
+
+/* async-signal-safe */
+void pprof_trace_leave(const pprof_trace_context *previous)
+{
+    __atomic_signal_fence(__ATOMIC_SEQ_CST);
+    cur = previous;
+    __atomic_signal_fence(__ATOMIC_SEQ_CST);
+    pp_otel_thread_trace(previous);
+}
+
+/* async-signal-safe */
+const pprof_trace_context *pprof_trace_current(void)
+{
+    return cur;
+}
+
+/* async-signal-safe */
+void pp_trace_capture(pp_trace_snap *out)
+{
+    const pprof_trace_context *c = cur;
+    out->on = 0;
+    if (!c)
+        return;
+    uint8_t any = 0;
+    for (int i = 0; i < 16; i++)
+        any |= c->trace_id[i];
+    if (!any)
+        return;
+    memcpy(out->trace_id, c->trace_id, sizeof out->trace_id);
+    memcpy(out->span_id, c->span_id, sizeof out->span_id);
+    out->flags = c->trace_flags;
+    size_t n = 0;
+    if (c->span_name)
+        for (; n < PP_SPAN_NAME_MAX - 1 && c->span_name[n]; n++)
+            out->span_name[n] = c->span_name[n];
+    out->span_name[n] = 0;
+    out->on = 1;
+}
+
+void pp_trace_adopt(const pp_trace_snap *t)
+{
+    if (!t->on) {
+        pprof_trace_enter(NULL);
+        return;
+    }
+    memcpy(inherited.ctx.trace_id, t->trace_id, sizeof t->trace_id);
+    memcpy(inherited.ctx.span_id, t->span_id, sizeof t->span_id);
+    inherited.ctx.trace_flags = t->flags;
+    memcpy(inherited.name, t->span_name, sizeof inherited.name);
+    inherited.ctx.span_name = inherited.name[0] ? inherited.name : NULL;
+    pprof_trace_enter(&inherited.ctx);
+}
+
+static void hex(char *out, const uint8_t *b, size_t n)
+{
+    static const char digits[] = "0123456789abcdef";
+    for (size_t i = 0; i < n; i++) {
+        out[2 * i] = digits[b[i] >> 4];
+        out[2 * i + 1] = digits[b[i] & 15];
+    }
+    out[2 * n] = 0;
+}
+
+size_t pp_trace_labels(const void *set, const pp_trace_snap *t, int trace_id, pp_trace_text *text,
+                       pprof_label **out)
+{
+    const pprof_label *pairs;
+    size_t n = set ? pp_labels_pairs(set, &pairs) : 0;
+    *out = NULL;
+    if (!t->on) {
+        *out = (pprof_label *)pairs;
+        return n;
+    }
+    /* The span's pairs, sorted by key as a set's are. */
+    pprof_label span[3];
+    size_t ns = 0;
+    hex(text->span_id, t->span_id, sizeof t->span_id);
+    span[ns++] = (pprof_label){"span_id", text->span_id};
+    if (t->span_name[0])
+        span[ns++] = (pprof_label){"span_name", t->span_name};
+    if (trace_id) {
+        hex(text->trace_id, t->trace_id, sizeof t->trace_id);
+        span[ns++] = (pprof_label){"trace_id", text->trace_id};
+    }
+    pprof_label *m = text->pairs;
+    if (n + ns > sizeof text->pairs / sizeof *text->pairs &&
+        !(m = text->heap = malloc((n + ns) * sizeof *m)))
+        return 0;
+    size_t i = 0, j = 0, k = 0;
+    while (i < n || j < ns) {
+        int c = i == n ? 1 : j == ns ? -1 : strcmp(pairs[i].key, span[j].key);
+        if (c < 0)
+            m[k++] = pairs[i++];
+        else {
+            i += c == 0; /* the span's value wins */
+            m[k++] = span[j++];
+        }
+    }
+    *out = m;
+    return k;
+}
+
+void pp_trace_text_free(pp_trace_text *text)
+{
+    free(text->heap);
+    text->heap = NULL;
+}
