@@ -213,6 +213,11 @@ typedef struct pprof_folded_config {
  * when no sample type has that name or index (pprof_last_error lists
  * them), PPROF_EINVAL, PPROF_ENOMEM or PPROF_EIO. Thread-safe. */
 PPROF_API int pprof_profile_write_folded(const pprof_profile *p, const pprof_folded_config *cfg, pprof_writer w);
+/* The same for a serialized profile: a pprof protobuf, gzipped or not (what
+ * every endpoint serves, a saved file, pprof_merge's output). Numeric
+ * labels are left out of the label frame. PPROF_EINVAL when the bytes are
+ * not a profile (pprof_last_error says what is wrong). Thread-safe. */
+PPROF_API int pprof_fold(const void *data, size_t len, const pprof_folded_config *cfg, pprof_writer w);
 /* Frees a profile and everything its accessors returned. NULL is allowed.
  * Not while another thread reads the profile. */
 PPROF_API void pprof_profile_free(pprof_profile *p);

@@ -726,8 +726,13 @@ int pprof_profile_write_folded(const pprof_profile *p, const pprof_folded_config
 {
     if (!p || !w.write)
         return pp_error_detail(PPROF_EINVAL, "NULL profile or writer");
-    pp_model_view view, *v = &view;
-    pp_model_view_of(p, v);
+    pp_model_view view;
+    pp_model_view_of(p, &view);
+    return pp_write_folded_view(&view, cfg, w);
+}
+
+int pp_write_folded_view(const struct pp_model_view *v, const pprof_folded_config *cfg, pprof_writer w)
+{
     maxima mx;
     int rc = validate(v, false, &mx);
     if (rc)

@@ -29,6 +29,17 @@ int pp_encode_proto(const pprof_profile *p, int gzip, pprof_writer w);
  * pp_encode_proto. Returns 0, PPROF_ENOMEM or PPROF_EIO. */
 int pp_encode_merged(const void *profile, int gzip, pprof_writer w);
 
+/* Writes a profile's view (profiler/model/) as folded stacks: the body of
+ * pprof_profile_write_folded, also for profiles decoded from protobufs
+ * (fold.c). */
+struct pp_model_view;
+int pp_write_folded_view(const struct pp_model_view *v, const pprof_folded_config *cfg, pprof_writer w);
+
+/* Gunzips in into *out (malloc'd, *owned = 1), or gives in back as it is
+ * when it is not gzip (*owned = 0) (merge.c). 0, PPROF_ENOMEM, or
+ * PPROF_EINVAL for bad gzip data. */
+int pp_gunzip(const unsigned char *in, size_t len, unsigned char **out, size_t *outlen, int *owned);
+
 /* Writes `p` in Go's debug=1 text format (text.c): heap and count
  * profiles; with `dump`, Go's debug=2 per-thread format. Others give
  * PPROF_ENOTSUP. */

@@ -48,9 +48,7 @@ static int64_t str_id(merger *m, const char *s)
 
 #define MAX_GUESS (1u << 30)
 
-/* Gunzips in (or returns it as it is when it is not gzip) into *out
- * (malloc'd when *owned). */
-static int gunzip(const unsigned char *in, size_t len, unsigned char **out, size_t *outlen, int *owned)
+int pp_gunzip(const unsigned char *in, size_t len, unsigned char **out, size_t *outlen, int *owned)
 {
     *owned = 0;
     if (len < 2 || in[0] != 0x1f || in[1] != 0x8b) {
@@ -375,7 +373,7 @@ int pprof_merge(const pprof_merge_input *in, size_t n, pprof_writer w)
             rc = pp_error_detail(PPROF_EINVAL, "input %zu has no data", i);
             break;
         }
-        if ((rc = gunzip(in[i].data, in[i].len, &raw, &len, &owned)) != 0)
+        if ((rc = pp_gunzip(in[i].data, in[i].len, &raw, &len, &owned)) != 0)
             break;
         ps[i] = perftools__profiles__profile__unpack(&alloc, len, raw);
         if (owned)

@@ -433,6 +433,18 @@ static void write_stats(pp_reply *r, const pp_req *q)
                     "cumulative profiles, %llu records with labels dropped</td></tr>\n",
                     (unsigned long long)l.live, (unsigned long long)l.created, (unsigned long long)l.freed,
                     (unsigned long long)l.kept, (unsigned long long)l.dropped);
+    pprof_otel_stats o;
+    pprof_otel_stats_get(&o);
+    if (o.published)
+        pp_reply_printf(r,
+                        "<tr><td>OpenTelemetry contexts</td><td>process context published (mapping OTEL_CTX, "
+                        "%llu publications, %llu failed); thread records with %llu label keys mapped, %llu "
+                        "pairs left out past 256 keys, %llu left out for size</td></tr>\n",
+                        (unsigned long long)o.updates, (unsigned long long)o.failures, (unsigned long long)o.keys,
+                        (unsigned long long)o.keys_refused, (unsigned long long)o.attrs_dropped);
+    else
+        pp_reply_printf(r, "<tr><td>OpenTelemetry contexts</td><td>not published (LIBPPROF_OTEL_CONTEXT=0, "
+                           "or the mapping could not be made)</td></tr>\n");
     pp_tree_write_index(r);
     pp_refusals f;
     pp_refusals_get(&f);

@@ -95,6 +95,8 @@ typedef struct treq {
     pthread_cond_t cv;
     int only_pid;             /* ?pid=N, 0 for all */
     int raw_proto;            /* ?format=proto: the member's answer is an uncompressed profile */
+    int fold, fold_labels;    /* format=folded for the tree: the merge is folded, labels=1 */
+    char fold_sample[64];     /* its sample_index, "" for the default */
     void *call;               /* the requester's tree_call */
     int64_t deadline_s;
     pprof_http_done done;
@@ -573,6 +575,21 @@ static int take_param(const char *query, const char *key, char *out, size_t outl
     return found;
 }
 
+/* How many times key= appears in query. */
+static int count_param(const char *query, const char *key)
+{
+    int n = 0;
+    size_t klen = strlen(key);
+    for (const char *s = query ? query : ""; *s;) {
+        size_t len = strcspn(s, "&");
+        n += len > klen && !strncmp(s, key, klen) && s[klen] == '=';
+        s += len;
+        if (*s == '&')
+            s++;
+    }
+    return n;
+}
+
 /* The endpoints whose answers merge across processes. */
 static int mergeable(const char *name)
 {
@@ -605,6 +622,31 @@ static void count_late_locked(const treq *t)
         if (m)
             m->late++;
     }
+}
+
+/* Makes the merged profile in r the folded text the request asked for, or
+ * the error saying why it cannot be. */
+static void fold_reply(const treq *t, pprof_http_response *r)
+{
+    char error[256];
+    pprof_folded_config fc = {t->fold_sample[0] ? t->fold_sample : NULL, t->fold_labels};
+    pprof_buffer text = {0};
+    int rc = pprof_fold(r->body.data, r->body.len, &fc, pprof_writer_buffer(&text));
+    pprof_buffer_free(&r->body);
+    r->nheaders = 1;
+    r->headers[0].name = "Content-Type";
+    r->headers[0].value = "text/plain; charset=utf-8";
+    if (rc == 0) {
+        r->body = text;
+        return;
+    }
+    pprof_buffer_free(&text);
+    r->status = rc == PPROF_ENOTFOUND ? 400 : 500;
+    int n = snprintf(error, sizeof error, "%s%s\n", rc == PPROF_ENOTFOUND ? "invalid value for \"sample_index\" - " : "",
+                     pprof_last_error());
+    r->body = (pprof_buffer){0};
+    pprof_writer wr = pprof_writer_buffer(&r->body);
+    wr.write(wr.ctx, error, (size_t)(n < (int)sizeof error ? n : (int)sizeof error - 1));
 }
 
 /* The hub's own answer is ready: await the members, then answer. */
@@ -691,6 +733,8 @@ static void tree_done(void *ctx, const pprof_http_response *resp)
             }
             rc = pprof_merge(in, n, pprof_writer_buffer(&r.body));
         }
+        if (rc == 0 && t->fold)
+            fold_reply(t, &r);
         if (rc != 0) {
             pprof_buffer_free(&r.body);
             c->done(c->ctx, resp); /* the hub's own, rather than nothing */
@@ -733,15 +777,34 @@ int pp_tree_handle(const pprof_server_config *cfg, const pprof_http_request *req
     int formatted = take_param(query, "format", fval, sizeof fval, frest, sizeof frest);
     pprof_http_request lreq = *req;
     lreq.query = query && *query ? query : NULL;
+    int folding = formatted && !pid && !strcmp(fval, "folded");
     if (!has_members || strncmp(req->path, prefix, plen) || !mergeable(req->path + plen) || !tree ||
-        pid == (int)getpid() || (text && !pid))
-        return local(cfg, &lreq, done, ctx, call);
-    if (formatted && !pid) { /* the tree's profiles are merged as gzipped protobufs only */
+        pid == (int)getpid() || (text && !pid) || (formatted && !pid && !folding && strcmp(fval, "proto")))
+        return local(cfg, &lreq, done, ctx, call); /* (a bad format value: its 400) */
+    const char *why = NULL;
+    char sval[64] = "", lval[8] = "", srest[1024], lrest[1024];
+    if (formatted && !pid && !folding) /* the members' gzipped protobufs are merged as such */
+        why = "format=proto is for one process: add pid=N (or tree=0 for this one)";
+    if (folding) { /* the members answer protobufs, the merge is folded */
+        const char *q = frest;
+        if (take_param(q, "sample_index", sval, sizeof sval, srest, sizeof srest))
+            q = srest;
+        if (take_param(q, "labels", lval, sizeof lval, lrest, sizeof lrest))
+            q = lrest;
+        if (lval[0] && strcmp(lval, "0") && strcmp(lval, "1"))
+            why = "invalid value for \"labels\" - must be 0 or 1";
+        if (count_param(query, "format") > 1 || count_param(query, "sample_index") > 1 ||
+            count_param(query, "labels") > 1)
+            why = "a parameter is repeated";
+        query = q;
+        lreq.query = query && *query ? query : NULL;
+    }
+    if (why) {
         if (call)
             *call = NULL;
         pp_reply r;
         pp_reply_init(&r, 400);
-        pp_reply_set_error(&r, 400, "\"format\" is for one process: add pid=N (or tree=0 for this one)");
+        pp_reply_set_error(&r, 400, "%s", why);
         pp_reply_deliver(&r, done, ctx);
         return 0;
     }
@@ -760,8 +823,11 @@ int pp_tree_handle(const pprof_server_config *cfg, const pprof_http_request *req
     pthread_condattr_destroy(&ca);
     t->only_pid = pid;
     t->raw_proto = formatted && !strcmp(fval, "proto");
-    char sec[16], srest[1024];
-    int seconds = take_param(query, "seconds", sec, sizeof sec, srest, sizeof srest) ? atoi(sec) : 0;
+    t->fold = folding;
+    t->fold_labels = !strcmp(lval, "1");
+    snprintf(t->fold_sample, sizeof t->fold_sample, "%s", sval);
+    char sec[16], secrest[1024];
+    int seconds = take_param(query, "seconds", sec, sizeof sec, secrest, sizeof secrest) ? atoi(sec) : 0;
     if (!strcmp(req->path + plen, "profile") && seconds <= 0)
         seconds = PP_DEFAULT_SECONDS;
     t->deadline_s = mono_s() + (seconds > 0 ? seconds : 0) + GRACE_S;

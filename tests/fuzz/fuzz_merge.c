@@ -5,7 +5,9 @@
  * that many parts at the positions its next bytes give, each part a
  * profile (gzipped or not) with a pid label. A merge must fail with
  * PPROF_EINVAL or PPROF_ENOMEM, or write a profile that protobuf-c decodes
- * and whose every sample names a location that is there.
+ * and whose every sample names a location that is there. pprof_fold (a
+ * tree's format=folded) reads each part and the merge: it must fail with
+ * PPROF_EINVAL, PPROF_ENOMEM or PPROF_ENOTFOUND, or write text.
  */
 #include "pprof.h"
 #include "decode.h"
@@ -21,6 +23,20 @@ static int cmp_u64(const void *a, const void *b)
 {
     uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
     return x < y ? -1 : x > y;
+}
+
+/* Folds bytes with a configuration taken from them. */
+static void fold(const uint8_t *data, size_t len, unsigned how)
+{
+    static const char *const types[] = {NULL, "0", "1", "cpu", "inuse_space"};
+    pprof_folded_config cfg = {types[how % 5], (int)(how / 5 % 2)};
+    pprof_buffer out = {0};
+    int rc = pprof_fold(data, len, &cfg, pprof_writer_buffer(&out));
+    if (rc != 0 && rc != PPROF_EINVAL && rc != PPROF_ENOMEM && rc != PPROF_ENOTFOUND)
+        FAIL("pprof_fold returned %d (%s)", rc, pprof_strerror(rc));
+    if (rc == 0 && out.len && out.data[out.len - 1] != '\n')
+        FAIL("pprof_fold's text does not end its last line");
+    pprof_buffer_free(&out);
 }
 
 static void check(const uint8_t *gz, size_t len)
@@ -62,10 +78,14 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         in[i] = (pprof_merge_input){p, len, NULL, 0, &pid[i], 1, i == 1 ? "a member's comment" : NULL};
         p += len;
     }
+    for (size_t i = 0; i < n; i++)
+        fold(in[i].data, in[i].len, data[0]);
     pprof_buffer out = {0};
     int rc = pprof_merge(in, n, pprof_writer_buffer(&out));
-    if (rc == 0)
+    if (rc == 0) {
         check((const uint8_t *)out.data, out.len);
+        fold((const uint8_t *)out.data, out.len, data[0] / 4);
+    }
     else if (rc != PPROF_EINVAL && rc != PPROF_ENOMEM)
         FAIL("pprof_merge returned %d (%s)", rc, pprof_strerror(rc));
     pprof_buffer_free(&out);

@@ -18,7 +18,8 @@
 #     records read as the parent's do;
 #   - LIBPPROF_OTEL_CONTEXT=0: no mapping, no record;
 #   - the demo (libpprof linked): its workers' records carry a span and the
-#     labels endpoint and tenant from the demo's own sets;
+#     labels endpoint and tenant from the demo's own sets; its index shows
+#     the publication;
 #   - the symbol is reached through the access OTEP 4947 prefers (a TLS
 #     descriptor) when the compiler has it.
 # Plain build only: ptrace and the sanitizers' runtimes do not mix.
@@ -93,9 +94,12 @@ pp_check "LIBPPROF_OTEL_CONTEXT=0: no thread has a record" sh -c "! grep -q '^re
 pp_stop "$off" >/dev/null
 
 # -------------------------------------------------------------------- demo
-pp_start demo env LIBPPROF_ADDR=off "$BUILD/pprof-demo"
+pp_serve demo env LIBPPROF_ADDR=127.0.0.1:@PORT@ "$BUILD/pprof-demo" || pp_give_up "pprof-demo did not serve" demo
 demo=$PID
 sleep 1
+curl -sS --max-time 10 "http://127.0.0.1:$PORT/debug/pprof/" >"$TMP/index.html" 2>&1
+pp_check "demo: the index says the process context is published, with the label keys mapped" \
+    grep -qE 'OpenTelemetry contexts</td><td>process context published .* thread records with [1-9][0-9]* label keys' "$TMP/index.html"
 "$READER" process "$demo" 1 >"$TMP/demo.txt" 2>&1
 pp_check "demo: service.name=unknown_service:pprof-demo" grep -qxF "resource service.name=unknown_service:pprof-demo" "$TMP/demo.txt"
 "$READER" threads "$demo" 400 >"$TMP/demo-threads.txt" 2>&1

@@ -8,6 +8,8 @@
 #   - profile?seconds=2: worker_burn, CPU time under each worker's pid tag
 #   - heap: exactly 500 worker_keep objects under each worker's pid
 #     (-tagfocus=pid=N); goroutine: threads of all three processes
+#   - format=folded: the tree's merge folded (process frames with
+#     labels=1, exact counts); its bad parameters 400s; format=proto a 400
 #   - ?pid=N: that process's profile as it is; goroutine?debug=2&pid=N its
 #     text dump; ?tree=0 the hub alone; an unknown pid a 404
 #   - 500 children that fork and exit at once while a profile runs: the
@@ -53,6 +55,20 @@ for w in "$w1" "$w2"; do
     n=$(pp_pprof -top -sample_index=inuse_objects -tagfocus="pid=$w" "$TMP/heap.pb.gz" 2>/dev/null |
         awk '$NF == "worker_keep" { print $1; exit }')
     pp_check "heap: pid $w keeps exactly 500 worker_keep objects (${n:-none})" test "${n:-0}" = 500
+done
+# format=folded for the whole tree: the merge, folded (labels=1: the
+# process frame first)
+curl -sS --max-time 30 -D "$TMP/hf" -o "$TMP/heap.folded" "$base/heap?format=folded&sample_index=inuse_objects&labels=1"
+n=$(awk '/^\[[^]]*process=prog_tree_linke[^]]*\];.*worker_keep/ { s += $NF } END { print s + 0 }' "$TMP/heap.folded")
+pp_check "heap?format=folded&labels=1 for the tree: 200, worker_keep under a process frame, 1000 objects ($n)" \
+    test "$(pp_status "$TMP/hf")" = 200 -a "$n" = 1000
+pp_check "heap?format=folded for the tree: text/plain" \
+    sh -c "grep -qi '^content-type: text/plain' '$TMP/hf'"
+for q in "heap?format=folded&labels=2" "heap?format=folded&sample_index=nope" "heap?format=proto" \
+    "heap?format=folded&format=folded"; do
+    curl -sS --max-time 30 -D "$TMP/h400" -o "$TMP/b400" "$base/$q"
+    pp_check "$q for the tree: 400 with a reason ($(head -c 80 "$TMP/b400"))" \
+        test "$(pp_status "$TMP/h400")" = 400 -a -s "$TMP/b400"
 done
 pp_pprof -tags "$base/goroutine" >"$TMP/g.tags" 2>&1
 pp_check "goroutine: threads of the hub and both workers" \

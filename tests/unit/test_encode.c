@@ -432,6 +432,56 @@ static void test_folded(void)
     pprof_buffer_free(&b);
 }
 
+/* pprof_fold: the folded text of the serialized profile is the in-memory
+ * profile's, for every configuration; bad bytes are refused. */
+static void test_fold(void)
+{
+    pprof_profile p = make_profile();
+    pprof_buffer pb = { 0 }, raw = { 0 };
+    CHECK(pprof_profile_write(&p, PPROF_FORMAT_PROTO_GZIP, pprof_writer_buffer(&pb)) == 0);
+    CHECK(pprof_profile_write(&p, PPROF_FORMAT_PROTO, pprof_writer_buffer(&raw)) == 0);
+    pprof_folded_config cfgs[] = { { NULL, 0 }, { "samples", 0 }, { "1", 1 }, { "samples", 1 } };
+    for (size_t i = 0; i < sizeof cfgs / sizeof *cfgs; i++) {
+        pprof_buffer want = { 0 }, got = { 0 }, got_raw = { 0 };
+        CHECK(pprof_profile_write_folded(&p, &cfgs[i], pprof_writer_buffer(&want)) == 0);
+        CHECK(pprof_fold(pb.data, pb.len, &cfgs[i], pprof_writer_buffer(&got)) == 0);
+        CHECK(pprof_fold(raw.data, raw.len, &cfgs[i], pprof_writer_buffer(&got_raw)) == 0);
+        CHECKF(want.data && got.data && !strcmp(want.data, got.data), "config %zu: folded from the protobuf:\n%s",
+               i, got.data ? got.data : "(none)");
+        CHECK(got_raw.data && want.data && !strcmp(want.data, got_raw.data));
+        pprof_buffer_free(&want);
+        pprof_buffer_free(&got);
+        pprof_buffer_free(&got_raw);
+    }
+    pprof_buffer b = { 0 };
+    pprof_folded_config missing = { "alloc_space", 0 };
+    CHECK(pprof_fold(pb.data, pb.len, &missing, pprof_writer_buffer(&b)) == PPROF_ENOTFOUND);
+    CHECK(pprof_fold(pb.data, pb.len / 2, NULL, pprof_writer_buffer(&b)) == PPROF_EINVAL); /* cut gzip */
+    CHECK(pprof_fold("not a profile", 13, NULL, pprof_writer_buffer(&b)) == PPROF_EINVAL);
+    CHECK(pprof_fold(NULL, 5, NULL, pprof_writer_buffer(&b)) == PPROF_EINVAL);
+    /* a sample naming a location that is not there */
+    Perftools__Profiles__Profile *dec = perftools__profiles__profile__unpack(NULL, raw.len, (const uint8_t *)raw.data);
+    CHECK(dec != NULL);
+    if (dec && dec->n_sample && dec->sample[0]->n_location_id) {
+        dec->sample[0]->location_id[0] = 999999;
+        size_t n = perftools__profiles__profile__get_packed_size(dec);
+        uint8_t *bad = malloc(n);
+        if (bad) {
+            perftools__profiles__profile__pack(dec, bad);
+            CHECK(pprof_fold(bad, n, NULL, pprof_writer_buffer(&b)) == PPROF_EINVAL);
+            CHECK(strstr(pprof_last_error(), "location 999999") != NULL);
+        }
+        free(bad);
+    }
+    if (dec)
+        perftools__profiles__profile__free_unpacked(dec, NULL);
+    CHECK(b.len == 0);
+    pprof_buffer_free(&b);
+    pprof_buffer_free(&pb);
+    pprof_buffer_free(&raw);
+    pp_model_tables_free(&p);
+}
+
 static void test_empty(void)
 {
     pprof_profile p;
@@ -730,6 +780,7 @@ int main(void)
 {
     test_proto_roundtrip();
     test_folded();
+    test_fold();
     test_empty();
     test_errors();
     test_big();
