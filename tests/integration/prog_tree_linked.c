@@ -2,7 +2,10 @@
  *
  * The parent serves /debug/pprof/ (so it is the hub), then forks WORKERS
  * workers. Worker i keeps KEEP blocks of 1000 + i bytes from worker_keep
- * (labelled worker=<i>) and burns CPU in worker_burn; the parent itself
+ * (labelled worker=<i>), waits for a mutex another of its threads holds
+ * exactly CONTEND + 10 i times in worker_contend_wait (the holder keeps it
+ * 20 ms after letting the waiter go, so every wait is contended), and
+ * burns CPU in worker_burn; the parent itself
  * sleeps. Prints "port=P" and one "worker=<pid>" line per worker. On
  * SIGUSR1 it forks 500 children that exit at once (each may have joined
  * the tree) and prints "churned"; on SIGTERM it ends the workers and exits.
@@ -15,6 +18,7 @@
 #define _GNU_SOURCE
 #include "serve.h"
 
+#include <semaphore.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -24,6 +28,7 @@
 
 #define WORKERS 2
 #define KEEP 500
+#define CONTEND 20
 
 static volatile unsigned long sink;
 static void *kept[KEEP];
@@ -34,6 +39,44 @@ __attribute__((noinline)) static void worker_keep(void *arg)
     for (int i = 0; i < KEEP; i++) {
         kept[i] = malloc(size);
         memset(kept[i], 1, size);
+    }
+}
+
+static pthread_mutex_t contended = PTHREAD_MUTEX_INITIALIZER;
+static sem_t go, done;
+
+/* Holds the mutex for 20 ms after each go, n rounds. */
+static void *worker_hold(void *arg)
+{
+    for (long i = 0; i < (long)(intptr_t)arg; i++) {
+        pthread_mutex_lock(&contended);
+        sem_post(&go);
+        usleep(20000);
+        pthread_mutex_unlock(&contended);
+        sem_wait(&done);
+    }
+    return NULL;
+}
+
+__attribute__((noinline)) static void worker_contend_wait(long rounds)
+{
+    for (long i = 0; i < rounds; i++) {
+        sem_wait(&go);
+        pthread_mutex_lock(&contended); /* held for 20 ms more: a contended wait */
+        pthread_mutex_unlock(&contended);
+        sem_post(&done);
+    }
+}
+
+static void worker_contend(void *arg)
+{
+    long rounds = CONTEND + 10 * (long)(intptr_t)arg;
+    sem_init(&go, 0, 0);
+    sem_init(&done, 0, 0);
+    pthread_t t;
+    if (pthread_create(&t, NULL, worker_hold, (void *)(intptr_t)rounds) == 0) {
+        worker_contend_wait(rounds);
+        pthread_join(t, NULL);
     }
 }
 
@@ -52,6 +95,7 @@ static void worker(int i)
     pprof_labels *set;
     pprof_labels_new(&l, 1, &set);
     pprof_do(set, worker_keep, (void *)(uintptr_t)i);
+    pprof_do(set, worker_contend, (void *)(uintptr_t)i);
     worker_burn();
 }
 

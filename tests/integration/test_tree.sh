@@ -6,12 +6,16 @@
 # burns CPU. Through the hub's endpoint, with go tool pprof:
 #   - the index lists both workers
 #   - profile?seconds=2: worker_burn, CPU time under each worker's pid tag
+#   - mutex: exactly 20 and 30 contended waits under the workers' pids,
+#     with their labels
 #   - heap: exactly 500 worker_keep objects under each worker's pid
 #     (-tagfocus=pid=N); goroutine: threads of all three processes
 #   - format=folded: the tree's merge folded (process frames with
 #     labels=1, exact counts); its bad parameters 400s; format=proto a 400
 #   - ?pid=N: that process's profile as it is; goroutine?debug=2&pid=N its
 #     text dump; ?tree=0 the hub alone; an unknown pid a 404
+#   - a member that is stopped: the rest answers after the grace, the
+#     member named in the comments and counted late on the index
 #   - 500 children that fork and exit at once while a profile runs: the
 #     hub answers, and keeps no fd or thread for them
 #   - a shell under LD_PRELOAD (the hub) running two programs it execs
@@ -23,7 +27,7 @@
 . "$(dirname "$0")/lib.sh"
 pp_init "$1"
 
-pp_start_helper prog env LIBPPROF_HEAP_RATE=1 "$BUILD/tests/prog_tree_linked" ||
+pp_start_helper prog env LIBPPROF_HEAP_RATE=1 LIBPPROF_MUTEX_FRACTION=1 "$BUILD/tests/prog_tree_linked" ||
     pp_give_up "prog_tree_linked did not serve" prog
 hub=$PID
 base=http://127.0.0.1:$PORT/debug/pprof
@@ -70,6 +74,19 @@ for q in "heap?format=folded&labels=2" "heap?format=folded&sample_index=nope" "h
     pp_check "$q for the tree: 400 with a reason ($(head -c 80 "$TMP/b400"))" \
         test "$(pp_status "$TMP/h400")" = 400 -a -s "$TMP/b400"
 done
+# mutex: worker i's 20 + 10 i contended waits, each under its pid (every
+# contended wait recorded at LIBPPROF_MUTEX_FRACTION=1); they end 0.6 s in
+sleep 1
+curl -sS --max-time 30 -o "$TMP/mutex.pb.gz" "$base/mutex"
+for i in 0 1; do
+    w=${workers[$i]}
+    n=$(pp_pprof -top -nodecount=100 -sample_index=contentions -tagfocus="pid=$w" "$TMP/mutex.pb.gz" 2>/dev/null |
+        awk '$NF == "worker_contend_wait" { print $4; exit }')
+    pp_check "mutex: pid $w waited exactly $((20 + 10 * i)) times in worker_contend_wait (${n:-none})" \
+        test "${n:-0}" = $((20 + 10 * i))
+done
+pp_pprof -tags -sample_index=contentions "$TMP/mutex.pb.gz" >"$TMP/mutex.tags" 2>&1
+pp_check "mutex: the waits carry the workers' labels" grep -q '^ *worker: Total' "$TMP/mutex.tags"
 pp_pprof -tags "$base/goroutine" >"$TMP/g.tags" 2>&1
 pp_check "goroutine: threads of the hub and both workers" \
     test "$(grep -cE ": ($hub|$w1|$w2)\$" "$TMP/g.tags")" = 3
@@ -90,6 +107,26 @@ for w in "$w1" "$w2"; do
 done
 curl -sS --max-time 10 -D "$TMP/h404" -o "$TMP/b404" "$base/heap?pid=1"
 pp_check "heap?pid=1: 404 with a reason" test "$(pp_status "$TMP/h404")" = 404 -a "$(cat "$TMP/b404")" = "no process 1 in the tree"
+
+# A member that does not answer (stopped): the rest of the tree's profile
+# comes after the 5 s grace, the late member named in its comments and
+# counted on the index; running again, it answers again.
+keep_of() { pp_pprof -top -sample_index=inuse_objects -tagfocus="pid=$2" "$1" 2>/dev/null | awk '$NF == "worker_keep" { print $1; exit }'; }
+kill -STOP "$w2"
+start=$SECONDS
+curl -sS --max-time 30 -o "$TMP/hung.pb.gz" "$base/heap"
+took=$((SECONDS - start))
+kill -CONT "$w2"
+n=$(keep_of "$TMP/hung.pb.gz" "$w1")
+pp_check "a stopped member: the heap came in ${took} s (grace 5 s) with pid $w1's 500 worker_keep objects (${n:-none})" \
+    test "${n:-0}" = 500 -a "$took" -ge 3 -a "$took" -le 9
+pp_pprof -comments "$TMP/hung.pb.gz" >"$TMP/hung.comments" 2>&1
+pp_check "a stopped member: the profile's comments name it" grep -q "process $w2 .*did not answer in time" "$TMP/hung.comments"
+pp_check "a stopped member: the index counts it late" \
+    sh -c "curl -sS --max-time 10 '$base/' | grep -qE 'pid=$w2\">$w2</a> \([^)]*, [1-9][0-9]* late\)'"
+curl -sS --max-time 30 -o "$TMP/resumed.pb.gz" "$base/heap"
+n=$(keep_of "$TMP/resumed.pb.gz" "$w2")
+pp_check "the member, running again, answers again (pid $w2: ${n:-none} worker_keep objects)" test "${n:-0}" = 500
 
 fds0=$(ls /proc/$hub/fd | wc -l)
 threads0=$(ls /proc/$hub/task | wc -l)
