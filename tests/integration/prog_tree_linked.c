@@ -8,7 +8,9 @@
  * burns CPU in worker_burn; the parent itself
  * sleeps. Prints "port=P" and one "worker=<pid>" line per worker. On
  * SIGUSR1 it forks 500 children that exit at once (each may have joined
- * the tree) and prints "churned"; on SIGTERM it ends the workers and exits.
+ * the tree) and prints "churned"; on SIGUSR2 it restarts the last worker
+ * (ends it, forks a new one) and prints "restarted=<pid>"; on SIGTERM it
+ * ends the workers and exits.
  *
  * With --collect DIR it does not serve: pprof_tree_start makes it the hub,
  * and on SIGUSR2 it writes pprof_tree_collect's "heap" and
@@ -119,6 +121,19 @@ static int collect_to(const char *dir, const char *request, const char *name)
     return rc;
 }
 
+static pid_t start_worker(int i)
+{
+    pid_t pid = fork();
+    if (pid == 0) {
+        sigset_t none;
+        sigemptyset(&none);
+        pthread_sigmask(SIG_SETMASK, &none, NULL); /* a worker ends on SIGTERM */
+        worker(i);
+        _exit(0);
+    }
+    return pid;
+}
+
 int main(int argc, char **argv)
 {
     sigset_t set;
@@ -129,22 +144,22 @@ int main(int argc, char **argv)
     if (collect ? pprof_tree_start() != 0 : serve_start("prog_tree_linked", &cfg) != 0)
         return 1;
     pid_t pids[WORKERS];
-    for (int i = 0; i < WORKERS; i++) {
-        pids[i] = fork();
-        if (pids[i] == 0) {
-            sigset_t none;
-            sigemptyset(&none);
-            pthread_sigmask(SIG_SETMASK, &none, NULL); /* a worker ends on SIGTERM */
-            worker(i);
-            _exit(0);
-        }
-    }
+    for (int i = 0; i < WORKERS; i++)
+        pids[i] = start_worker(i);
     if (!collect)
         serve_announce();
     for (int i = 0; i < WORKERS; i++)
         printf("worker=%d\n", (int)pids[i]);
     fflush(stdout);
     for (int sig; (sig = serve_wait(&set)) == SIGUSR1 || sig == SIGUSR2;) {
+        if (sig == SIGUSR2 && !collect) {
+            kill(pids[WORKERS - 1], SIGTERM);
+            waitpid(pids[WORKERS - 1], NULL, 0);
+            pids[WORKERS - 1] = start_worker(WORKERS - 1);
+            printf("restarted=%d\n", (int)pids[WORKERS - 1]);
+            fflush(stdout);
+            continue;
+        }
         if (sig == SIGUSR2) {
             if (collect_to(collect, "heap", "heap.pb.gz") == 0 &&
                 collect_to(collect, "profile?seconds=1", "cpu.pb.gz") == 0)

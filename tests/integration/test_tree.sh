@@ -16,6 +16,8 @@
 #     text dump; ?tree=0 the hub alone; an unknown pid a 404
 #   - a member that is stopped: the rest answers after the grace, the
 #     member named in the comments and counted late on the index
+#   - delta_heap and delta_mutex across a worker restart: the new worker's
+#     totals, none of the old one's, no negative value
 #   - 500 children that fork and exit at once while a profile runs: the
 #     hub answers, and keeps no fd or thread for them
 #   - a shell under LD_PRELOAD (the hub) running two programs it execs
@@ -143,6 +145,36 @@ fds1=$(ls /proc/$hub/fd | wc -l)
 threads1=$(ls /proc/$hub/task | wc -l)
 pp_check "the hub keeps no fd or thread for them (fds $fds0 -> $fds1, threads $threads0 -> $threads1)" \
     test "$fds1" -le $((fds0 + 1)) -a "$threads1" -le $((threads0 + 1))
+
+# Deltas across a worker restart: each process keeps its own delta state,
+# so the replaced worker's values leave with it and the new one's first
+# delta is its totals; no value of the tree's delta goes negative.
+# negatives FILE: sample values below zero in go tool pprof -raw's output.
+negatives() {
+    pp_pprof -raw "$1" 2>/dev/null | awk '/^Samples:/ { on = 1; getline; next } /^Locations/ { on = 0 }
+        on && /^ +-?[0-9]+/ { split($0, a, ":"); if (a[1] ~ /-/) n++ } END { print n + 0 }'
+}
+curl -sS --max-time 30 -o "$TMP/dh1.pb.gz" "$base/delta_heap"
+curl -sS --max-time 30 -o "$TMP/dm1.pb.gz" "$base/delta_mutex"
+old=${workers[1]}
+kill -USR2 "$hub"
+new=$(pp_wait_line "$TMP/prog.out" '^restarted=' 10 "$hub")
+new=${new#restarted=}
+sleep 2 # the new worker joins, keeps its blocks and waits its 30 times
+curl -sS --max-time 30 -o "$TMP/dh2.pb.gz" "$base/delta_heap"
+curl -sS --max-time 30 -o "$TMP/dm2.pb.gz" "$base/delta_mutex"
+n=$(keep_of "$TMP/dh2.pb.gz" "$new")
+o=$(keep_of "$TMP/dh2.pb.gz" "$old")
+pp_check "delta_heap after worker $old was replaced by $new: the new one's 500 live objects (${n:-none}), none of the old one's (${o:-none})" \
+    test "${n:-0}" = 500 -a -z "$o"
+m=$(pp_pprof -top -nodecount=100 -sample_index=contentions -tagfocus="pid=$new" "$TMP/dm2.pb.gz" 2>/dev/null |
+    awk '$NF == "worker_contend_wait" { print $4; exit }')
+m1=$(pp_pprof -top -nodecount=100 -sample_index=contentions -tagfocus="pid=${workers[0]}" "$TMP/dm2.pb.gz" 2>/dev/null |
+    awk '$NF == "worker_contend_wait" { print $4; exit }')
+pp_check "delta_mutex after the restart: the new worker's 30 waits (${m:-none}), none more of the other's (${m1:-none})" \
+    test "${m:-0}" = 30 -a -z "$m1"
+neg=$(( $(negatives "$TMP/dh2.pb.gz") + $(negatives "$TMP/dm2.pb.gz") + $(negatives "$TMP/dh1.pb.gz") ))
+pp_check "no negative value in the tree's deltas across the restart ($neg)" test "$neg" = 0
 pp_stop "$hub" >/dev/null 2>&1
 
 # exec'd children: a shell serving, running two burning programs
