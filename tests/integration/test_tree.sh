@@ -18,6 +18,7 @@
 #     member named in the comments and counted late on the index
 #   - delta_heap and delta_mutex across a worker restart: the new worker's
 #     totals, none of the old one's, no negative value
+#   - a hub that is killed: its workers run on
 #   - 500 children that fork and exit at once while a profile runs: the
 #     hub answers, and keeps no fd or thread for them
 #   - a shell under LD_PRELOAD (the hub) running two programs it execs
@@ -175,7 +176,21 @@ pp_check "delta_mutex after the restart: the new worker's 30 waits (${m:-none}),
     test "${m:-0}" = 30 -a -z "$m1"
 neg=$(( $(negatives "$TMP/dh2.pb.gz") + $(negatives "$TMP/dm2.pb.gz") + $(negatives "$TMP/dh1.pb.gz") ))
 pp_check "no negative value in the tree's deltas across the restart ($neg)" test "$neg" = 0
-pp_stop "$hub" >/dev/null 2>&1
+
+# A hub that dies leaves its workers running and unharmed: they go on
+# burning their CPU (no thread of theirs stuck on the hub's socket).
+utime() { awk '{ print $14 + $15 }' "/proc/$1/stat" 2>/dev/null; }
+kill -KILL "$hub"
+{ wait "$hub"; } 2>/dev/null
+sleep 1
+for w in "${workers[0]}" "$new"; do
+    u0=$(utime "$w")
+    sleep 1
+    u1=$(utime "$w")
+    pp_check "the hub killed: worker $w still runs its own work ($((u1 - u0)) ticks of CPU in 1 s)" \
+        test -n "$u1" -a $((u1 - u0)) -ge 10
+    kill -TERM "$w" 2>/dev/null
+done
 
 # exec'd children: a shell serving, running two burning programs
 pp_serve sh env LD_PRELOAD="$BUILD/libpprof.so" LIBPPROF_ADDR=127.0.0.1:@PORT@ \
