@@ -32,6 +32,11 @@
 #     kernel spreads wrk's 20 connections over both (on one shared socket
 #     one worker can accept them all and the other never runs: chance of
 #     an idle worker now 2 in 2^20).
+#   nginx's heap: the workers' in-use heap (?pid=N, LIBPPROF_HEAP_RATE=4096)
+#     against glibc's own count (mallinfo2's uordblks + hblkhd, read from
+#     each worker with gdb), idle and while 4,000 connections each hold a
+#     half-sent request (hold_connections.py): the totals and the growth
+#     within 10% (sampling noise at that rate: about 1.5%).
 #   postgresql (a postmaster and a backend per connection) under pgbench
 #     -S with 4 clients: the postmaster serves the endpoint for its tree;
 #     profile?seconds=3 shows the executor's functions (Exec*) by name,
@@ -282,6 +287,74 @@ NGX
     pp_stop "$master" >/dev/null 2>&1
 }
 
+# malloc_inuse PID: glibc's count of what process PID holds (mallinfo2's
+# uordblks + hblkhd), read with gdb.
+malloc_inuse() {
+    timeout 60 gdb -nx -batch -p "$1" -ex 'print mallinfo2()' 2>/dev/null |
+        awk -F'[=,]' '{ for (i = 1; i < NF; i++) { if ($i ~ /uordblks/) u = $(i + 1); if ($i ~ /hblkhd/) h = $(i + 1) } }
+            END { if (u != "") print u + h }'
+}
+
+nginx_heap_part() {
+    if ! command -v nginx >/dev/null || ! command -v gdb >/dev/null || [ ! -x /usr/bin/python3 ]; then
+        pp_skip "nginx heap: nginx, gdb or python3 is not installed"
+        return
+    fi
+    local dir=$TMP/nginx-heap nport
+    mkdir -p "$dir/logs"
+    nport=$(pp_free_port)
+    cat >"$dir/nginx.conf" <<NGX
+daemon off;
+master_process on;
+worker_processes 2;
+worker_rlimit_nofile 20000;
+pid $dir/nginx.pid;
+error_log $dir/logs/error.log;
+events { worker_connections 10000; }
+http {
+    access_log off;
+    server {
+        listen 127.0.0.1:$nport reuseport;
+        location / { return 200 "hello\\n"; }
+    }
+}
+NGX
+    if ! pp_serve ngxh env LD_PRELOAD="$LIB" LIBPPROF_ADDR=127.0.0.1:@PORT@ LIBPPROF_HEAP_RATE=4096 \
+        nginx -p "$dir" -c "$dir/nginx.conf"; then
+        pp_bad "nginx heap: nginx under LD_PRELOAD did not serve" "$(cat "$TMP/ngxh.err" "$dir/logs/error.log" 2>/dev/null)"
+        return
+    fi
+    local base=http://127.0.0.1:$PORT/debug/pprof master=$PID workers w phase
+    sleep 1
+    workers=$(ps -o pid= --ppid "$master" 2>/dev/null | tr -d ' ')
+    declare -A prof mall
+    for phase in idle held; do
+        if [ $phase = held ]; then
+            pp_start hold /usr/bin/python3 "$HERE/services/hold_connections.py" "$nport" 4000
+            pp_wait_line "$TMP/hold.out" '^held ' 60 "$PID" >/dev/null || pp_bad "nginx heap: the connections were not made" "$(cat "$TMP/hold.err")"
+            local holder=$PID
+            sleep 2
+        fi
+        for w in $workers; do
+            curl -sS --max-time 30 -o "$TMP/ngxh.$w.$phase" "$base/heap?pid=$w"
+            prof[$w.$phase]=$(inuse_total "$TMP/ngxh.$w.$phase")
+            mall[$w.$phase]=$(malloc_inuse "$w")
+        done
+    done
+    pp_stop "$holder" >/dev/null 2>&1
+    local p0=0 p1=0 m0=0 m1=0
+    for w in $workers; do
+        p0=$((p0 + ${prof[$w.idle]:-0})); p1=$((p1 + ${prof[$w.held]:-0}))
+        m0=$((m0 + ${mall[$w.idle]:-0})); m1=$((m1 + ${mall[$w.held]:-0}))
+    done
+    pp_note "nginx heap: workers idle: profile $p0 bytes, glibc $m0; 4,000 connections held: profile $p1, glibc $m1"
+    pp_check "nginx heap: the workers' in-use heap with 4,000 connections held within 10% of glibc's count ($p1 vs $m1)" \
+        within 10 "$p1" "$m1"
+    pp_check "nginx heap: its growth over the 4,000 connections within 10% of glibc's ($((p1 - p0)) vs $((m1 - m0)))" \
+        within 10 $((p1 - p0)) $((m1 - m0))
+    pp_stop "$master" >/dev/null 2>&1
+}
+
 # pg_load BIN DIR PORT: pgbench's select-only tps over 4 s, 4 clients
 pg_load() {
     runuser -u postgres -- "$1/pgbench" -h "$2" -p "$3" -c 4 -T 4 -S postgres 2>/dev/null |
@@ -412,6 +485,7 @@ pg_heap() {
 memcached_part
 redis_part
 nginx_part
+nginx_heap_part
 postgres_part
 python_part
 pp_finish
