@@ -14,7 +14,7 @@ cd "$(dirname "$0")/.."
 # test runs Debian's memcached, redis, nginx and postgresql (with their load tools) and python3
 # under LD_PRELOAD; test_ui drives the flame-graph page in headless chromium
 scripts/deps.sh libjemalloc2 libtcmalloc-minimal4 clang memcached libmemcached-tools redis-server redis-tools \
-    python3 nginx-light wrk postgresql openssl golang-github-google-pprof-dev chromium python3-websocket
+    python3 nginx-light wrk gdb postgresql openssl golang-github-google-pprof-dev chromium python3-websocket
 jobs=$(nproc)
 run() { # dir label-args cmake-args...
   local dir=$1 sel=$2; shift 2
