@@ -571,7 +571,10 @@ pprof_labels *pp_server_own_begin(void)
     pprof_labels *set = __atomic_load_n(&own, __ATOMIC_ACQUIRE);
     if (!set) {
         pprof_label pair = {PP_OWN_KEY, PP_OWN_VALUE};
-        if (pprof_labels_new(&pair, 1, &set) == 0) {
+        pp_own_heap_enter(); /* made on the host's thread, but the profiler's */
+        int rc = pprof_labels_new(&pair, 1, &set);
+        pp_own_heap_leave();
+        if (rc == 0) {
             pprof_labels *none = NULL;
             if (!__atomic_compare_exchange_n(&own, &none, set, 0, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE)) {
                 pprof_labels_unref(set);

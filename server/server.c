@@ -302,7 +302,9 @@ static enum MHD_Result start_request(const pprof_server_config *cfg, pp_mhd_req 
     query_builder qb = {{0}, 0};
     const char *query = st->query;
     if (!st->have_query) {
+        pp_own_heap_enter(); /* the adapter's work on the host's thread: the profiler's */
         MHD_get_connection_values_n(st->conn, MHD_GET_ARGUMENT_KIND, add_argument, &qb);
+        pp_own_heap_leave();
         if (qb.failed) {
             pprof_buffer_free(&qb.b);
             return queue_oom(st->conn);
@@ -404,7 +406,9 @@ int pprof_mhd_handle(const pprof_server_config *cfg, struct MHD_Connection *conn
 {
     pp_mhd_req *st = *con_cls;
     if (!st) {
+        pp_own_heap_enter(); /* the adapter's state on the host's thread: the profiler's */
         st = req_new(NULL, NULL);
+        pp_own_heap_leave();
         if (!st)
             return queue_oom(connection);
         *con_cls = st;

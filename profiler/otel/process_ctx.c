@@ -81,7 +81,9 @@ static int set_attr(const char *key, const char *value)
         i++;
     if (i == MAX_RESOURCE)
         return pp_error_detail(PPROF_ELIMIT, "at most %d resource attributes", MAX_RESOURCE);
+    pp_own_heap_enter(); /* the profiler's, though a program's thread may ask */
     char *v = strdup(value), *k = i < nresource ? (char *)resource[i].key : strdup(key);
+    pp_own_heap_leave();
     if (!v || !k) {
         free(v);
         if (i == nresource)

@@ -75,7 +75,12 @@ static int key_index_locked(const char *key, int *added)
     int k = key_find(key, n);
     if (k >= 0)
         return k;
-    if (n == PP_OTEL_MAX_KEYS || !(keys[n] = strdup(key)))
+    if (n == PP_OTEL_MAX_KEYS)
+        return -1;
+    pp_own_heap_enter(); /* the profiler's, though a program's thread builds the set */
+    keys[n] = strdup(key);
+    pp_own_heap_leave();
+    if (!keys[n])
         return -1;
     atomic_store(&nkeys, n + 1); /* after the string: a forked child sees whole entries */
     *added = 1;

@@ -161,7 +161,9 @@ PP_HIDDEN_FRAME void *pp_threads_trampoline(void *p)
 void *pp_threads_start_new(void *(*fn)(void *), void *arg, uint64_t caller)
 {
     pp_threads_init();
+    pp_own_heap_enter(); /* the profiler's, though the program's thread asks */
     struct start *s = malloc(sizeof *s);
+    pp_own_heap_leave();
     if (!s)
         return NULL;
     s->fn = fn;

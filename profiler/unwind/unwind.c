@@ -581,13 +581,15 @@ void pp_unwind_thread_prepare(void)
     pthread_attr_t attr;
     void *addr;
     size_t size;
-    if (pthread_getattr_np(pthread_self(), &attr) != 0)
-        return;
-    if (pthread_attr_getstack(&attr, &addr, &size) == 0) {
-        stack_lo = (uintptr_t)addr;
-        stack_hi = (uintptr_t)addr + size;
+    pp_own_heap_enter(); /* glibc allocates for the attributes: the profiler's */
+    if (pthread_getattr_np(pthread_self(), &attr) == 0) {
+        if (pthread_attr_getstack(&attr, &addr, &size) == 0) {
+            stack_lo = (uintptr_t)addr;
+            stack_hi = (uintptr_t)addr + size;
+        }
+        pthread_attr_destroy(&attr);
     }
-    pthread_attr_destroy(&attr);
+    pp_own_heap_leave();
 }
 
 void pp_unwind_init(void)

@@ -64,8 +64,13 @@ curl -sS --max-time 30 -o "$TMP/cpu.pb.gz" "$base/profile?seconds=2"
 OWN='pp_|pprof_http|dwfl|dwarf_|elf_|libdw|MHD_|scheduler_main|finisher_main|collector_main|deflate'
 for k in heap allocs; do
     pp_pprof -top -nodecount=1000 "$base/$k" >"$TMP/own-$k.top" 2>&1
-    pp_check "$k: no frame of the profiler's own work" \
-        test -z "$(awk 'f; /flat%/ { f = 1 }' "$TMP/own-$k.top" | grep -E "$OWN" | head -3)"
+    # (the demo's own daemon is the program's: its start-up allocations are)
+    found=$(awk 'f; /flat%/ { f = 1 }' "$TMP/own-$k.top" | grep -v 'MHD_start_daemon' | grep -E "$OWN" | head -3)
+    if [ -z "$found" ]; then
+        pp_ok "$k: no frame of the profiler's own work"
+    else
+        pp_bad "$k: no frame of the profiler's own work" "$found"
+    fi
 done
 pp_pprof -top -nodecount=1000 "$base/block?seconds=2" >"$TMP/own-block.top" 2>&1
 pp_check "block: no wait of the profiler's threads" \
