@@ -91,7 +91,7 @@ __attribute__((noinline)) static void worker_burn(void)
 
 static void worker(int i)
 {
-    char v[8];
+    char v[16];
     snprintf(v, sizeof v, "%d", i);
     pprof_label l = {"worker", v};
     pprof_labels *set;
