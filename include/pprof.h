@@ -201,7 +201,7 @@ PPROF_API int pprof_profile_write(const pprof_profile *p, pprof_format fmt, ppro
  * line per distinct stack, "root;caller;leaf value", every frame a
  * function (inlined calls included, an unnamed one as its address), the
  * lines of samples with the same frames merged, lines whose value is 0
- * left out, sorted. */
+ * and samples with no frame (nor label frame) left out, sorted. */
 typedef struct pprof_folded_config {
     const char *sample_type; /* the value written: a sample type's name ("cpu", "inuse_space",
                                 "delay", ...) or its index in decimal; NULL or "": the profile's

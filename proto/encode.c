@@ -788,6 +788,8 @@ int pp_write_folded_view(const struct pp_model_view *v, const pprof_folded_confi
                 }
             } while (k > 0);
         }
+        if (b.n == off)
+            continue; /* no frame and no label: a folded line cannot say it */
         lines[nl++] = (fline){off, b.n - off, value};
     }
     if (!lines || b.oom) {
