@@ -225,6 +225,28 @@ python_part() {
     pp_stop "$PID" >/dev/null 2>&1
 }
 
+# nginx_conf DIR PORT CONNECTIONS [TOP-LEVEL LINE]: DIR/nginx.conf for a
+# master and two workers answering "hello" on 127.0.0.1:PORT (reuseport,
+# so the kernel spreads connections over both workers).
+nginx_conf() {
+    cat >"$1/nginx.conf" <<NGX
+daemon off;
+master_process on;
+worker_processes 2;
+${4:-}
+pid $1/nginx.pid;
+error_log $1/logs/error.log;
+events { worker_connections $3; }
+http {
+    access_log off;
+    server {
+        listen 127.0.0.1:$2 reuseport;
+        location / { return 200 "hello\\n"; }
+    }
+}
+NGX
+}
+
 nginx_part() {
     if ! command -v nginx >/dev/null || ! command -v wrk >/dev/null; then
         pp_skip "nginx: nginx (nginx-light) or wrk is not installed"
@@ -233,21 +255,7 @@ nginx_part() {
     local dir=$TMP/nginx nport
     mkdir -p "$dir/logs"
     nport=$(pp_free_port)
-    cat >"$dir/nginx.conf" <<NGX
-daemon off;
-master_process on;
-worker_processes 2;
-pid $dir/nginx.pid;
-error_log $dir/logs/error.log;
-events { worker_connections 256; }
-http {
-    access_log off;
-    server {
-        listen 127.0.0.1:$nport reuseport;
-        location / { return 200 "hello\\n"; }
-    }
-}
-NGX
+    nginx_conf "$dir" "$nport" 256
     pp_start ngx-plain nginx -p "$dir" -c "$dir/nginx.conf"
     local plain=$PID plain_rps pre_rps
     sleep 1
@@ -303,22 +311,7 @@ nginx_heap_part() {
     local dir=$TMP/nginx-heap nport
     mkdir -p "$dir/logs"
     nport=$(pp_free_port)
-    cat >"$dir/nginx.conf" <<NGX
-daemon off;
-master_process on;
-worker_processes 2;
-worker_rlimit_nofile 20000;
-pid $dir/nginx.pid;
-error_log $dir/logs/error.log;
-events { worker_connections 10000; }
-http {
-    access_log off;
-    server {
-        listen 127.0.0.1:$nport reuseport;
-        location / { return 200 "hello\\n"; }
-    }
-}
-NGX
+    nginx_conf "$dir" "$nport" 10000 "worker_rlimit_nofile 20000;"
     if ! pp_serve ngxh env LD_PRELOAD="$LIB" LIBPPROF_ADDR=127.0.0.1:@PORT@ LIBPPROF_HEAP_RATE=4096 \
         nginx -p "$dir" -c "$dir/nginx.conf"; then
         pp_bad "nginx heap: nginx under LD_PRELOAD did not serve" "$(cat "$TMP/ngxh.err" "$dir/logs/error.log" 2>/dev/null)"
