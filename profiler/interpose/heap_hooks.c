@@ -197,9 +197,19 @@ static void *realloc_impl(void *p, size_t n, uint64_t caller)
     return q;
 }
 
-/* malloc-safe */
+/* The common case inline: a block the next allocator owns that cannot be
+ * sampled (not page-aligned), resized to a size that leaves the countdown
+ * above zero, on a thread outside the own heap. Everything else, the
+ * countdown untouched, goes to realloc_impl. malloc-safe */
 API void *realloc(void *p, size_t n)
 {
+    void *(*f)(void *, size_t) = pp_next.realloc;
+    int64_t left = pp_heap_left - (int64_t)n;
+    if (LIKELY(f != NULL) && LIKELY(left > 0) && LIKELY(((uintptr_t)p & (PP_HEAP_ALIGN - 1)) != 0) &&
+        LIKELY(n != 0) && !pp_boot_owns(p) && !pp_own_owns(p) && LIKELY(!pp_own_depth)) {
+        pp_heap_left = left;
+        return f(p, n);
+    }
     return realloc_impl(p, n, CALLER);
 }
 
