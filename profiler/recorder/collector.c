@@ -71,6 +71,8 @@ void pp_collector_drain_locked(void)
         add_to_all(rec->pcs, rec->npcs, rec->weight, rec->labels, &rec->trace);
         if (rec->labels)
             pp_labels_unref(rec->labels);
+        if (rec->release)
+            pp_labels_unref(rec->release);
         pp_ring_pop(&pp_cpu_ring);
     }
     uint64_t lost = pp_cpu_lost();

@@ -18,9 +18,12 @@
  * kernel's overrun count loses expirations on a loaded machine (a thread
  * burning 4 s of CPU at 100 Hz under a load of 14 on 2 cores: 304 of 400),
  * and the thread's CPU clock does not: reading it is one system call per
- * signal. Accounting starts afresh (a first signal again) when a profile
- * starts, and for one thread when its timer is set again because it
- * blocks the signal (count_blocked_locked, through the resets ring), so
+ * signal. On such a machine signals also come rarely (the kernel checks
+ * CPU timers only at the ticks that find the thread running), so an
+ * exiting thread adds its time since its last signal as one more sample on
+ * that signal's stack (count_tail). Accounting starts afresh (a first
+ * signal again) when a profile starts, and for one thread when its timer
+ * is set again because it blocks the signal (count_blocked_locked, through the resets ring), so
  * time already counted as not sampled is never counted twice.
  *
  * The handler captures the stack into a ring cell (no locks, no
@@ -99,6 +102,19 @@ typedef struct cpu_acct {
     uint64_t last_ns, carry;
 } cpu_acct;
 static __thread cpu_acct my_acct;
+
+/* The stack of the thread's last sample, kept for the CPU time after it
+ * (pp_cpu_thread_exit): threads started through pthread_create have one,
+ * from the profiler's own heap. */
+#define TAIL_FRAMES 64
+typedef struct last_stack {
+    uint32_t gen;       /* cpu_gen when it was taken */
+    uint32_t n;
+    const void *labels; /* a reference to its label set, or NULL */
+    pp_trace_snap trace;
+    uint64_t pcs[TAIL_FRAMES];
+} last_stack;
+static __thread last_stack *my_last;
 
 /* Whether this thread's timer was set again since it last looked (or
  * too many were to tell). async-signal-safe */
@@ -228,6 +244,27 @@ static void on_signal(int sig, siginfo_t *si, void *uc)
     pp_signal_restart_wait(uc, sig);
 }
 
+/* Copies the record's stack, labels and span to the thread's last_stack
+ * (a deeper stack ends in the truncation frame). The reference to the
+ * set it replaces goes with the record, for the collector to drop: the
+ * handler never frees. async-signal-safe */
+static void keep_last(pp_record *r)
+{
+    last_stack *l = my_last;
+    if (!l)
+        return;
+    uint32_t k = r->npcs <= TAIL_FRAMES ? r->npcs : TAIL_FRAMES;
+    for (uint32_t i = 0; i < k; i++)
+        l->pcs[i] = r->pcs[i];
+    if (k < r->npcs)
+        l->pcs[k - 1] = PP_PC_TRUNCATED;
+    l->n = k;
+    l->gen = my_acct.gen;
+    r->release = l->labels;
+    l->labels = pp_labels_current_ref();
+    l->trace = r->trace;
+}
+
 /* async-signal-safe */
 static void take_sample(siginfo_t *si, void *uc)
 {
@@ -262,6 +299,8 @@ static void take_sample(siginfo_t *si, void *uc)
         r->tid = gettid_cached();
         r->labels = pp_labels_current_ref();
         pp_trace_capture(&r->trace);
+        r->release = NULL;
+        keep_last(r);
         pp_ring_publish(&pp_cpu_ring, ticket);
     }
     uint64_t dt = mono_ns() - t0;
@@ -629,6 +668,12 @@ static void block_prof_signal(sigset_t *old);
 void pp_cpu_thread_start(void)
 {
     my_tid = (int)syscall(SYS_gettid);
+    if (!my_last) { /* before any profile: the thread may outlive its start */
+        pp_own_heap_enter(); /* the profiler's, on the program's thread */
+        last_stack *l = calloc(1, sizeof *l);
+        pp_own_heap_leave();
+        my_last = l;
+    }
     if (!atomic_load(&cpu_hz) || fallback)
         return;
     sigset_t old;
@@ -659,10 +704,63 @@ static void block_prof_signal(sigset_t *old)
     pthread_sigmask(SIG_BLOCK, &block, old);
 }
 
+/* An exiting thread's CPU time since its last signal, in whole periods,
+ * as one more sample on that signal's stack, labels and span. The timer would never tell it: on a loaded machine the kernel
+ * checks CPU timers only at the scheduler ticks that find the thread
+ * running, so signals can be hundreds of milliseconds of CPU apart. A
+ * thread that blocked the signal itself (`was_blocked`) has that time
+ * counted as not sampled instead. The profiling signal is blocked. */
+static void count_tail(int was_blocked)
+{
+    last_stack *l = my_last;
+    int hz = atomic_load(&cpu_hz);
+    uint32_t gen = atomic_load(&cpu_gen);
+    struct timespec ts;
+    if (!l || !l->n || !hz || l->gen != gen || my_acct.gen != gen || my_acct.hz != hz ||
+        was_reset(gettid_cached()) || clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts))
+        return;
+    uint64_t now = (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+    if (now < my_acct.last_ns)
+        return;
+    uint64_t period = (uint64_t)period_ns(hz);
+    uint64_t elapsed = now - my_acct.last_ns + my_acct.carry;
+    uint64_t weight = elapsed / period;
+    my_acct.last_ns = now;
+    my_acct.carry = elapsed % period;
+    if (weight == 0)
+        return;
+    if (was_blocked) {
+        atomic_fetch_add(&st_blocked, weight);
+        return;
+    }
+    atomic_fetch_add(&st_samples, weight);
+    size_t ticket;
+    pp_record *r = pp_ring_reserve(&pp_cpu_ring, &ticket);
+    if (!r) {
+        atomic_fetch_add(&st_lost, weight);
+        return;
+    }
+    memcpy(r->pcs, l->pcs, l->n * sizeof *l->pcs);
+    r->npcs = l->n;
+    r->weight = weight;
+    r->tid = gettid_cached();
+    r->labels = l->labels; /* the reference moves to the record */
+    l->labels = NULL;
+    r->trace = l->trace;
+    r->release = NULL;
+    pp_ring_publish(&pp_cpu_ring, ticket);
+}
+
 void pp_cpu_thread_exit(void)
 {
     sigset_t old;
     block_prof_signal(&old);
+    count_tail(sigismember(&old, PP_SIGNAL) == 1);
+    if (my_last) {
+        pp_labels_unref(my_last->labels);
+        free(my_last); /* the own heap's: free knows it by its address */
+        my_last = NULL;
+    }
     int tid = gettid_cached();
     pp_mutex_lock(&reg_lock);
     for (int i = 0; i < nslots; i++)

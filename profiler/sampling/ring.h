@@ -23,6 +23,7 @@ typedef struct pp_record {
     int32_t tid;
     uint64_t weight;
     const void *labels;     /* a referenced label set, or NULL */
+    const void *release;    /* a reference the consumer drops (the thread's previous last sample's set) */
     pp_trace_snap trace;    /* the thread's span */
     uint64_t pcs[PPROF_MAX_FRAMES + 1];
 } pp_record;

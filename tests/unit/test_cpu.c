@@ -12,7 +12,8 @@
  * runs are short in CPU time so that a loaded machine, which stretches CPU
  * time into wall time, does not run the test past its limit. Also: one timer per thread
  * while profiling (a thread started mid-profile included) and none after;
- * PPROF_ERATE for a conflicting rate; snapshots that lose nothing.
+ * PPROF_ERATE for a conflicting rate; snapshots that lose nothing; exact
+ * counts for threads crowded off the CPUs (tail_under_load).
  * Runs in the plain build: sanitizers change signal delivery.
  */
 #define _GNU_SOURCE
@@ -214,6 +215,24 @@ __attribute__((noinline)) static void deep_burn(int depth)
     burn_one_part(0.3);
 }
 
+static void *run_deep(void *unused)
+{
+    (void)unused;
+    deep_burn(100);
+    return NULL;
+}
+
+/* Runs fn on a thread of its own and waits for it. The burns that a check
+ * counts exactly run on threads that end before the window does: such a
+ * thread's time after its last signal is counted when it exits, and on a
+ * loaded machine signals can be hundreds of milliseconds of CPU apart. */
+static void on_thread(void *(*fn)(void *), void *arg)
+{
+    pthread_t t;
+    CHECK(pthread_create(&t, NULL, fn, arg) == 0);
+    pthread_join(t, NULL);
+}
+
 /* A 100-deep stack with max_frames 16: every sample has 16 real frames and
  * ends in "[truncated]". */
 static void truncation(void)
@@ -221,7 +240,7 @@ static void truncation(void)
     pprof_recorder *r;
     CHECK(pprof_cpu_recorder_new(&(pprof_cpu_config){.hz = 1000, .max_frames = 16}, &r) == 0);
     CHECK(pprof_recorder_start(r) == 0);
-    deep_burn(100);
+    on_thread(run_deep, NULL);
     pprof_profile *p;
     CHECK(pprof_recorder_stop(r, &p) == 0);
     size_t n, deep = 0, bad = 0;
@@ -239,6 +258,65 @@ static void truncation(void)
     pprof_cpu_stats st;
     pprof_cpu_stats_get(&st);
     CHECK(st.truncated > 0);
+    pprof_profile_free(p);
+    pprof_recorder_free(r);
+}
+
+/* Threads that share the CPUs with many others get their timer signals
+ * rarely (the kernel checks CPU timers at the ticks that find them
+ * running). A thread's time after its last signal is counted when it
+ * exits, so each burner's samples are its own CPU time x rate, to a sample
+ * or two, however few its signals were. The crowd makes the load itself:
+ * eight runnable threads on this machine's two cores. */
+__attribute__((noinline)) static void burn_crowded(double s) { burn_cpu(s, 1.0000003); }
+
+static _Atomic int crowd_quit;
+static _Atomic int64_t crowded_cpu_us;
+
+static void *crowd(void *unused)
+{
+    (void)unused;
+    while (!atomic_load(&crowd_quit))
+        burn_sink += 1;
+    return NULL;
+}
+
+static void *run_crowded(void *arg)
+{
+    burn_crowded(*(double *)arg);
+    atomic_fetch_add(&crowded_cpu_us, (int64_t)(burn_thread_cpu_s() * 1e6));
+    return NULL;
+}
+
+static void tail_under_load(void)
+{
+    enum { CROWD = 6, BURNERS = 4 };
+    pprof_recorder *r;
+    CHECK(pprof_cpu_recorder_new(&(pprof_cpu_config){.hz = 1000}, &r) == 0);
+    CHECK(pprof_recorder_start(r) == 0);
+    pprof_cpu_stats st0, st1;
+    pprof_cpu_stats_get(&st0);
+    pthread_t c[CROWD], b[BURNERS];
+    for (int i = 0; i < CROWD; i++)
+        pthread_create(&c[i], NULL, crowd, NULL);
+    double each = 0.15;
+    for (int i = 0; i < BURNERS; i++)
+        pthread_create(&b[i], NULL, run_crowded, &each);
+    for (int i = 0; i < BURNERS; i++)
+        pthread_join(b[i], NULL);
+    atomic_store(&crowd_quit, 1);
+    for (int i = 0; i < CROWD; i++)
+        pthread_join(c[i], NULL);
+    pprof_profile *p;
+    CHECK(pprof_recorder_stop(r, &p) == 0);
+    pprof_cpu_stats_get(&st1);
+    int64_t got, total;
+    sum_for(p, "burn_crowded", &got, &total);
+    double expect = atomic_load(&crowded_cpu_us) / 1e3;
+    printf("crowded: burn_crowded %lld samples, its threads' CPU x rate %.1f; signals in all %llu\n",
+           (long long)got, expect, (unsigned long long)(st1.signals - st0.signals));
+    CHECKF(got >= expect - 2 * BURNERS && got <= expect + BURNERS, "%lld samples for %.1f ms of CPU",
+           (long long)got, expect);
     pprof_profile_free(p);
     pprof_recorder_free(r);
 }
@@ -263,8 +341,9 @@ static void rates_and_snapshots(void)
     CHECK(pprof_recorder_rate(c) == 250);
     CHECK(pprof_recorder_start(d) == 0);
     int64_t snap_total = 0, t, cnt;
+    double slice = 0.05;
     for (int i = 0; i < 8; i++) {
-        burn_one_part(0.05);
+        on_thread(run_one, &slice);
         pprof_profile *p;
         CHECK(pprof_recorder_snapshot(c, &p) == 0);
         sum_for(p, "burn_one_part", &cnt, &t);
@@ -309,5 +388,6 @@ int main(void)
     truncation();
     accuracy(1000, 0.6);
     accuracy(100, 1.5);
+    tail_under_load();
     return check_summary("test_cpu");
 }
