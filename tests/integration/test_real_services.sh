@@ -18,7 +18,9 @@
 #     objects' classes (about 2%; 800-byte values, whose strings take 896,
 #     gave -10%); before sampled objects answered malloc_usable_size as
 #     any other, it was 92% lower. Its SET requests/s with and without
-#     libpprof (reported).
+#     libpprof (reported). A CPU profile under a GET load names redis's
+#     own command path (processCommand, readQueryFromClient: Debian's
+#     binary exports its functions).
 #   python3 with PYTHONMALLOC=malloc: the heap profile's in-use total
 #     within 10% of what tracemalloc counted (tracemalloc stopped, so its
 #     own tables are gone); a CPU profile of its hot loop is the
@@ -98,6 +100,24 @@ mc_load() {
     echo $(( ($(date +%s%N) - s) / 1000000 ))
 }
 
+# mc_load_gets PORT: two of memcslap's get runs
+mc_load_gets() {
+    mc_load "$1" get >/dev/null
+    mc_load "$1" get >/dev/null
+}
+
+# cpu_under_load NAME BASE CMD...: a 2 s CPU profile from BASE while CMD
+# (a load) runs; pprof's -top -cum of it in $TMP/NAME.cpu.top
+cpu_under_load() {
+    local name=$1 base=$2 loader
+    shift 2
+    ("$@" >/dev/null 2>&1) &
+    loader=$!
+    curl -sS --max-time 60 -o "$TMP/$name.cpu" "$base/profile?seconds=2"
+    wait "$loader"
+    pp_pprof -top -cum -nodecount=80 "$TMP/$name.cpu" >"$TMP/$name.cpu.top" 2>&1
+}
+
 memcached_part() {
     if ! command -v memcached >/dev/null || ! command -v memcslap >/dev/null; then
         pp_skip "memcached: memcached or memcslap (libmemcached-tools) is not installed"
@@ -131,11 +151,7 @@ memcached_part() {
     pp_check "memcached: heap in use $total B against its own $own B (slabs $malloced + hash $hash; within 10%)" \
         within 10 "$total" "$own"
     # a CPU profile under a get load
-    (mc_load "$mport" get >/dev/null; mc_load "$mport" get >/dev/null) &
-    local loader=$!
-    curl -sS --max-time 60 -o "$TMP/mc.cpu" "$base/profile?seconds=2"
-    wait "$loader"
-    pp_pprof -top -cum -nodecount=60 "$TMP/mc.cpu" >"$TMP/mc.cpu.top" 2>&1
+    cpu_under_load mc "$base" mc_load_gets "$mport"
     pp_check "memcached: the CPU profile under load is its event loop (event_base_loop)" \
         grep -q 'event_base_loop' "$TMP/mc.cpu.top"
     pp_stop "$PID" >/dev/null 2>&1
@@ -172,6 +188,13 @@ redis_part() {
     within 10 "$total" "${used:-0}" ||
         pp_note "redis: the index's heap line: $(curl -sS --max-time 10 "http://127.0.0.1:$PORT/debug/pprof/" |
             grep -o 'sampled[^<]*unrecorded[^<]*')"
+    # a CPU profile under a get load: redis's own functions by name (its
+    # binary exports them for its crash reports)
+    cpu_under_load redis "http://127.0.0.1:$PORT/debug/pprof" timeout 60 redis-benchmark -p "$rport" -t get \
+        -n 400000 -r 300000 -d 1018 -q
+    pp_check "redis: the CPU profile under load names its command dispatch (processCommand)" \
+        grep -q ' processCommand$' "$TMP/redis.cpu.top"
+    pp_check "redis: the CPU profile names its request reader (readQueryFromClient)" grep -q ' readQueryFromClient$' "$TMP/redis.cpu.top"
     pp_stop "$PID" >/dev/null 2>&1
 }
 
