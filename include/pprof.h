@@ -507,7 +507,8 @@ typedef struct pprof_heap_stats {
     int64_t own_inuse_bytes;   /* the profiler's own live heap from the program's allocator (server,
                                   encoders), estimated from its samples: left out of the heap profiles */
     uint64_t own_heap_bytes;   /* the profiler's own heap, apart from the program's allocator (what
-                                  the symbolizer allocates: libdw's tables): blocks in use */
+                                  the symbolizer and the built-in server's threads allocate):
+                                  blocks in use */
     uint64_t own_heap_mapped;  /* ... and the memory it has taken for them */
     uint64_t own_heap_fallbacks; /* allocations it could not serve (given to the program's allocator) */
 } pprof_heap_stats;

@@ -468,7 +468,7 @@ static void write_stats(pp_reply *r, const pp_req *q)
     pprof_contention_stats_get(&w);
     pp_reply_printf(r,
                     "<tr><td>libpprof's own work</td><td>heap in use %.1f MiB from the program's allocator "
-                    "(estimated from its samples) and %.1f MiB of its own (the symbolizer's; %.1f MiB taken, "
+                    "(estimated from its samples) and %.1f MiB of its own (the symbolizer's and the built-in server's; %.1f MiB taken, "
                     "%llu allocations it passed to the program's allocator), mutex waits %.3f s, block waits "
                     "%.3f s (as recorded): left out of the heap, allocs, mutex and block profiles; its CPU "
                     "time carries the label %s=%s</td></tr>\n",

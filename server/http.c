@@ -606,6 +606,7 @@ static void reap_gone_locked(void)
 static void *finisher_main(void *arg)
 {
     pprof_labels_unref(pp_server_own_begin()); /* no request's labels */
+    pp_own_heap_enter(); /* its memory is the profiler's, for its life */
     pthread_mutex_lock(&mu);
     run_locked(arg, 0);
     pthread_mutex_unlock(&mu);
@@ -616,6 +617,7 @@ static void *scheduler_main(void *unused)
 {
     (void)unused;
     pprof_labels_unref(pp_server_own_begin()); /* not its creator's request labels */
+    pp_own_heap_enter(); /* its memory, and its finishers', is the profiler's */
     int64_t next_check = 0;
     pthread_mutex_lock(&mu);
     for (;;) {

@@ -769,6 +769,7 @@ int pprof_server_start(const pprof_server_config *cfg)
     sigset_t old;
     pp_block_host_signals(&old); /* the MHD thread inherits the mask */
     pprof_labels *caller_set = pp_server_own_begin(); /* and the label set */
+    pp_own_heap_enter(); /* and the own heap: the server's memory is the profiler's */
     int budget = connection_budget();
     srv.mhd_cap = budget / 5;
     atomic_store(&srv.mhd_live, 0);
@@ -790,6 +791,7 @@ int pprof_server_start(const pprof_server_config *cfg)
         close(srv.wake[1]);
         started = 0;
     }
+    pp_own_heap_leave();
     pprof_labels_leave(caller_set);
     pthread_sigmask(SIG_SETMASK, &old, NULL);
     if (!started) {

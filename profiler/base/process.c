@@ -100,3 +100,9 @@ void pp_own_heap_leave(void)
     if (o)
         o->leave();
 }
+
+int pp_own_heap_active(void)
+{
+    const pp_own_heap_ops *o = atomic_load(&own_heap);
+    return o ? o->active() : 0;
+}

@@ -40,8 +40,12 @@ int pp_shutting_down(void);
 typedef struct pp_own_heap_ops {
     void (*enter)(void);
     void (*leave)(void);
+    int (*active)(void);
 } pp_own_heap_ops;
 void pp_own_heap_register(const pp_own_heap_ops *ops);
 void pp_own_heap_enter(void);
 void pp_own_heap_leave(void);
+/* Whether the calling thread's allocations are the profiler's own now (a
+ * thread it starts meanwhile is the profiler's too: threads/). */
+int pp_own_heap_active(void);
 #endif

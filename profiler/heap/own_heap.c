@@ -200,10 +200,16 @@ static void leave(void)
         pp_heap_left = saved_left;
 }
 
+/* malloc-safe */
+static int active(void)
+{
+    return pp_own_depth > 0;
+}
+
 /* Registered with base/ by the constructor (lifecycle.c). */
 void pp_own_heap_init(void)
 {
-    static const pp_own_heap_ops ops = {enter, leave};
+    static const pp_own_heap_ops ops = {enter, leave, active};
     pp_own_heap_register(&ops);
 }
 

@@ -33,6 +33,7 @@ struct start {
     void *arg;
     pprof_labels *labels; /* the creator's set, inherited */
     pp_trace_snap trace;  /* the creator's span, inherited */
+    int own;              /* made by the profiler's own work: its allocations are the profiler's */
     int ncreate;
     uint64_t create[PP_CREATE_FRAMES];
 };
@@ -153,6 +154,8 @@ PP_HIDDEN_FRAME void *pp_threads_trampoline(void *p)
     free(p);
     pp_labels_adopt(s.labels);
     pp_trace_adopt(&s.trace);
+    if (s.own)
+        pp_own_heap_enter(); /* for the thread's life */
     pp_unwind_thread_prepare();
     pp_cpu_thread_start();
     return s.fn(s.arg);
@@ -161,11 +164,13 @@ PP_HIDDEN_FRAME void *pp_threads_trampoline(void *p)
 void *pp_threads_start_new(void *(*fn)(void *), void *arg, uint64_t caller)
 {
     pp_threads_init();
+    int own = pp_own_heap_active();
     pp_own_heap_enter(); /* the profiler's, though the program's thread asks */
     struct start *s = malloc(sizeof *s);
     pp_own_heap_leave();
     if (!s)
         return NULL;
+    s->own = own;
     s->fn = fn;
     s->arg = arg;
     s->labels = pprof_labels_current();
