@@ -4,9 +4,12 @@
  * Two threads each burn 2 s of their own CPU under a per-thread CPU timer
  * (timer_create on the thread's CPU clock, SIGEV_THREAD_ID, period 1/HZ);
  * the handler sums 1 + si_overrun. Prints that sum against the 4 x HZ
- * expirations the CPU time holds. On a loaded machine the count falls
- * short, which is why libpprof weighs its samples by the thread's CPU
- * clock instead (bench/RESULTS.md).
+ * expirations the CPU time holds, and how far apart (in the thread's CPU
+ * time) the signals came: the widest gap and the time after the last one.
+ * On a loaded machine the count falls short, which is why libpprof weighs
+ * its samples by the thread's CPU clock instead; and the signals come far
+ * apart, which is why an exiting thread counts its time after its last
+ * one (bench/RESULTS.md).
  *
  *   ./build/bench/timer_overrun [HZ]
  */
@@ -21,6 +24,14 @@
 #include <unistd.h>
 
 static _Atomic long weight, signals;
+static __thread volatile double last_signal_s, widest_gap_s; /* the thread's CPU time (set in the handler) */
+
+static double thread_cpu_s(void)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t);
+    return t.tv_sec + t.tv_nsec / 1e9;
+}
 
 static void on_signal(int sig, siginfo_t *si, void *uc)
 {
@@ -28,13 +39,10 @@ static void on_signal(int sig, siginfo_t *si, void *uc)
     (void)uc;
     atomic_fetch_add(&weight, 1 + (si->si_overrun > 0 ? si->si_overrun : 0));
     atomic_fetch_add(&signals, 1);
-}
-
-static double thread_cpu_s(void)
-{
-    struct timespec t;
-    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t);
-    return t.tv_sec + t.tv_nsec / 1e9;
+    double now = thread_cpu_s();
+    if (now - last_signal_s > widest_gap_s)
+        widest_gap_s = now - last_signal_s;
+    last_signal_s = now;
 }
 
 static void *burn(void *arg)
@@ -50,12 +58,15 @@ static void *burn(void *arg)
         return NULL;
     long p = 1000000000L / hz;
     struct itimerspec its = {{p / 1000000000L, p % 1000000000L}, {p / 1000000000L, p % 1000000000L}};
+    last_signal_s = thread_cpu_s();
     timer_settime(t, 0, &its, NULL);
     volatile double x = 1;
     for (double end = thread_cpu_s() + 2.0; thread_cpu_s() < end;)
         for (int i = 0; i < 1000; i++)
             x = x * 1.0000001 + 1.0 / (x + i);
     timer_delete(t);
+    printf("  thread: widest gap between signals %.1f ms of its CPU, %.1f ms after the last one\n",
+           widest_gap_s * 1e3, (thread_cpu_s() - last_signal_s) * 1e3);
     return NULL;
 }
 
