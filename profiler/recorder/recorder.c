@@ -236,6 +236,7 @@ static int cpu_end(pprof_recorder *r, int reopen, pprof_profile **out)
     pprof_profile *next = NULL;
     if (reopen && !(next = new_cpu_window(c)))
         return pp_fail(PPROF_ENOMEM);
+    pp_cpu_flush(); /* the threads' time since their last signals is this window's */
     pp_collector_lock();
     if (reopen) {
         pp_collector_drain_locked();

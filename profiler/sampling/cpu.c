@@ -21,7 +21,8 @@
  * signal. On such a machine signals also come rarely (the kernel checks
  * CPU timers only at the ticks that find the thread running), so an
  * exiting thread adds its time since its last signal as one more sample on
- * that signal's stack (count_tail). Accounting starts afresh (a first
+ * that signal's stack (count_tail), and a window's end counts the running
+ * threads' (pp_cpu_flush). Accounting starts afresh (a first
  * signal again) when a profile starts, and for one thread when its timer
  * is set again because it blocks the signal (count_blocked_locked, through the resets ring), so
  * time already counted as not sampled is never counted twice.
@@ -59,6 +60,7 @@
 
 #define PP_SIGNAL prof_signal
 #define TIMER_MAGIC 0x70707266 /* sigev_value of our timers */
+#define FLUSH_MAGIC 0x70706673 /* sival of a window end's signal (pp_cpu_flush) */
 #define MAX_THREADS 8192
 #define RING_CELLS 1024 /* 2 MiB, mapped and populated once, when profiling first starts */
 
@@ -196,13 +198,14 @@ static int64_t period_ns(int hz)
     return 1000000000ll / hz;
 }
 
-/* The weight of one timer signal (see the top of the file).
- * async-signal-safe */
-static uint64_t sample_weight(const siginfo_t *si, int hz)
+/* The weight of one timer signal (see the top of the file), or of a
+ * window end's (`flush`: the thread's CPU time since its last signal, none
+ * when its accounting starts only now). async-signal-safe */
+static uint64_t sample_weight(const siginfo_t *si, int hz, int flush)
 {
-    uint64_t kernel = 1 + (uint64_t)(si->si_code == SI_TIMER && si->si_overrun > 0 ? si->si_overrun : 0);
+    uint64_t kernel = flush ? 0 : 1 + (uint64_t)(si->si_code == SI_TIMER && si->si_overrun > 0 ? si->si_overrun : 0);
     struct timespec ts;
-    if (si->si_code != SI_TIMER || clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts))
+    if ((!flush && si->si_code != SI_TIMER) || clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts))
         return kernel;
     uint64_t now = (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
     uint32_t gen = atomic_load_explicit(&cpu_gen, memory_order_relaxed);
@@ -217,7 +220,8 @@ static uint64_t sample_weight(const siginfo_t *si, int hz)
     return elapsed / period;
 }
 
-static void take_sample(siginfo_t *si, void *uc);
+static void take_sample(siginfo_t *si, void *uc, int flush);
+static _Atomic uint32_t flush_acks; /* window-end signals handled */
 
 /* The profiling signal handler: queued signals go to the registered
  * handler, timer signals are CPU samples. Other signals are blocked while
@@ -226,6 +230,12 @@ static void take_sample(siginfo_t *si, void *uc);
  * interrupted wait again (restart.c). async-signal-safe */
 static void on_signal(int sig, siginfo_t *si, void *uc)
 {
+    if (si->si_code == SI_QUEUE && si->si_value.sival_int == FLUSH_MAGIC && si->si_pid == getpid()) {
+        take_sample(si, uc, 1);
+        atomic_fetch_add_explicit(&flush_acks, 1, memory_order_release);
+        pp_signal_restart_wait(uc, sig);
+        return;
+    }
     pp_queued_handler queued = atomic_load_explicit(&queued_handler, memory_order_acquire);
     if (si->si_code == SI_QUEUE && queued) {
         int saved = errno;
@@ -240,7 +250,7 @@ static void on_signal(int sig, siginfo_t *si, void *uc)
         chain(sig, si, uc);
         return;
     }
-    take_sample(si, uc);
+    take_sample(si, uc, 0);
     pp_signal_restart_wait(uc, sig);
 }
 
@@ -266,7 +276,7 @@ static void keep_last(pp_record *r)
 }
 
 /* async-signal-safe */
-static void take_sample(siginfo_t *si, void *uc)
+static void take_sample(siginfo_t *si, void *uc, int flush)
 {
     /* A timer's last signal can arrive after profiling stopped: it belongs
      * to no window (and the next one must not get it). */
@@ -275,7 +285,7 @@ static void take_sample(siginfo_t *si, void *uc)
         return;
     int saved = errno;
     uint64_t t0 = mono_ns();
-    uint64_t weight = sample_weight(si, hz);
+    uint64_t weight = sample_weight(si, hz, flush);
     atomic_fetch_add_explicit(&st_signals, 1, memory_order_relaxed);
     atomic_fetch_add_explicit(&st_samples, weight, memory_order_relaxed);
     if (weight == 0) { /* less than a period of CPU since the last one */
@@ -500,8 +510,10 @@ uint64_t pp_cpu_unlisted(void)
     return atomic_load(&st_unlisted);
 }
 
-/* Whether thread tid blocks the profiling signal (its SigBlk in /proc). */
-static int blocks_signal(int tid)
+/* Reads thread tid's /proc status: whether it blocks the profiling
+ * signal (SigBlk) and whether it is running or ready to (State R). 0 when
+ * it cannot be read. */
+static int read_status(int tid, int *blocks, int *runnable)
 {
     char path[64], buf[2048];
     snprintf(path, sizeof path, "/proc/self/task/%d/status", tid);
@@ -513,9 +525,25 @@ static int blocks_signal(int tid)
     if (n <= 0)
         return 0;
     buf[n] = 0;
-    const char *b = strstr(buf, "SigBlk:");
+    const char *b = strstr(buf, "SigBlk:"), *st = strstr(buf, "State:");
     unsigned long long mask = b ? strtoull(b + 7, NULL, 16) : 0;
-    return (mask >> (PP_SIGNAL - 1)) & 1;
+    *blocks = (mask >> (PP_SIGNAL - 1)) & 1;
+    *runnable = st && st[strspn(st + 6, " \t") + 6] == 'R';
+    return 1;
+}
+
+/* Whether thread tid blocks the profiling signal. */
+static int blocks_signal(int tid)
+{
+    int blocks, runnable;
+    return read_status(tid, &blocks, &runnable) && blocks;
+}
+
+/* Whether thread tid runs or is ready to, with the signal open. */
+static int runs_open(int tid)
+{
+    int blocks, runnable;
+    return read_status(tid, &blocks, &runnable) && runnable && !blocks;
 }
 
 /* A thread that blocks the profiling signal gets none of its samples: its
@@ -665,15 +693,20 @@ int pp_cpu_max_frames(void)
 
 static void block_prof_signal(sigset_t *old);
 
+void pp_cpu_keep_last(void)
+{
+    if (my_last)
+        return;
+    pp_own_heap_enter(); /* the profiler's, on the program's thread */
+    last_stack *l = calloc(1, sizeof *l);
+    pp_own_heap_leave();
+    my_last = l;
+}
+
 void pp_cpu_thread_start(void)
 {
     my_tid = (int)syscall(SYS_gettid);
-    if (!my_last) { /* before any profile: the thread may outlive its start */
-        pp_own_heap_enter(); /* the profiler's, on the program's thread */
-        last_stack *l = calloc(1, sizeof *l);
-        pp_own_heap_leave();
-        my_last = l;
-    }
+    pp_cpu_keep_last(); /* before any profile: the thread may outlive its start */
     if (!atomic_load(&cpu_hz) || fallback)
         return;
     sigset_t old;
@@ -744,11 +777,52 @@ static void count_tail(int was_blocked)
     r->npcs = l->n;
     r->weight = weight;
     r->tid = gettid_cached();
-    r->labels = l->labels; /* the reference moves to the record */
-    l->labels = NULL;
+    r->labels = pprof_labels_ref((pprof_labels *)l->labels); /* l holds one: it is alive */
     r->trace = l->trace;
     r->release = NULL;
     pp_ring_publish(&pp_cpu_ring, ticket);
+}
+
+/* Window ends (recorder/): the CPU time since each thread's last signal
+ * goes into the window that is closing, not the next one (and is not lost
+ * with a recorder that stops). The calling thread counts its own on its
+ * last signal's stack (count_tail); every other thread that is running or
+ * ready to (state R) with the signal open gets a queued signal and weighs
+ * its time since its last signal at the stack it is at, within 100 ms
+ * (later, into the next window). A thread that waits keeps what it used
+ * between its last signal and the wait for the next window. Signalling
+ * only threads that run keeps this out of waits (restart.c covers the
+ * rest). */
+void pp_cpu_flush(void)
+{
+    if (!atomic_load(&cpu_hz) || fallback)
+        return;
+    sigset_t old;
+    block_prof_signal(&old);
+    count_tail(sigismember(&old, PP_SIGNAL) == 1);
+    pthread_sigmask(SIG_SETMASK, &old, NULL);
+    int self = gettid_cached();
+    pid_t pid = getpid();
+    uint32_t base = atomic_load_explicit(&flush_acks, memory_order_acquire), sent = 0;
+    pp_mutex_lock(&reg_lock);
+    for (int i = 0; i < nslots; i++) {
+        int tid = slots[i].tid;
+        if (!tid || tid == self || !runs_open(tid))
+            continue;
+        siginfo_t si;
+        memset(&si, 0, sizeof si);
+        si.si_signo = PP_SIGNAL;
+        si.si_code = SI_QUEUE;
+        si.si_pid = pid;
+        si.si_uid = getuid();
+        si.si_value.sival_int = FLUSH_MAGIC;
+        sent += syscall(SYS_rt_tgsigqueueinfo, pid, tid, PP_SIGNAL, &si) == 0;
+    }
+    pp_mutex_unlock(&reg_lock);
+    for (int w = 0; w < 100 && atomic_load_explicit(&flush_acks, memory_order_acquire) - base < sent; w++) {
+        struct timespec ms = {0, 1000000};
+        nanosleep(&ms, NULL);
+    }
 }
 
 void pp_cpu_thread_exit(void)

@@ -55,6 +55,13 @@ uint64_t pp_cpu_unlisted(void);
 /* Thread hooks (threads.c): a thread starting or exiting. */
 void pp_cpu_thread_start(void);
 void pp_cpu_thread_exit(void);
+/* Keeps the calling thread's last sample, for the CPU time after it (the
+ * main thread: threads started through the hook have it). */
+void pp_cpu_keep_last(void);
+/* A window ends: counts each thread's CPU time since its last signal now
+ * (waits up to 100 ms for the threads that run). Thread-safe; not in a
+ * signal handler. */
+void pp_cpu_flush(void);
 /* fork hooks (lifecycle.c) */
 void pp_cpu_fork_prepare(void);
 void pp_cpu_fork_parent(void);

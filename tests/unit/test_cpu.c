@@ -13,7 +13,8 @@
  * time into wall time, does not run the test past its limit. Also: one timer per thread
  * while profiling (a thread started mid-profile included) and none after;
  * PPROF_ERATE for a conflicting rate; snapshots that lose nothing; exact
- * counts for threads crowded off the CPUs (tail_under_load).
+ * counts for threads crowded off the CPUs, ended before the window
+ * (tail_under_load) or running at its end (window_end_under_load).
  * Runs in the plain build: sanitizers change signal delivery.
  */
 #define _GNU_SOURCE
@@ -321,6 +322,71 @@ static void tail_under_load(void)
     pprof_recorder_free(r);
 }
 
+/* The same crowd, and a window that ends while threads burn: the main
+ * thread's time since its last signal (it stops the recorder) and that of
+ * the threads still running go into the window that closes, so its counts
+ * are each one's CPU time x rate, to a sample or two. */
+__attribute__((noinline)) static void burn_main_part(double s) { burn_cpu(s, 1.0000004); }
+__attribute__((noinline)) static void burn_until_quit(void)
+{
+    while (!atomic_load(&crowd_quit))
+        burn_cpu(0.001, 1.0000005);
+}
+
+static void *run_until_quit(void *unused)
+{
+    (void)unused;
+    burn_until_quit();
+    return NULL;
+}
+
+static double cpu_of(pthread_t t)
+{
+    clockid_t c;
+    return pthread_getcpuclockid(t, &c) == 0 ? cpu_s(c) : 0;
+}
+
+static void window_end_under_load(void)
+{
+    enum { CROWD = 6, LIVE = 2 };
+    atomic_store(&crowd_quit, 0);
+    pprof_recorder *r;
+    CHECK(pprof_cpu_recorder_new(&(pprof_cpu_config){.hz = 1000}, &r) == 0);
+    CHECK(pprof_recorder_start(r) == 0);
+    pthread_t c[CROWD], l[LIVE];
+    for (int i = 0; i < CROWD; i++)
+        pthread_create(&c[i], NULL, crowd, NULL);
+    for (int i = 0; i < LIVE; i++)
+        pthread_create(&l[i], NULL, run_until_quit, NULL);
+    double m0 = cpu_s(CLOCK_THREAD_CPUTIME_ID);
+    volatile double main_s = 0.15; /* not a constant the compiler could fold into a clone */
+    burn_main_part(main_s);
+    double main_ms = (cpu_s(CLOCK_THREAD_CPUTIME_ID) - m0) * 1e3;
+    double before = 0, after = 0;
+    for (int i = 0; i < LIVE; i++)
+        before += cpu_of(l[i]) * 1e3;
+    pprof_profile *p;
+    CHECK(pprof_recorder_stop(r, &p) == 0);
+    for (int i = 0; i < LIVE; i++)
+        after += cpu_of(l[i]) * 1e3;
+    atomic_store(&crowd_quit, 1);
+    for (int i = 0; i < LIVE; i++)
+        pthread_join(l[i], NULL);
+    for (int i = 0; i < CROWD; i++)
+        pthread_join(c[i], NULL);
+    int64_t main_n, live_n, total;
+    sum_for(p, "burn_main_part", &main_n, &total);
+    sum_for(p, "burn_until_quit", &live_n, &total);
+    printf("window end: burn_main_part %lld samples for %.1f ms of CPU; burn_until_quit %lld for %.1f to %.1f ms\n",
+           (long long)main_n, main_ms, (long long)live_n, before, after);
+    CHECKF(main_n >= main_ms - 2 && main_n <= main_ms + 3, "main thread: %lld samples for %.1f ms",
+           (long long)main_n, main_ms);
+    CHECKF(live_n >= before - 2 * LIVE && live_n <= after + LIVE, "running threads: %lld samples for %.1f-%.1f ms",
+           (long long)live_n, before, after);
+    pprof_profile_free(p);
+    pprof_recorder_free(r);
+}
+
 static void rates_and_snapshots(void)
 {
     pprof_recorder *a, *b, *c, *d;
@@ -389,5 +455,6 @@ int main(void)
     accuracy(1000, 0.6);
     accuracy(100, 1.5);
     tail_under_load();
+    window_end_under_load();
     return check_summary("test_cpu");
 }
