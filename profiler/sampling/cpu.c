@@ -112,6 +112,7 @@ static __thread cpu_acct my_acct;
 typedef struct last_stack {
     uint32_t gen;       /* cpu_gen when it was taken */
     uint32_t n;
+    uint64_t root;      /* the function the thread was started with, or 0 */
     const void *labels; /* a reference to its label set, or NULL */
     pp_trace_snap trace;
     uint64_t pcs[TAIL_FRAMES];
@@ -703,10 +704,12 @@ void pp_cpu_keep_last(void)
     my_last = l;
 }
 
-void pp_cpu_thread_start(void)
+void pp_cpu_thread_start(const void *fn)
 {
     my_tid = (int)syscall(SYS_gettid);
     pp_cpu_keep_last(); /* before any profile: the thread may outlive its start */
+    if (my_last)
+        my_last->root = (uint64_t)(uintptr_t)fn;
     if (!atomic_load(&cpu_hz) || fallback)
         return;
     sigset_t old;
@@ -738,7 +741,10 @@ static void block_prof_signal(sigset_t *old)
 }
 
 /* An exiting thread's CPU time since its last signal, in whole periods,
- * as one more sample on that signal's stack, labels and span. The timer would never tell it: on a loaded machine the kernel
+ * as one more sample on that signal's stack, labels and span; a thread
+ * that had no signal in this profile (it started during it: its time
+ * counts from its start) has it on the function it was started with, with
+ * its labels and span now. The timer would never tell it: on a loaded machine the kernel
  * checks CPU timers only at the scheduler ticks that find the thread
  * running, so signals can be hundreds of milliseconds of CPU apart. A
  * thread that blocked the signal itself (`was_blocked`) has that time
@@ -749,8 +755,11 @@ static void count_tail(int was_blocked)
     int hz = atomic_load(&cpu_hz);
     uint32_t gen = atomic_load(&cpu_gen);
     struct timespec ts;
-    if (!l || !l->n || !hz || l->gen != gen || my_acct.gen != gen || my_acct.hz != hz ||
-        was_reset(gettid_cached()) || clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts))
+    if (!l || !hz || my_acct.gen != gen || my_acct.hz != hz || was_reset(gettid_cached()) ||
+        clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts))
+        return;
+    int have = l->n && l->gen == gen;
+    if (!have && !l->root)
         return;
     uint64_t now = (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
     if (now < my_acct.last_ns)
@@ -773,12 +782,19 @@ static void count_tail(int was_blocked)
         atomic_fetch_add(&st_lost, weight);
         return;
     }
-    memcpy(r->pcs, l->pcs, l->n * sizeof *l->pcs);
-    r->npcs = l->n;
+    if (have) {
+        memcpy(r->pcs, l->pcs, l->n * sizeof *l->pcs);
+        r->npcs = l->n;
+        r->labels = pprof_labels_ref((pprof_labels *)l->labels); /* l holds one: it is alive */
+        r->trace = l->trace;
+    } else {
+        r->pcs[0] = l->root;
+        r->npcs = 1;
+        r->labels = pp_labels_current_ref();
+        pp_trace_capture(&r->trace);
+    }
     r->weight = weight;
     r->tid = gettid_cached();
-    r->labels = pprof_labels_ref((pprof_labels *)l->labels); /* l holds one: it is alive */
-    r->trace = l->trace;
     r->release = NULL;
     pp_ring_publish(&pp_cpu_ring, ticket);
 }

@@ -52,8 +52,9 @@ void pp_cpu_set_thread_lister(pp_thread_lister fn);
 /* Rescans so far that could not read /proc/self/task. */
 uint64_t pp_cpu_unlisted(void);
 
-/* Thread hooks (threads.c): a thread starting or exiting. */
-void pp_cpu_thread_start(void);
+/* Thread hooks (threads.c): a thread starting (`fn`: the function it
+ * runs) or exiting. */
+void pp_cpu_thread_start(const void *fn);
 void pp_cpu_thread_exit(void);
 /* Keeps the calling thread's last sample, for the CPU time after it (the
  * main thread: threads started through the hook have it). */

@@ -157,7 +157,7 @@ PP_HIDDEN_FRAME void *pp_threads_trampoline(void *p)
     if (s.own)
         pp_own_heap_enter(); /* for the thread's life */
     pp_unwind_thread_prepare();
-    pp_cpu_thread_start();
+    pp_cpu_thread_start((const void *)s.fn);
     return s.fn(s.arg);
 }
 

@@ -5,7 +5,8 @@
  * run under pprof_do while CPU profiling runs at 1000 Hz; one request in a
  * thousand burns 2 ms of CPU so that samples carry request labels through
  * the ring and the collector. Afterwards every set has been freed (the live
- * counter is back where it started), and anonymous resident memory (file
+ * counter is back where it started, give or take the one the main thread's
+ * latest sample keeps for the CPU time after it), and anonymous resident memory (file
  * pages the symbolizer reads come and go) grew less than 4 MiB after a
  * warm-up and less than 2 MiB over the last 450,000 requests, each
  * measured after a snapshot. Plain build only: it needs real signals.
@@ -98,7 +99,9 @@ int main(void)
            (unsigned long long)(st1.created - st0.created), (unsigned long long)st0.live,
            (unsigned long long)st1.live, labeled, rss0, rss_mid, rss1);
     CHECK(st1.created - st0.created >= 900000);
-    CHECKF(st1.live == st0.live, "%llu sets leaked", (unsigned long long)(st1.live - st0.live));
+    /* the main thread's latest sample keeps its set: one, at either end */
+    CHECKF(st1.live <= st0.live + 1 && st1.live + 1 >= st0.live, "%lld sets leaked",
+           (long long)(st1.live - st0.live));
     CHECKF(labeled >= 100, "only %zu samples carried request labels", labeled);
     /* 450,000 requests between measurements: a leak of 8 bytes a request
      * would be 3.5 MiB. */
