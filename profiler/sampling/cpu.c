@@ -744,11 +744,12 @@ static void block_prof_signal(sigset_t *old)
  * as one more sample on that signal's stack, labels and span; a thread
  * that had no signal in this profile (it started during it: its time
  * counts from its start) has it on the function it was started with, with
- * its labels and span now. The timer would never tell it: on a loaded machine the kernel
- * checks CPU timers only at the scheduler ticks that find the thread
- * running, so signals can be hundreds of milliseconds of CPU apart. A
- * thread that blocked the signal itself (`was_blocked`) has that time
- * counted as not sampled instead. The profiling signal is blocked. */
+ * its labels and span now. The timer would never tell it: on a loaded
+ * machine the kernel checks CPU timers only at the scheduler ticks that
+ * find the thread running, so signals can be hundreds of milliseconds of
+ * CPU apart. A thread that blocked the signal itself (`was_blocked`) has
+ * that time counted as not sampled instead. Also the thread that ends a
+ * window (pp_cpu_flush). The profiling signal is blocked. */
 static void count_tail(int was_blocked)
 {
     last_stack *l = my_last;
