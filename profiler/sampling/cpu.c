@@ -201,7 +201,8 @@ static int64_t period_ns(int hz)
 
 /* The weight of one timer signal (see the top of the file), or of a
  * window end's (`flush`: the thread's CPU time since its last signal, none
- * when its accounting starts only now). async-signal-safe */
+ * when its accounting starts only now; si is not read and may be NULL).
+ * async-signal-safe */
 static uint64_t sample_weight(const siginfo_t *si, int hz, int flush)
 {
     uint64_t kernel = flush ? 0 : 1 + (uint64_t)(si->si_code == SI_TIMER && si->si_overrun > 0 ? si->si_overrun : 0);
@@ -754,22 +755,12 @@ static void count_tail(int was_blocked)
 {
     last_stack *l = my_last;
     int hz = atomic_load(&cpu_hz);
-    uint32_t gen = atomic_load(&cpu_gen);
-    struct timespec ts;
-    if (!l || !hz || my_acct.gen != gen || my_acct.hz != hz || was_reset(gettid_cached()) ||
-        clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts))
+    if (!l || !hz)
         return;
-    int have = l->n && l->gen == gen;
+    int have = l->n && l->gen == atomic_load(&cpu_gen);
     if (!have && !l->root)
         return;
-    uint64_t now = (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-    if (now < my_acct.last_ns)
-        return;
-    uint64_t period = (uint64_t)period_ns(hz);
-    uint64_t elapsed = now - my_acct.last_ns + my_acct.carry;
-    uint64_t weight = elapsed / period;
-    my_acct.last_ns = now;
-    my_acct.carry = elapsed % period;
+    uint64_t weight = sample_weight(NULL, hz, 1);
     if (weight == 0)
         return;
     if (was_blocked) {

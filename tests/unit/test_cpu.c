@@ -295,6 +295,23 @@ static void *crowd(void *unused)
     return NULL;
 }
 
+enum { CROWD = 6 };
+
+static void crowd_begin(pthread_t c[CROWD])
+{
+    atomic_store(&crowd_quit, 0);
+    for (int i = 0; i < CROWD; i++)
+        pthread_create(&c[i], NULL, crowd, NULL);
+}
+
+/* Ends the crowd, and with it every thread that burns until crowd_quit. */
+static void crowd_end(pthread_t c[CROWD])
+{
+    atomic_store(&crowd_quit, 1);
+    for (int i = 0; i < CROWD; i++)
+        pthread_join(c[i], NULL);
+}
+
 static void *run_crowded(void *arg)
 {
     burn_crowded(*(double *)arg);
@@ -304,23 +321,20 @@ static void *run_crowded(void *arg)
 
 static void tail_under_load(void)
 {
-    enum { CROWD = 6, BURNERS = 4 };
+    enum { BURNERS = 4 };
     pprof_recorder *r;
     CHECK(pprof_cpu_recorder_new(&(pprof_cpu_config){.hz = 1000}, &r) == 0);
     CHECK(pprof_recorder_start(r) == 0);
     pprof_cpu_stats st0, st1;
     pprof_cpu_stats_get(&st0);
     pthread_t c[CROWD], b[BURNERS];
-    for (int i = 0; i < CROWD; i++)
-        pthread_create(&c[i], NULL, crowd, NULL);
+    crowd_begin(c);
     double each = 0.15;
     for (int i = 0; i < BURNERS; i++)
         pthread_create(&b[i], NULL, run_crowded, &each);
     for (int i = 0; i < BURNERS; i++)
         pthread_join(b[i], NULL);
-    atomic_store(&crowd_quit, 1);
-    for (int i = 0; i < CROWD; i++)
-        pthread_join(c[i], NULL);
+    crowd_end(c);
     pprof_profile *p;
     CHECK(pprof_recorder_stop(r, &p) == 0);
     pprof_cpu_stats_get(&st1);
@@ -361,14 +375,12 @@ static double cpu_of(pthread_t t)
 
 static void window_end_under_load(void)
 {
-    enum { CROWD = 6, LIVE = 2 };
-    atomic_store(&crowd_quit, 0);
+    enum { LIVE = 2 };
     pprof_recorder *r;
     CHECK(pprof_cpu_recorder_new(&(pprof_cpu_config){.hz = 1000}, &r) == 0);
     CHECK(pprof_recorder_start(r) == 0);
     pthread_t c[CROWD], l[LIVE];
-    for (int i = 0; i < CROWD; i++)
-        pthread_create(&c[i], NULL, crowd, NULL);
+    crowd_begin(c);
     for (int i = 0; i < LIVE; i++)
         pthread_create(&l[i], NULL, run_until_quit, NULL);
     double m0 = cpu_s(CLOCK_THREAD_CPUTIME_ID);
@@ -382,11 +394,9 @@ static void window_end_under_load(void)
     CHECK(pprof_recorder_stop(r, &p) == 0);
     for (int i = 0; i < LIVE; i++)
         after += cpu_of(l[i]) * 1e3;
-    atomic_store(&crowd_quit, 1);
+    crowd_end(c);
     for (int i = 0; i < LIVE; i++)
         pthread_join(l[i], NULL);
-    for (int i = 0; i < CROWD; i++)
-        pthread_join(c[i], NULL);
     int64_t main_n, live_n, total;
     sum_for(p, "burn_main_part", &main_n, &total);
     sum_for(p, "burn_until_quit", &live_n, &total);
