@@ -80,7 +80,7 @@ static int build(const pprof_label *base, size_t nbase, const pprof_label *extra
     *out = NULL;
     if (!valid_pairs(extra, nextra) || nbase + nextra > 1u << 20)
         return pp_fail(PPROF_EINVAL);
-    pprof_label stack[16], *tmp = stack;
+    pprof_label stack[16] = {{0}}, *tmp = stack; /* zeroed: gcc -O3 sees it unset when n is 0 */
     if (nbase + nextra > 16 && !(tmp = malloc((nbase + nextra) * sizeof *tmp)))
         return pp_fail(PPROF_ENOMEM);
     size_t n = 0;
