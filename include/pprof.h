@@ -654,6 +654,10 @@ typedef struct pprof_cpu_stats {
     uint64_t blocked;        /* samples not taken because their thread blocked the profiling
                                 signal while it ran (estimated from its CPU time); profiles
                                 show them as "[not sampled: ...]" */
+    uint64_t catch_ups;      /* samples taken by a queued signal because the kernel left a
+                                running thread's timer unchecked for max(2 periods, 8 ms) of
+                                its CPU (it checks CPU timers only at the ticks that find the
+                                thread running) */
     /* handler_hist[i]: signals handled in [i*100, (i+1)*100) ns; the last
      * bucket also counts everything slower. */
     uint64_t handler_hist[PPROF_CPU_HIST_BUCKETS];

@@ -416,10 +416,11 @@ static void write_stats(pp_reply *r, const pp_req *q)
     pprof_heap_stats_get(&h);
     pp_reply_printf(r,
                     "<tr><td>CPU sampling</td><td>%lld Hz now, %d threads timed; %llu signals, %llu samples, "
-                    "%llu lost, %llu not taken (their thread blocks the signal), %llu truncated; handler "
-                    "%.3f ms, collector %.3f ms of CPU</td></tr>\n",
+                    "%llu lost, %llu not taken (their thread blocks the signal), %llu truncated, %llu caught up "
+                    "(a running thread's timer went unchecked); handler %.3f ms, collector %.3f ms of CPU</td></tr>\n",
                     (long long)c.hz, c.threads_timed, (unsigned long long)c.signals, (unsigned long long)c.samples,
                     (unsigned long long)c.lost, (unsigned long long)c.blocked, (unsigned long long)c.truncated,
+                    (unsigned long long)c.catch_ups,
                     c.handler_ns / 1e6,
                     c.collector_ns / 1e6);
     if (c.handler_reclaimed)

@@ -131,6 +131,7 @@ static void *collector_main(void *arg)
             return NULL;
         }
         pp_mutex_unlock(&col_lock);
+        pp_cpu_catch_up();
         if ((since_rescan += ms) >= 250) {
             since_rescan = 0;
             pp_cpu_rescan();

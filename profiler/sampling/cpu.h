@@ -63,6 +63,10 @@ void pp_cpu_keep_last(void);
  * (waits up to 100 ms for the threads that run). Thread-safe; not in a
  * signal handler. */
 void pp_cpu_flush(void);
+/* Samples each thread that has run long without a timer signal where it
+ * runs now (the collector, at each wake). Thread-safe; not in a signal
+ * handler. */
+void pp_cpu_catch_up(void);
 /* fork hooks (lifecycle.c) */
 void pp_cpu_fork_prepare(void);
 void pp_cpu_fork_parent(void);
