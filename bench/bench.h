@@ -1,8 +1,10 @@
 /* bench.h: helpers the benchmark drivers share: sorting and medians of
- * their figures, and running one worker as a child process (this program
- * again, /proc/self/exe) to read the line it prints. */
+ * their figures, a thread that burns CPU (a busy host), and running one
+ * worker as a child process (this program again, /proc/self/exe) to read
+ * the line it prints. */
 #ifndef PP_BENCH_H
 #define PP_BENCH_H
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <sys/types.h>
@@ -27,6 +29,18 @@ static inline double bench_median(double *v, int n)
 {
     bench_sort(v, n);
     return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+}
+
+/* A thread body that burns CPU in floating-point work until *(_Atomic int *)stop
+ * is set. */
+static inline void *bench_burn(void *stop)
+{
+    double x = 1;
+    while (!atomic_load_explicit((_Atomic int *)stop, memory_order_relaxed))
+        for (int i = 0; i < 100000; i++)
+            x = x * 1.0000001 + 1e-9;
+    __asm__ volatile("" : : "x"(x)); /* the work is not optimized away */
+    return NULL;
 }
 
 /* Runs /proc/self/exe with argv in a child process and waits for it. In

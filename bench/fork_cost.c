@@ -15,18 +15,7 @@
 #include <time.h>
 
 static _Atomic int stop;
-static volatile double sink;
 
-static void *burn(void *arg)
-{
-    (void)arg;
-    double x = 1;
-    while (!atomic_load_explicit(&stop, memory_order_relaxed))
-        for (int i = 0; i < 100000; i++)
-            x = x * 1.0000001 + 1e-9;
-    sink = x;
-    return NULL;
-}
 
 static double now_s(void)
 {
@@ -61,7 +50,7 @@ int main(int argc, char **argv)
         return 2;
     }
     pthread_t t;
-    pthread_create(&t, NULL, burn, NULL);
+    pthread_create(&t, NULL, bench_burn, &stop);
     double off[100], on[100], ratio[100];
     printf("# fork_cost: %d rounds of %d forks, a busy thread throughout, profile at %d Hz\n", rounds, n, hz);
     for (int r = 0; r < rounds; r++) {

@@ -67,9 +67,11 @@
 #define MAX_THREADS 8192
 #define RING_CELLS 1024 /* 2 MiB, mapped and populated once, when profiling first starts */
 
+struct thread_state;
 typedef struct tslot {
     int tid;                /* 0: free */
     timer_t timer;
+    struct thread_state *st; /* the thread's state, or NULL (freed only after the slot) */
     uint64_t cpu_ns;        /* its CPU clock at the last rescan, 0 before */
     int blocked;            /* it blocked the profiling signal then */
 } tslot;
@@ -220,12 +222,13 @@ static int64_t period_ns(int hz)
 static int start_of(uint32_t gen, uint64_t *ns, uint64_t *carry)
 {
     thread_state *st = my_state;
-    if (!st || atomic_load_explicit(&st->start_gen, memory_order_acquire) != gen)
+    /* Sequentially consistent: a rewrite that the values come from zeroed
+     * start_gen before it, so the second read of start_gen tells. */
+    if (!st || atomic_load(&st->start_gen) != gen)
         return 0;
-    *ns = atomic_load_explicit(&st->start_ns, memory_order_relaxed);
-    *carry = atomic_load_explicit(&st->start_carry, memory_order_relaxed);
-    atomic_thread_fence(memory_order_acquire);
-    return atomic_load_explicit(&st->start_gen, memory_order_relaxed) == gen;
+    *ns = atomic_load(&st->start_ns);
+    *carry = atomic_load(&st->start_carry);
+    return atomic_load(&st->start_gen) == gen;
 }
 
 /* The weight of one timer signal (see the top of the file), or of a
@@ -513,12 +516,11 @@ static int arm_locked(int tid)
     thread_state *st = state_of_locked(tid);
     uint64_t start = st ? cpu_of(tid) : 0;
     if (st && start) {
-        atomic_store_explicit(&st->start_gen, 0, memory_order_relaxed);
-        atomic_thread_fence(memory_order_release);
-        atomic_store_explicit(&st->start_ns, start, memory_order_relaxed);
-        atomic_store_explicit(&st->start_carry, (uint64_t)(p - first), memory_order_relaxed);
-        atomic_store_explicit(&st->counted_ns, start, memory_order_relaxed);
-        atomic_store_explicit(&st->start_gen, atomic_load(&cpu_gen), memory_order_release);
+        atomic_store(&st->start_gen, 0); /* sequentially consistent: see start_of */
+        atomic_store(&st->start_ns, start);
+        atomic_store(&st->start_carry, (uint64_t)(p - first));
+        atomic_store(&st->counted_ns, start);
+        atomic_store(&st->start_gen, atomic_load(&cpu_gen));
     }
     struct itimerspec its = {
         .it_interval = {p / 1000000000, p % 1000000000},
@@ -530,7 +532,7 @@ static int arm_locked(int tid)
         errno = e;
         return pp_fail(PPROF_ESYS);
     }
-    slots[free_slot] = (tslot){.tid = tid, .timer = t};
+    slots[free_slot] = (tslot){.tid = tid, .timer = t, .st = st};
     atomic_fetch_add(&st_threads, 1);
     return 0;
 }
@@ -889,10 +891,21 @@ void pp_cpu_flush(void)
     pthread_sigmask(SIG_SETMASK, &old, NULL);
     int self = gettid_cached();
     uint32_t base = atomic_load_explicit(&flush_acks, memory_order_acquire), sent = 0;
+    uint32_t gen = atomic_load(&cpu_gen);
     pp_mutex_lock(&reg_lock);
     for (int i = 0; i < nslots; i++) {
         int tid = slots[i].tid;
-        if (tid && tid != self && runs_open(tid))
+        thread_state *st = slots[i].st;
+        if (!tid || tid == self)
+            continue;
+        /* One that has not run since its time was last counted (but for
+         * the end of that signal's handler, a few microseconds) has nothing
+         * to add: one clock read instead of reading its /proc status (a
+         * server's idle pool). */
+        if (st && atomic_load_explicit(&st->start_gen, memory_order_acquire) == gen &&
+            cpu_of(tid) - atomic_load_explicit(&st->counted_ns, memory_order_relaxed) < 50000)
+            continue;
+        if (runs_open(tid))
             sent += queue_signal(tid, FLUSH_MAGIC) == 0;
     }
     pp_mutex_unlock(&reg_lock);
