@@ -102,7 +102,7 @@ __attribute__((constructor(101))) static void pp_init(void)
     pp_own_heap_init();
     pp_heap_init();
     pp_contention_init();
-    pp_cpu_keep_last(); /* the main thread's, from the own heap */
+    pp_cpu_track_thread(); /* the main thread's state, from the own heap */
     pthread_atfork(fork_prepare, fork_parent, fork_child);
 }
 

@@ -222,8 +222,9 @@ static int64_t period_ns(int hz)
 static int start_of(uint32_t gen, uint64_t *ns, uint64_t *carry)
 {
     thread_state *st = my_state;
-    /* Sequentially consistent: a rewrite that the values come from zeroed
-     * start_gen before it, so the second read of start_gen tells. */
+    /* Sequentially consistent: arm_locked zeroes start_gen before it
+     * rewrites the values, so if start_gen reads `gen` both times, the
+     * values read between are that arming's. */
     if (!st || atomic_load(&st->start_gen) != gen)
         return 0;
     *ns = atomic_load(&st->start_ns);
@@ -478,6 +479,20 @@ static uint64_t cpu_of(int tid)
     if (clock_gettime(thread_cpu_clock(tid), &ts))
         return 0;
     return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+/* The CPU time thread st used since its time was last counted in profile
+ * `gen`: 1 and *ns, or 0 when its accounting is not of that profile or
+ * its clock cannot be read (it exited). reg_lock held. */
+static int uncounted_locked(const thread_state *st, uint32_t gen, uint64_t *ns)
+{
+    if (atomic_load(&st->start_gen) != gen)
+        return 0;
+    uint64_t now = cpu_of(st->tid);
+    if (!now)
+        return 0;
+    *ns = now - atomic_load(&st->counted_ns);
+    return 1;
 }
 
 /* Gives thread tid a timer whose first expiry is random within one period
@@ -767,7 +782,8 @@ int pp_cpu_max_frames(void)
 
 static void block_prof_signal(sigset_t *old);
 
-void pp_cpu_keep_last(void)
+/* (See cpu.h.) Not in a signal handler: it allocates and takes reg_lock. */
+void pp_cpu_track_thread(void)
 {
     if (my_state)
         return;
@@ -788,7 +804,7 @@ void pp_cpu_thread_start(const void *fn)
 {
     my_tid = (int)syscall(SYS_gettid);
     my_acct.reset_seen = atomic_load(&reset_seq); /* earlier resets were of other threads */
-    pp_cpu_keep_last(); /* before any profile: the thread may outlive its start */
+    pp_cpu_track_thread(); /* before any profile: the thread may outlive its start */
     if (my_state)
         my_state->root = (uint64_t)(uintptr_t)fn;
     if (!atomic_load(&cpu_hz) || fallback)
@@ -895,15 +911,14 @@ void pp_cpu_flush(void)
     pp_mutex_lock(&reg_lock);
     for (int i = 0; i < nslots; i++) {
         int tid = slots[i].tid;
-        thread_state *st = slots[i].st;
+        uint64_t ns;
         if (!tid || tid == self)
             continue;
         /* One that has not run since its time was last counted (but for
          * the end of that signal's handler, a few microseconds) has nothing
          * to add: one clock read instead of reading its /proc status (a
          * server's idle pool). */
-        if (st && atomic_load_explicit(&st->start_gen, memory_order_acquire) == gen &&
-            cpu_of(tid) - atomic_load_explicit(&st->counted_ns, memory_order_relaxed) < 50000)
+        if (slots[i].st && uncounted_locked(slots[i].st, gen, &ns) && ns < 50000)
             continue;
         if (runs_open(tid))
             sent += queue_signal(tid, FLUSH_MAGIC) == 0;
@@ -942,11 +957,8 @@ void pp_cpu_catch_up(void)
     int self = gettid_cached();
     pp_mutex_lock(&reg_lock);
     for (thread_state *st = states; st; st = st->next) {
-        if (st->tid == self || atomic_load_explicit(&st->start_gen, memory_order_acquire) != gen)
-            continue; /* its timer is not of this profile */
-        uint64_t now = cpu_of(st->tid);
-        if (now && now - atomic_load_explicit(&st->counted_ns, memory_order_relaxed) >= due &&
-            runs_open(st->tid))
+        uint64_t ns;
+        if (st->tid != self && uncounted_locked(st, gen, &ns) && ns >= due && runs_open(st->tid))
             queue_signal(st->tid, CATCHUP_MAGIC);
     }
     pp_mutex_unlock(&reg_lock);

@@ -56,9 +56,12 @@ uint64_t pp_cpu_unlisted(void);
  * runs) or exiting. */
 void pp_cpu_thread_start(const void *fn);
 void pp_cpu_thread_exit(void);
-/* Keeps the calling thread's last sample, for the CPU time after it (the
- * main thread: threads started through the hook have it). */
-void pp_cpu_keep_last(void);
+/* Gives the calling thread its sampling state (thread_state in cpu.c: its
+ * last sample's stack, where its accounting starts, its CPU time when last
+ * counted), on the registry's list; idempotent. The main thread calls it
+ * at start-up; pp_cpu_thread_start calls it for threads started through
+ * the hook. */
+void pp_cpu_track_thread(void);
 /* A window ends: counts each thread's CPU time since its last signal now
  * (waits up to 100 ms for the threads that run). Thread-safe; not in a
  * signal handler. */
