@@ -17,7 +17,7 @@ int pp_accept_one(pp_accept_state *st, int listen_fd, int nonblock, struct socka
 {
     if (st->delay_ms && pp_now_ns(CLOCK_MONOTONIC) < st->resume_ns)
         return -1;
-    int fd = accept4(listen_fd, (struct sockaddr *)addr, len, SOCK_CLOEXEC | (nonblock ? SOCK_NONBLOCK : 0));
+    int fd = pp_fd_accept(listen_fd, (struct sockaddr *)addr, len, SOCK_CLOEXEC | (nonblock ? SOCK_NONBLOCK : 0));
     if (fd >= 0) {
         st->delay_ms = 0;
         return fd;

@@ -35,10 +35,10 @@ pp_heads *pp_heads_new(int cap, int tls)
     if (!h)
         return NULL;
     h->w = calloc((size_t)cap, sizeof *h->w);
-    h->ep = epoll_create1(EPOLL_CLOEXEC);
+    h->ep = pp_fd_epoll();
     if (!h->w || h->ep < 0) {
         if (h->ep >= 0)
-            close(h->ep);
+            pp_fd_close(h->ep);
         free(h->w);
         free(h);
         return NULL;
@@ -61,7 +61,7 @@ static void release(pp_heads *h, held *c)
 
 static void drop(pp_heads *h, held *c)
 {
-    close(c->fd); /* leaves the epoll set with it */
+    pp_fd_close(c->fd); /* leaves the epoll set with it */
     release(h, c);
 }
 
@@ -72,7 +72,7 @@ void pp_heads_free(pp_heads *h)
     for (int i = 0; i < h->cap; i++)
         if (h->w[i].fd >= 0)
             drop(h, &h->w[i]);
-    close(h->ep);
+    pp_fd_close(h->ep);
     free(h->w);
     free(h);
 }
@@ -98,7 +98,7 @@ void pp_heads_add(pp_heads *h, int fd, const struct sockaddr_storage *ss, sockle
     struct epoll_event ev = {.events = EPOLLIN | EPOLLRDHUP | EPOLLET,
                              .data.u64 = (uint64_t)(uint32_t)fd << 32 | (uint32_t)(slot - h->w)};
     if (epoll_ctl(h->ep, EPOLL_CTL_ADD, fd, &ev) != 0) {
-        close(fd);
+        pp_fd_close(fd);
         return;
     }
     *slot = (held){.fd = fd, .since = pp_now_ns(CLOCK_MONOTONIC), .sl = sl};

@@ -500,12 +500,7 @@ static pthread_once_t srv_once = PTHREAD_ONCE_INIT;
  * thread does not exist in it: close the socket, forget the daemon. */
 static void srv_after_fork_child(void)
 {
-    pthread_mutex_init(&srv.mu, NULL);
-    if (srv.running) {
-        close(srv.listen_fd);
-        close(srv.wake[0]);
-        close(srv.wake[1]);
-    }
+    pthread_mutex_init(&srv.mu, NULL); /* its descriptors are closed already (base/fds.h) */
     srv.wake[0] = srv.wake[1] = -1;
     srv.running = 0;
     srv.daemon = NULL;
@@ -522,9 +517,20 @@ static void srv_after_fork_child(void)
     atomic_store(&srv.parked, 0);
 }
 
+/* The program puts a descriptor of its own on a number the server holds
+ * (dup2 or dup3 onto it): serving stops first, so that nothing of the
+ * server uses the number after the program's call (base/fds.h). */
+static void srv_fd_taken(int fd)
+{
+    fprintf(stderr, "libpprof: the program reuses descriptor %d, which the profiler's server held; serving stops\n",
+            fd);
+    pprof_server_stop();
+}
+
 static void srv_init(void)
 {
     pthread_atfork(NULL, NULL, srv_after_fork_child);
+    pp_fd_on_taken(srv_fd_taken);
 }
 
 static void *srv_uri_log(void *cls, const char *uri, struct MHD_Connection *c)
@@ -572,19 +578,23 @@ static void srv_connection(void *cls, struct MHD_Connection *c, void **socket_co
         atomic_fetch_sub(&srv.mhd_live, 1);
 }
 
-/* Binds the listening socket (listen.h). Returns it, or -1 with srv.error set. */
+/* Binds the listening socket (listen.h), the profiler's (base/fds.h).
+ * Returns it, or -1 with srv.error set. */
 static int open_listener(const char *addr, int *port_out)
 {
     pp_listen_error kind;
     int err;
-    return pp_listen_open(addr, 1024, port_out, &kind, &err, srv.error, sizeof srv.error); /* bursts wait */
+    pp_fd_create_begin();
+    int fd = pp_fd_own(pp_listen_open(addr, 1024, port_out, &kind, &err, srv.error, sizeof srv.error)); /* bursts wait */
+    pp_fd_create_end();
+    return fd;
 }
 
 /* Answers a connection libmicrohttpd does not get with a 503, and closes it. */
 static void answer_busy(int fd, const char *why)
 {
     pp_heads_answer(fd, "503 Service Unavailable", why);
-    close(fd);
+    pp_fd_close(fd);
 }
 
 /* A connection whose request head is in (heads.h): to libmicrohttpd, or a
@@ -601,10 +611,10 @@ static void hand_to_mhd(void *arg, int fd, const struct sockaddr_storage *ss, so
         answer_busy(fd, "too many connections to the profiler; try later");
         return;
     }
-    int spare = fcntl(fd, F_DUPFD_CLOEXEC, 0);
+    int spare = pp_fd_dup(fd);
     if (MHD_add_connection(srv.daemon, fd, (const struct sockaddr *)ss, sl) == MHD_YES) {
         if (spare >= 0)
-            close(spare);
+            pp_fd_close(spare);
         return;
     }
     int err = errno;
@@ -664,8 +674,8 @@ static void acceptor_stop(void)
 {
     if (write(srv.wake[1], "x", 1) == 1)
         pthread_join(srv.acceptor, NULL);
-    close(srv.wake[0]);
-    close(srv.wake[1]);
+    pp_fd_close(srv.wake[0]);
+    pp_fd_close(srv.wake[1]);
     srv.wake[0] = srv.wake[1] = -1;
 }
 
@@ -740,7 +750,7 @@ int pprof_server_start(const pprof_server_config *cfg)
                  "%s is not a loopback address and no token or client CA is set: set LIBPPROF_TOKEN_FILE "
                  "or LIBPPROF_TLS_CLIENT_CA, or LIBPPROF_AUTH=none to serve anyone who reaches it",
                  addr);
-        close(fd);
+        pp_fd_close(fd);
         pp_tls_free(&srv.tls);
         free(prefix);
         free(token_file);
@@ -785,10 +795,10 @@ int pprof_server_start(const pprof_server_config *cfg)
         MHD_OPTION_END);
     srv.daemon = d;
     srv.listen_fd = fd;
-    int started = d && pipe2(srv.wake, O_CLOEXEC) == 0;
+    int started = d && pp_fd_pipe(srv.wake) == 0;
     if (started && pthread_create(&srv.acceptor, NULL, acceptor_main, NULL) != 0) {
-        close(srv.wake[0]);
-        close(srv.wake[1]);
+        pp_fd_close(srv.wake[0]);
+        pp_fd_close(srv.wake[1]);
         started = 0;
     }
     pp_own_heap_leave();
@@ -796,15 +806,18 @@ int pprof_server_start(const pprof_server_config *cfg)
     pthread_sigmask(SIG_SETMASK, &old, NULL);
     if (!started) {
         snprintf(srv.error, sizeof srv.error, "cannot start the HTTP daemon");
-        if (d)
+        if (d) {
+            pp_own_heap_enter();
             MHD_stop_daemon(d);
+            pp_own_heap_leave();
+        }
         pp_heads_free(srv.heads);
         srv.heads = NULL;
         pp_tls_free(&srv.tls);
         srv.daemon = NULL;
         srv.listen_fd = -1;
         srv.wake[0] = srv.wake[1] = -1;
-        close(fd);
+        pp_fd_close(fd);
         free(prefix);
         free(token_file);
         srv.cfg.token_file = NULL;
@@ -855,13 +868,16 @@ int pprof_server_stop(void)
     }
     /* MHD aborts the process when stopped with a parked connection: if one
      * never came back, leave the daemon be (it gets no new connections). */
-    if (settled)
+    if (settled) {
+        pp_own_heap_enter(); /* its closes are the profiler's (base/fds.h) */
         MHD_stop_daemon(srv.daemon);
+        pp_own_heap_leave();
+    }
     pp_heads_free(srv.heads); /* the accept thread has ended */
     srv.heads = NULL;
     if (settled)
         pp_tls_free(&srv.tls); /* else the daemon that holds it lives on */
-    close(srv.listen_fd);
+    pp_fd_close(srv.listen_fd);
     if (srv.unix_path)
         unlink(srv.unix_path);
     free(srv.unix_path);

@@ -230,7 +230,7 @@ static void drop_member_locked(member *m)
     hub.gone[hub.ngone++ % GONE_KEPT] =
         (gone_member){m->pid, m->ppid, m->asked, m->answered, m->late, {0}, m->joined_s, mono_s()};
     memcpy(hub.gone[(hub.ngone - 1) % GONE_KEPT].name, m->name, sizeof m->name);
-    close(m->fd);
+    pp_fd_close(m->fd);
     m->fd = -1;
     answered_locked(m->pid, 0, -1, NULL, 0);
 }
@@ -251,7 +251,7 @@ static void accept_member(void)
     if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cr, &cl) || cr.uid != getuid() || recv_msg(fd, &m, &body) ||
         m.type != MSG_HELLO) {
         free(body);
-        close(fd);
+        pp_fd_close(fd);
         return;
     }
     free(body);
@@ -264,7 +264,7 @@ static void accept_member(void)
             slot = &hub.members[i];
     if (!slot) {
         pthread_mutex_unlock(&hub.mu);
-        close(fd);
+        pp_fd_close(fd);
         return;
     }
     slot->fd = fd;
@@ -383,7 +383,7 @@ static void *agent_main(void *arg)
         free(body);
     }
     pthread_mutex_lock(&self->send_mu);
-    close(self->fd);
+    pp_fd_close(self->fd);
     self->fd = -1;
     pthread_mutex_unlock(&self->send_mu);
     return NULL;
@@ -393,14 +393,14 @@ static void *agent_main(void *arg)
 /* A connection to the hub named hub.name that has said hello, or -1. */
 static int hub_connect(void)
 {
-    int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    int fd = pp_fd_socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
     struct sockaddr_un a = {.sun_family = AF_UNIX};
     size_t n = strlen(hub.name);
     memcpy(a.sun_path + 1, hub.name, n);
     if (fd < 0 || connect(fd, (struct sockaddr *)&a, (socklen_t)(offsetof(struct sockaddr_un, sun_path) + 1 + n)) ||
         send_msg(fd, MSG_HELLO, 0, (int)getppid(), NULL, 0)) {
         if (fd >= 0)
-            close(fd);
+            pp_fd_close(fd);
         return -1;
     }
     return fd;
@@ -417,7 +417,7 @@ static int join(int now)
     hub.members[0].fd = fd;
     if (pp_spawn_detached(agent_main, NULL) != 0) {
         if (fd >= 0)
-            close(fd);
+            pp_fd_close(fd);
         hub.members[0].fd = -1;
         return -1;
     }
@@ -428,12 +428,8 @@ static int join(int now)
 static void tree_fork_child(void)
 {
     hub.mu = (pthread_mutex_t)PTHREAD_MUTEX_INITIALIZER;
-    if (hub.listen_fd >= 0)
-        close(hub.listen_fd);
-    hub.listen_fd = -1;
+    hub.listen_fd = -1; /* its descriptors are closed already (base/fds.h) */
     for (int i = 0; i < MAX_MEMBERS; i++) {
-        if (hub.members[i].fd >= 0)
-            close(hub.members[i].fd);
         hub.members[i].fd = -1;
         hub.members[i].send_mu = (pthread_mutex_t)PTHREAD_MUTEX_INITIALIZER;
     }
@@ -523,14 +519,14 @@ int pp_tree_start(void)
     }
     char name[64];
     snprintf(name, sizeof name, "libpprof-tree-%d", (int)getpid());
-    int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    int fd = pp_fd_socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
     struct sockaddr_un a = {.sun_family = AF_UNIX};
     size_t n = strlen(name);
     memcpy(a.sun_path + 1, name, n);
     if (fd < 0 || bind(fd, (struct sockaddr *)&a, (socklen_t)(offsetof(struct sockaddr_un, sun_path) + 1 + n)) ||
         listen(fd, 64)) {
         if (fd >= 0)
-            close(fd);
+            pp_fd_close(fd);
         pthread_mutex_unlock(&hub.mu);
         return pp_error_detail(PPROF_ESYS, "cannot listen for the process tree: %s", strerror(errno));
     }

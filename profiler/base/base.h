@@ -5,6 +5,7 @@
  * profiler uses instead of pthread mutexes, with the hook variant that never
  * waits for a fork (lock.h), the process-wide state: a fork under way and
  * the shutdown hooks and the switch to the profiler's own heap (process.h),
+ * the descriptors the profiler owns, known by identity (fds.h),
  * the one next-symbol resolver of the
  * overrides (next.h), the names the server reserves for its
  * endpoints (names.h), the LIBPPROF_* environment (env.h), an
@@ -18,6 +19,7 @@
 #include "arena.h"
 #include "env.h"
 #include "error.h"
+#include "fds.h"
 #include "hash.h"
 #include "lock.h"
 #include "names.h"

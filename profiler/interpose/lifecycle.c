@@ -72,6 +72,7 @@ static void fork_parent(void)
 
 static void fork_child(void)
 {
+    pp_fd_fork_child(); /* first: no handler may meet the parent's descriptors */
     pp_own_heap_fork_child();
     pp_heap_fork_child();
     pp_threads_fork_child();
@@ -95,6 +96,7 @@ __attribute__((constructor(101))) static void pp_init(void)
         fprintf(stderr, "libpprof: ignoring LIBPPROF_SIGNAL=%d: %s; using SIGPROF\n", signo,
                 pprof_last_error());
     pp_thread_hooks_init();
+    pp_fd_hooks_init();
     pp_threads_init();
     pp_threads_register_main();
     pp_unwind_init();

@@ -1,5 +1,5 @@
 /* thread_hooks.h: start-up of the pthread_create and dlclose overrides
- * (thread_hooks.c). */
+ * (thread_hooks.c) and of the close family's (fd_hooks.c). */
 #ifndef PP_THREAD_HOOKS_H
 #define PP_THREAD_HOOKS_H
 
@@ -8,4 +8,7 @@
  * overrides in every program that links libpprof statically, whatever its
  * link order puts first. Idempotent. */
 void pp_thread_hooks_init(void);
+/* Finds the next close, close_range, closefrom, dup2, dup3, epoll_create1
+ * and eventfd; the constructor calls it, for the same reasons. */
+void pp_fd_hooks_init(void);
 #endif

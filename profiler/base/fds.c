@@ -1,0 +1,314 @@
+/* fds.c: the descriptors the profiler owns (fds.h).
+ *
+ * A bitmap of the registered numbers below 65,536 answers pp_fd_owned
+ * without a lock (the interposed close consults it on every call); a
+ * table under a futex lock keeps each one's device and inode. Numbers
+ * the profiler takes are moved to F_DUPFD_CLOEXEC's lowest free number
+ * at or above a floor: three quarters of min(descriptor limit, 1024).
+ * Registration happens on the profiler's slow paths (a server start, a
+ * connection, a tree member), never in a signal handler or malloc.
+ */
+#define _GNU_SOURCE
+#include "fds.h"
+#include "lock.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdatomic.h>
+#include <stdint.h>
+#include <sys/epoll.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+
+#define BITS 65536
+#define SLOTS 1024
+
+typedef struct slot {
+    int fd; /* -1: free */
+    dev_t dev;
+    ino_t ino;
+} slot;
+
+static _Atomic uint64_t bits[BITS / 64];
+static slot slots[SLOTS];
+static int nslots; /* slots in use, the high-water mark of the table */
+static pp_mutex lock = PP_MUTEX_INIT;
+static void (*_Atomic taken_hook)(int);
+static _Atomic int creating, bulk; /* makings and bulk closes under way */
+static __thread int creating_here;  /* this thread's makings under way */
+
+/* async-signal-safe */
+int pp_fd_next_owned(int from)
+{
+    if (from < 0)
+        from = 0;
+    for (int w = from / 64; w < BITS / 64; w++) {
+        uint64_t b = atomic_load_explicit(&bits[w], memory_order_acquire);
+        if (w == from / 64)
+            b &= ~(uint64_t)0 << (from % 64);
+        if (b)
+            return w * 64 + __builtin_ctzll(b);
+    }
+    return -1;
+}
+
+/* Waits, at most 50 ms, until *c is 0. async-signal-safe */
+static void wait_zero(_Atomic int *c)
+{
+    struct timespec t0, t;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    for (int i = 0; atomic_load(c) > 0; i++) {
+        if (i < 100)
+            continue;
+        clock_gettime(CLOCK_MONOTONIC, &t);
+        if ((t.tv_sec - t0.tv_sec) * 1000000000LL + (t.tv_nsec - t0.tv_nsec) > 50000000LL)
+            return;
+        nanosleep(&(struct timespec){0, 20000}, NULL);
+    }
+}
+
+/* Enters `mine` once `other` is 0 (or the wait gave up). async-signal-safe */
+static void enter(_Atomic int *mine, _Atomic int *other)
+{
+    for (int tries = 0;; tries++) {
+        wait_zero(other);
+        atomic_fetch_add(mine, 1);
+        if (!atomic_load(other) || tries >= 3)
+            return;
+        atomic_fetch_sub(mine, 1);
+    }
+}
+
+void pp_fd_create_begin(void)
+{
+    if (creating_here++ == 0)
+        enter(&creating, &bulk);
+}
+
+void pp_fd_create_end(void)
+{
+    if (--creating_here == 0)
+        atomic_fetch_sub(&creating, 1);
+}
+
+/* async-signal-safe */
+void pp_fd_bulk_begin(void)
+{
+    enter(&bulk, &creating);
+}
+
+/* async-signal-safe */
+void pp_fd_bulk_end(void)
+{
+    atomic_fetch_sub(&bulk, 1);
+}
+
+/* async-signal-safe */
+void pp_fd_close_wait(void)
+{
+    if (atomic_load_explicit(&creating, memory_order_relaxed) && !creating_here)
+        wait_zero(&creating);
+}
+
+/* close(2) itself, past the interposed close. async-signal-safe */
+static int sys_close(int fd)
+{
+    return (int)syscall(SYS_close, fd);
+}
+
+/* async-signal-safe */
+int pp_fd_owned(int fd)
+{
+    if (fd < 0 || fd >= BITS)
+        return 0;
+    return (atomic_load_explicit(&bits[fd / 64], memory_order_acquire) >> (fd % 64)) & 1;
+}
+
+static void mark(int fd, int on)
+{
+    if (fd < 0 || fd >= BITS)
+        return;
+    uint64_t b = (uint64_t)1 << (fd % 64);
+    if (on)
+        atomic_fetch_or(&bits[fd / 64], b);
+    else
+        atomic_fetch_and(&bits[fd / 64], ~b);
+}
+
+/* The slot of fd, or NULL. Under the lock. */
+static slot *find_locked(int fd)
+{
+    for (int i = 0; i < nslots; i++)
+        if (slots[i].fd == fd)
+            return &slots[i];
+    return NULL;
+}
+
+static int same_file(int fd, dev_t dev, ino_t ino)
+{
+    struct stat st;
+    return fstat(fd, &st) == 0 && st.st_dev == dev && st.st_ino == ino;
+}
+
+/* The lowest number a moved descriptor may take. */
+static int floor_number(void)
+{
+    struct rlimit rl;
+    rlim_t lim = 1024;
+    if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur < lim)
+        lim = rl.rlim_cur;
+    return (int)(lim - lim / 4);
+}
+
+int pp_fd_own(int fd)
+{
+    if (fd < 0)
+        return -1;
+    int floor = floor_number();
+    if (fd < floor) {
+        int moved = fcntl(fd, F_DUPFD_CLOEXEC, floor);
+        if (moved >= 0) {
+            sys_close(fd);
+            fd = moved;
+        }
+    }
+    struct stat st;
+    if (fd >= BITS || fstat(fd, &st) != 0)
+        return fd;
+    pp_mutex_lock(&lock);
+    slot *s = find_locked(fd);
+    for (int i = 0; !s && i < nslots; i++)
+        if (slots[i].fd < 0)
+            s = &slots[i];
+    if (!s && nslots < SLOTS)
+        s = &slots[nslots++];
+    if (s) {
+        *s = (slot){fd, st.st_dev, st.st_ino};
+        mark(fd, 1);
+    }
+    pp_mutex_unlock(&lock);
+    return fd;
+}
+
+int pp_fd_socket(int domain, int type, int protocol)
+{
+    pp_fd_create_begin();
+    int fd = pp_fd_own(socket(domain, type, protocol));
+    pp_fd_create_end();
+    return fd;
+}
+
+int pp_fd_accept(int lfd, struct sockaddr *addr, socklen_t *len, int flags)
+{
+    pp_fd_create_begin();
+    int fd = pp_fd_own(accept4(lfd, addr, len, flags));
+    pp_fd_create_end();
+    return fd;
+}
+
+int pp_fd_pipe(int p[2])
+{
+    pp_fd_create_begin();
+    int rc = pipe2(p, O_CLOEXEC);
+    if (rc == 0) {
+        p[0] = pp_fd_own(p[0]);
+        p[1] = pp_fd_own(p[1]);
+    }
+    pp_fd_create_end();
+    return rc;
+}
+
+int pp_fd_epoll(void)
+{
+    pp_fd_create_begin();
+    int fd = pp_fd_own((int)syscall(SYS_epoll_create1, EPOLL_CLOEXEC));
+    pp_fd_create_end();
+    return fd;
+}
+
+int pp_fd_dup(int fd)
+{
+    pp_fd_create_begin();
+    int d = pp_fd_own(fcntl(fd, F_DUPFD_CLOEXEC, floor_number()));
+    pp_fd_create_end();
+    return d;
+}
+
+/* Forgets fd; returns whether it was registered and is still that file.
+ * Under the lock. */
+static int forget_locked(int fd)
+{
+    slot *s = find_locked(fd);
+    if (!s)
+        return -1;
+    int ours = same_file(fd, s->dev, s->ino);
+    s->fd = -1;
+    mark(fd, 0);
+    return ours;
+}
+
+int pp_fd_close(int fd)
+{
+    if (fd < 0)
+        return 0;
+    pp_mutex_lock(&lock);
+    int ours = forget_locked(fd);
+    pp_mutex_unlock(&lock);
+    if (ours == 0)
+        return 0; /* the number is the program's now: leave it be */
+    return sys_close(fd);
+}
+
+int pp_fd_still_own(int fd)
+{
+    pp_mutex_lock(&lock);
+    slot *s = find_locked(fd);
+    int ours = s && same_file(fd, s->dev, s->ino);
+    pp_mutex_unlock(&lock);
+    return ours;
+}
+
+void pp_fd_on_taken(void (*hook)(int))
+{
+    atomic_store(&taken_hook, hook);
+}
+
+void pp_fd_taken(int fd)
+{
+    void (*hook)(int) = atomic_load(&taken_hook);
+    if (hook)
+        hook(fd);
+    pp_mutex_lock(&lock);
+    forget_locked(fd);
+    pp_mutex_unlock(&lock);
+}
+
+int pp_fd_count(void)
+{
+    int n = 0;
+    pp_mutex_lock(&lock);
+    for (int i = 0; i < nslots; i++)
+        n += slots[i].fd >= 0;
+    pp_mutex_unlock(&lock);
+    return n;
+}
+
+void pp_fd_fork_child(void)
+{
+    lock = (pp_mutex)PP_MUTEX_INIT; /* its holder did not come along */
+    atomic_store(&creating, 0);
+    atomic_store(&bulk, 0);
+    for (int i = 0; i < nslots; i++) {
+        int fd = slots[i].fd;
+        if (fd < 0)
+            continue;
+        slots[i].fd = -1;
+        mark(fd, 0);
+        if (same_file(fd, slots[i].dev, slots[i].ino))
+            sys_close(fd);
+    }
+    nslots = 0;
+}

@@ -1,0 +1,196 @@
+/* fd_hooks.c: the close family and the makers of libmicrohttpd's own
+ * descriptors, interposed, so the program and the profiler never close,
+ * write to or poll each other's descriptors (base/fds.h).
+ *
+ * The program's close, close_range and closefrom pass over the
+ * profiler's registered descriptors: close answers EBADF, as for a number
+ * the program never had, and a range is closed around them. dup2 and dup3
+ * onto one hand it back first (pp_fd_taken), so the program's call does
+ * what it asked. The profiler's own code (a thread working for it: its
+ * allocations come from its own heap) closes through these too, and then
+ * a registered descriptor is closed only while it is still its file.
+ *
+ * epoll_create1 and eventfd made by the profiler's own work (libmicrohttpd's
+ * polling set and wake-up counter, made inside MHD_start_daemon) are
+ * registered as they are made. Every other call goes straight to the next
+ * definition; the cost to the program is one bitmap load per close.
+ * Sanitizer builds (PPROF_NO_HOOKS) leave these to the runtime: there the
+ * profiler's explicit registrations still keep its closes to its own files.
+ */
+#define _GNU_SOURCE
+#include "base/base.h"
+
+#include <errno.h>
+#include <sys/epoll.h>
+#include <sys/eventfd.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#ifndef PPROF_NO_HOOKS
+#define API __attribute__((visibility("default")))
+#ifndef CLOSE_RANGE_CLOEXEC
+#define CLOSE_RANGE_CLOEXEC (1U << 2)
+#endif
+#ifndef CLOSE_RANGE_UNSHARE
+#define CLOSE_RANGE_UNSHARE (1U << 1)
+#endif
+
+typedef int (*close_fn)(int);
+typedef int (*close_range_fn)(unsigned, unsigned, int);
+typedef void (*closefrom_fn)(int);
+typedef int (*dup2_fn)(int, int);
+typedef int (*dup3_fn)(int, int, int);
+typedef int (*epoll_create1_fn)(int);
+typedef int (*eventfd_fn)(unsigned, int);
+
+static close_fn real_close;
+static close_range_fn real_close_range;
+static closefrom_fn real_closefrom;
+static dup2_fn real_dup2;
+static dup3_fn real_dup3;
+static epoll_create1_fn real_epoll_create1;
+static eventfd_fn real_eventfd;
+
+/* Resolved by the constructor (lifecycle.c), before any thread of the
+ * profiler exists; until then the system calls themselves serve. */
+void pp_fd_hooks_init(void)
+{
+    real_close = (close_fn)pp_next_symbol("close", NULL);
+    real_close_range = (close_range_fn)pp_next_symbol("close_range", NULL);
+    real_closefrom = (closefrom_fn)pp_next_symbol("closefrom", NULL);
+    real_dup2 = (dup2_fn)pp_next_symbol("dup2", NULL);
+    real_dup3 = (dup3_fn)pp_next_symbol("dup3", NULL);
+    real_epoll_create1 = (epoll_create1_fn)pp_next_symbol("epoll_create1", NULL);
+    real_eventfd = (eventfd_fn)pp_next_symbol("eventfd", NULL);
+}
+
+/* async-signal-safe */
+static int next_close(int fd)
+{
+    return real_close ? real_close(fd) : (int)syscall(SYS_close, fd);
+}
+
+/* async-signal-safe */
+static int next_close_range(unsigned first, unsigned last, int flags)
+{
+    return real_close_range ? real_close_range(first, last, flags)
+                            : (int)syscall(SYS_close_range, first, last, flags);
+}
+
+/* Whether the calling thread works for the profiler now. */
+static int profiler_call(void)
+{
+    return pp_own_heap_active();
+}
+
+/* async-signal-safe (the program's calls; the profiler's go through pp_fd_close) */
+API int close(int fd)
+{
+    if (__builtin_expect(!pp_fd_owned(fd), 1)) {
+        pp_fd_close_wait(); /* a number being moved is not the program's */
+        return next_close(fd);
+    }
+    if (profiler_call())
+        return pp_fd_close(fd);
+    errno = EBADF; /* not the program's: as if it did not exist */
+    return -1;
+}
+
+/* Closes [first, last] but the profiler's descriptors. async-signal-safe */
+static int close_around(unsigned first, unsigned last, int flags)
+{
+    unsigned from = first;
+    for (int o = pp_fd_next_owned((int)(first > 0x7fffffffu ? 0x7fffffff : first));
+         o >= 0 && (unsigned)o <= last; o = pp_fd_next_owned(o + 1)) {
+        if ((unsigned)o > from) {
+            if (next_close_range(from, (unsigned)o - 1, flags) != 0)
+                return -1;
+            flags &= ~(int)CLOSE_RANGE_UNSHARE; /* done by the first call */
+        }
+        from = (unsigned)o + 1;
+        if (from == 0)
+            return 0;
+    }
+    return from <= last ? next_close_range(from, last, flags) : 0;
+}
+
+/* async-signal-safe */
+API int close_range(unsigned first, unsigned last, int flags)
+{
+    if ((flags & (int)CLOSE_RANGE_CLOEXEC) || first > last || profiler_call())
+        return next_close_range(first, last, flags);
+    pp_fd_bulk_begin();
+    int rc = close_around(first, last, flags);
+    int err = errno;
+    pp_fd_bulk_end();
+    errno = err;
+    return rc;
+}
+
+/* async-signal-safe */
+API void closefrom(int lowfd)
+{
+    if (lowfd < 0)
+        lowfd = 0;
+    pp_fd_bulk_begin();
+    int last = -1;
+    for (int o = pp_fd_next_owned(lowfd); o >= 0; o = pp_fd_next_owned(o + 1))
+        last = o;
+    int rc = last < 0 ? 0 : close_around((unsigned)lowfd, (unsigned)last, 0);
+    if (rc != 0) /* no close_range in this kernel: one by one */
+        for (int fd = lowfd; fd <= last; fd++)
+            if (!pp_fd_owned(fd))
+                next_close(fd);
+    int from = last < 0 ? lowfd : last + 1;
+    if (real_closefrom)
+        real_closefrom(from);
+    else if (next_close_range((unsigned)from, ~0U, 0) != 0)
+        for (int fd = from; fd < 65536; fd++)
+            next_close(fd);
+    pp_fd_bulk_end();
+}
+
+API int dup2(int oldfd, int newfd)
+{
+    if (oldfd != newfd && pp_fd_owned(newfd) && !profiler_call())
+        pp_fd_taken(newfd);
+    return real_dup2 ? real_dup2(oldfd, newfd) : (int)syscall(SYS_dup2, oldfd, newfd);
+}
+
+API int dup3(int oldfd, int newfd, int flags)
+{
+    if (oldfd != newfd && pp_fd_owned(newfd) && !profiler_call())
+        pp_fd_taken(newfd);
+    return real_dup3 ? real_dup3(oldfd, newfd, flags) : (int)syscall(SYS_dup3, oldfd, newfd, flags);
+}
+
+API int epoll_create1(int flags)
+{
+    int own = profiler_call();
+    if (own)
+        pp_fd_create_begin();
+    int fd = real_epoll_create1 ? real_epoll_create1(flags) : (int)syscall(SYS_epoll_create1, flags);
+    if (own) {
+        fd = pp_fd_own(fd);
+        pp_fd_create_end();
+    }
+    return fd;
+}
+
+API int eventfd(unsigned count, int flags)
+{
+    int own = profiler_call();
+    if (own)
+        pp_fd_create_begin();
+    int fd = real_eventfd ? real_eventfd(count, flags) : (int)syscall(SYS_eventfd2, count, flags);
+    if (own) {
+        fd = pp_fd_own(fd);
+        pp_fd_create_end();
+    }
+    return fd;
+}
+#else
+void pp_fd_hooks_init(void)
+{
+}
+#endif
