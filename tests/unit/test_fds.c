@@ -1,0 +1,106 @@
+/* test_fds.c: the profiler's descriptors, known by identity (base/fds.h)
+ * and passed over by the program's close family (interpose/fd_hooks.c).
+ * test-labels: plain-only
+ *
+ * - pp_fd_own moves a descriptor into the top quarter of the first 1,024
+ *   numbers and registers it;
+ * - the program's close of it answers EBADF and leaves it open; its
+ *   close_range and closefrom close everything around it;
+ * - a number the program took back behind the hooks' back (a raw close
+ *   and a raw dup2) is not closed by pp_fd_close: the program keeps its
+ *   file;
+ * - a dup2 onto a registered number runs the taken hook first, then does
+ *   what the program asked, and the number is the program's;
+ * - a forked child closes the registered descriptors it inherited.
+ */
+#define _GNU_SOURCE
+#include "base/base.h"
+#include "check.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+static int taken_fd = -1;
+
+static void on_taken(int fd)
+{
+    taken_fd = fd;
+}
+
+static int is_open(int fd)
+{
+    return fcntl(fd, F_GETFD) >= 0;
+}
+
+static int same(int a, int b)
+{
+    struct stat x, y;
+    return fstat(a, &x) == 0 && fstat(b, &y) == 0 && x.st_dev == y.st_dev && x.st_ino == y.st_ino;
+}
+
+int main(void)
+{
+    int p[2];
+    CHECK(pipe(p) == 0);
+    int ours = pp_fd_own(p[0]);
+    CHECKF(ours >= 768 && ours < 1024, "moved to %d", ours);
+    CHECK(!is_open(p[0])); /* the old number is free again */
+    CHECK(pp_fd_owned(ours) && pp_fd_still_own(ours));
+
+    /* The program's close passes over it. */
+    errno = 0;
+    CHECK(close(ours) == -1 && errno == EBADF);
+    CHECK(is_open(ours));
+
+    /* close_range and closefrom close around it. */
+    int a = open("/dev/null", O_RDONLY), b = fcntl(a, F_DUPFD, ours + 1);
+    CHECK(a >= 0 && b > ours);
+    CHECK(close_range(3, ~0U, 0) == 0);
+    CHECK(is_open(ours) && !is_open(a) && !is_open(b) && !is_open(p[1]));
+    a = open("/dev/null", O_RDONLY);
+    b = fcntl(a, F_DUPFD, ours + 1);
+    closefrom(3);
+    CHECK(is_open(ours) && !is_open(a) && !is_open(b));
+
+    /* The program closes it by a raw system call and puts its own file
+     * there: pp_fd_close leaves the program's file open. */
+    int f = open("/dev/zero", O_RDONLY);
+    CHECK(syscall(SYS_close, ours) == 0);
+    CHECK(syscall(SYS_dup2, f, ours) == ours);
+    CHECK(!pp_fd_still_own(ours));
+    CHECK(pp_fd_close(ours) == 0);
+    CHECKF(is_open(ours) && same(ours, f), "the program's file at %d was closed", ours);
+    CHECK(!pp_fd_owned(ours));
+    close(ours);
+
+    /* dup2 onto a registered number: the hook first, then the program's call. */
+    pp_fd_on_taken(on_taken);
+    CHECK(pipe(p) == 0);
+    ours = pp_fd_own(p[0]);
+    CHECK(dup2(f, ours) == ours);
+    CHECK(taken_fd == ours);
+    CHECK(!pp_fd_owned(ours) && same(ours, f));
+    CHECK(close(ours) == 0); /* the program's now */
+    close(p[1]);
+
+    /* A forked child closes what it inherited; the parent keeps it. */
+    CHECK(pipe(p) == 0);
+    ours = pp_fd_own(p[0]);
+    int n = pp_fd_count();
+    CHECK(n >= 1);
+    fflush(stderr);
+    pid_t pid = fork();
+    if (pid == 0)
+        _exit(is_open(ours) || pp_fd_owned(ours) || pp_fd_count() != 0 ? 1 : 0);
+    int st = 0;
+    CHECK(waitpid(pid, &st, 0) == pid && WIFEXITED(st) && WEXITSTATUS(st) == 0);
+    CHECK(is_open(ours) && pp_fd_owned(ours));
+    CHECK(pp_fd_close(ours) == 0 && !is_open(ours));
+    close(p[1]);
+    close(f);
+    return check_summary("test_fds");
+}
