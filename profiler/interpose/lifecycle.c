@@ -18,7 +18,8 @@
 #define _GNU_SOURCE
 #include "thread_hooks.h"
 #include "recorder/recorder.h"
-#include "sampling/sampling.h"
+#include "cpu/cpu.h"
+#include "signals/signals.h"
 #include "contention/contention.h"
 #include "base/base.h"
 #include "heap/heap.h"
@@ -41,11 +42,12 @@ static void shutdown_all(void)
 }
 
 /* Lock order: collector, CPU thread registry, contention tables, label
- * cap, thread registry, heap. The tables that hooks write (contention,
- * label cap, heap) are never waited for while pp_fork_pending is up; the
- * others are taken by thread start and exit, the collector and the API,
- * none of which runs the program's code while waiting. The unwinder's
- * object list is not held at all (unwind.c). */
+ * cap, thread registry, heap, own heap, signal dispatcher. The tables
+ * that hooks write (contention, label cap, heap) are never waited for
+ * while pp_fork_pending is up; the others are taken by thread start and
+ * exit, the collector and the API, none of which runs the program's code
+ * while waiting. The unwinder's object list is not held at all
+ * (unwind.c). */
 static void fork_prepare(void)
 {
     atomic_fetch_add(&pp_fork_pending, 1);
@@ -56,10 +58,12 @@ static void fork_prepare(void)
     pp_threads_fork_prepare();
     pp_heap_fork_prepare();
     pp_own_heap_fork_prepare();
+    pp_signal_fork_prepare();
 }
 
 static void fork_parent(void)
 {
+    pp_signal_fork_parent();
     pp_own_heap_fork_parent();
     pp_heap_fork_parent();
     pp_threads_fork_parent();
@@ -79,6 +83,7 @@ static void fork_child(void)
     pp_labels_cap_fork_child();
     pp_contention_fork_child();
     pp_thread_dump_fork_child();
+    pp_signal_fork_child();
     pp_cpu_fork_child();
     pp_unwind_fork_child();
     pp_collector_fork_child();

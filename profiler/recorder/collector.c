@@ -17,7 +17,8 @@
 #define _GNU_SOURCE
 #include "collector.h"
 #include "base/base.h"
-#include "sampling/sampling.h"
+#include "cpu/cpu.h"
+#include "signals/signals.h"
 #include "labels/labels.h"
 #include "model/model.h"
 #include "unwind/unwind.h"
@@ -155,7 +156,7 @@ int pp_collector_attach_locked(pp_cpu_window *w)
          * synchronous ones stay open. */
         sigset_t all, old;
         sigfillset(&all);
-        sigdelset(&all, pp_cpu_signal());
+        sigdelset(&all, pp_signal_number());
         sigdelset(&all, SIGSEGV);
         sigdelset(&all, SIGBUS);
         sigdelset(&all, SIGFPE);

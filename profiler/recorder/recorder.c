@@ -14,7 +14,7 @@
  */
 #define _GNU_SOURCE
 #include "collector.h"
-#include "sampling/sampling.h"
+#include "cpu/cpu.h"
 #include "base/base.h"
 #include "model/model.h"
 

@@ -18,14 +18,14 @@
  *     blocks the signal, or is stopped) gets a frame that says so, and the
  *     late signal is ignored when it arrives.
  * A thread seen running may enter a waiting call before the signal
- * arrives; the handler sends it back into the call (pp_signal_restart_wait)
+ * arrives; the dispatcher sends it back into the call (pp_signal_restart_wait)
  * rather than let it fail with EINTR.
  * One dump runs at a time.
  */
 #define _GNU_SOURCE
 #include "thread_dump.h"
 #include "base/base.h"
-#include "sampling/sampling.h"
+#include "signals/signals.h"
 #include "labels/labels.h"
 #include "model/model.h"
 #include "threads.h"
@@ -64,18 +64,19 @@ static struct {
     uint64_t pcs[PP_DUMP_FRAMES];
 } answer;
 
-/* async-signal-safe */
-int pp_thread_dump_on_signal(const siginfo_t *si, void *uc, int tid)
+/* A dump request (the signal dispatcher's user for DUMP_MAGIC): the
+ * asked thread's stack into the answer slot. async-signal-safe */
+static int on_dump_signal(int sig, siginfo_t *si, void *uc)
 {
-    if (si->si_code != SI_QUEUE || si->si_value.sival_int != DUMP_MAGIC)
-        return 0;
+    (void)sig;
+    (void)si;
+    int tid = (int)syscall(SYS_gettid);
     uint64_t expected = SLOT(tid, WAITING);
     if (atomic_compare_exchange_strong(&answer.slot, &expected, SLOT(tid, BUSY))) {
         answer.n = pp_unwind_signal(uc, answer.pcs, PP_DUMP_FRAMES, &answer.truncated);
         answer.labels = pp_labels_current_ref();
         atomic_store(&answer.slot, SLOT(tid, DONE));
     } /* else a late or stray request */
-    pp_signal_restart_wait(uc, si->si_signo);
     return 1;
 }
 
@@ -235,16 +236,9 @@ static int walk_waiting(int tid, pp_thread_stack *t, void *const *slot)
 static int ask(int tid, pp_thread_stack *t, int64_t budget_ns)
 {
     atomic_store(&answer.slot, SLOT(tid, WAITING));
-    siginfo_t si;
-    memset(&si, 0, sizeof si);
-    si.si_signo = pp_cpu_signal();
-    si.si_code = SI_QUEUE;
-    si.si_pid = getpid();
-    si.si_uid = getuid();
-    si.si_value.sival_int = DUMP_MAGIC;
     int64_t end = pp_now_ns(CLOCK_MONOTONIC) + (budget_ns < PER_THREAD_NS ? budget_ns : PER_THREAD_NS);
     int gone = 0;
-    if (syscall(SYS_rt_tgsigqueueinfo, getpid(), tid, si.si_signo, &si) == 0) {
+    if (pp_signal_queue(tid, DUMP_MAGIC) == 0) {
         while (atomic_load(&answer.slot) != SLOT(tid, DONE) && pp_now_ns(CLOCK_MONOTONIC) < end) {
             struct timespec ts = {0, 200000};
             nanosleep(&ts, NULL);
@@ -301,8 +295,8 @@ __attribute__((noinline)) int pp_thread_dump(pp_thread_stack **out, size_t *n)
 {
     *out = NULL;
     *n = 0;
-    pp_cpu_set_queued_handler(pp_thread_dump_on_signal);
-    pp_cpu_install_handler();
+    pp_signal_register(PP_SIG_QUEUED, DUMP_MAGIC, on_dump_signal);
+    pp_signal_install();
     size_t nreg;
     pp_thread_entry *reg = pp_threads_copy(&nreg);
     DIR *d = opendir("/proc/self/task");

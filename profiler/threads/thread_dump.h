@@ -33,7 +33,4 @@ int pp_thread_dump(pp_thread_stack **out, size_t *n);
 void pp_thread_dump_free(pp_thread_stack *t, size_t n);
 /* fork handler (lifecycle.c): the child has no dump running. */
 void pp_thread_dump_fork_child(void);
-/* The profiling signal handler's part (cpu.c): 1 if the signal was a dump
- * request (handled), 0 if not. async-signal-safe */
-int pp_thread_dump_on_signal(const siginfo_t *si, void *uc, int tid);
 #endif

@@ -16,7 +16,7 @@
  */
 #define _GNU_SOURCE
 #include "threads.h"
-#include "sampling/sampling.h"
+#include "cpu/cpu.h"
 #include "labels/labels.h"
 #include "unwind/unwind.h"
 
@@ -96,7 +96,7 @@ pp_thread_entry *pp_threads_copy(size_t *n)
     return out;
 }
 
-/* The registered threads' ids (a pp_thread_lister for sampling/). */
+/* The registered threads' ids (a pp_thread_lister for cpu/). */
 static int list_registered(int *tids, int max)
 {
     int n = 0;

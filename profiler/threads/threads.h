@@ -5,8 +5,8 @@
  * that created it (threadcreate); a thread-exit key undoes it.
  * thread_dump.c takes every live thread's stack for the goroutine/threads
  * profiles: threads waiting in the kernel are walked from /proc without a
- * signal, running ones answer a queued profiling signal (registered with
- * sampling/).
+ * signal, running ones answer a queued profiling signal (a user of the
+ * signal dispatcher, signals/).
  *
  * Invariants: the registry is fixed-size and never allocates; a dump never
  * interrupts a thread that waits in the kernel.

@@ -34,7 +34,7 @@
  * used a period of CPU, far less often.
  */
 #define _GNU_SOURCE
-#include "cpu.h"
+#include "signals.h"
 
 #include <errno.h>
 #include <signal.h>

@@ -1,4 +1,16 @@
-/* cpu.h: the CPU sampler shared by all CPU recorders (see cpu.c). */
+/* cpu.h: the interface of cpu/, the CPU sampler shared by all CPU
+ * recorders.
+ *
+ * Per-thread CPU-clock timers (timers.c) deliver the profiling signal,
+ * whose dispatcher (signals/) hands their ticks to samples.c: a sample is
+ * captured in the handler (bounded stack, the thread's label set) and
+ * written to a lock-free ring (ring.h) that the collector (recorder/)
+ * drains.
+ *
+ * Invariants: the handler never allocates, takes no lock and saves errno;
+ * timers are armed per thread and deleted before a thread's state is
+ * freed; the profiling signal is blocked around fork.
+ */
 #ifndef PP_CPU_H
 #define PP_CPU_H
 #include "ring.h"
@@ -20,24 +32,6 @@ int pp_cpu_max_frames(void);
 /* Threads with a live timer. */
 int pp_cpu_threads(void);
 
-/* Installs the profiling signal's handler (idempotent): thread dumps
- * use it even when CPU profiling is off. Returns 0 or a PPROF_E* code. */
-int pp_cpu_install_handler(void);
-/* The signal the timers deliver (SIGPROF unless configured). */
-int pp_cpu_signal(void);
-/* A handler for the profiling signal sent with sigqueue (thread dumps
- * ask running threads for their stacks that way): returns 1 if the signal
- * was its own. async-signal-safe */
-/* If the profiling signal `sig` interrupted a wait the thread can enter
- * again with the same arguments (restart.c), and no signal of the
- * program's with a handler is pending for it, points the interrupted
- * context back at the wait. Call it last in the handler. async-signal-safe */
-void pp_signal_restart_wait(void *ucontext, int sig);
-
-typedef int (*pp_queued_handler)(const siginfo_t *si, void *uc, int tid);
-/* Registers it; the signal handler calls it first for queued signals.
- * Thread-safe. */
-void pp_cpu_set_queued_handler(pp_queued_handler fn);
 /* Weighted samples lost to a full ring so far. */
 uint64_t pp_cpu_lost(void);
 /* Samples not taken so far because threads blocked the profiling signal
@@ -56,7 +50,7 @@ uint64_t pp_cpu_unlisted(void);
  * runs) or exiting. */
 void pp_cpu_thread_start(const void *fn);
 void pp_cpu_thread_exit(void);
-/* Gives the calling thread its sampling state (thread_state in cpu.c: its
+/* Gives the calling thread its sampling state (pp_thread_state in cpu_internal.h: its
  * last sample's stack, where its accounting starts, its CPU time when last
  * counted), on the registry's list; idempotent. The main thread calls it
  * at start-up; pp_cpu_thread_start calls it for threads started through

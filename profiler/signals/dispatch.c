@@ -1,0 +1,233 @@
+/* dispatch.c: the profiling signal's one handler and its users (signals.h).
+ *
+ * The handler looks at each delivery's kind (si_code) and value and hands
+ * it to the first registered user that claims it; a queued delivery counts
+ * only when this process sent it. A delivery no user takes (the host's own
+ * setitimer, a signal another process sent) goes to the handler the host
+ * had installed before ours, or that it installed after ours and that was
+ * then put behind ours (pp_signal_reclaim: a host that installs a handler
+ * of its own on the profiling signal, gperftools-style code or a language
+ * runtime, would otherwise leave every profile empty).
+ *
+ * Users are kept in a fixed table that only grows; the handler reads it
+ * without a lock (an entry is complete before the count that shows it).
+ * The signal number is fixed once the handler is installed.
+ */
+#define _GNU_SOURCE
+#include "signals.h"
+#include "base/base.h"
+
+#include <errno.h>
+#include <stdatomic.h>
+#include <string.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#define MAX_USERS 8
+
+typedef struct user {
+    int kinds, value;
+    pp_signal_fn fn;
+} user;
+
+static pp_mutex lock = PP_MUTEX_INIT;
+static user users[MAX_USERS];
+static _Atomic int nusers;
+static int signo = SIGPROF; /* fixed once installed */
+static int installed;
+/* The host's handler that deliveries no user takes go to: one of the two,
+ * read atomically in the handler (it can change while signals land). */
+static void (*_Atomic host_info)(int, siginfo_t *, void *);
+static void (*_Atomic host_plain)(int);
+static _Atomic uint64_t reclaimed;
+
+/* async-signal-safe */
+static void chain(int sig, siginfo_t *si, void *uc)
+{
+    void (*info)(int, siginfo_t *, void *) = atomic_load(&host_info);
+    void (*plain)(int) = atomic_load(&host_plain);
+    if (info)
+        info(sig, si, uc);
+    else if (plain)
+        plain(sig);
+}
+
+/* Makes `a` the host's handler that chain() calls (default and ignore:
+ * none). */
+static void set_host(const struct sigaction *a)
+{
+    if (a->sa_flags & SA_SIGINFO) {
+        atomic_store(&host_plain, NULL);
+        atomic_store(&host_info, a->sa_sigaction);
+    } else {
+        atomic_store(&host_info, NULL);
+        atomic_store(&host_plain, a->sa_handler == SIG_DFL || a->sa_handler == SIG_IGN ? NULL : a->sa_handler);
+    }
+}
+
+/* The delivery's kind (PP_SIG_*), or 0 for one no user may claim.
+ * async-signal-safe */
+static int kind_of(const siginfo_t *si)
+{
+    switch (si->si_code) {
+    case SI_TIMER:
+        return PP_SIG_TIMER;
+    case SI_QUEUE:
+        return si->si_pid == getpid() ? PP_SIG_QUEUED : 0;
+    case SI_KERNEL:
+        return PP_SIG_KERNEL;
+    default:
+        return 0;
+    }
+}
+
+/* The handler. Other signals are blocked while it runs (put_ours), so
+ * that one of the program's that arrives meanwhile is still pending when
+ * the wait it broke is entered again or not, last (restart.c).
+ * async-signal-safe */
+static void on_signal(int sig, siginfo_t *si, void *uc)
+{
+    int kind = kind_of(si), n = atomic_load_explicit(&nusers, memory_order_acquire);
+    for (int i = 0; kind && i < n; i++) {
+        const user *u = &users[i];
+        if (!(u->kinds & kind) || (kind != PP_SIG_KERNEL && u->value != si->si_value.sival_int))
+            continue;
+        int saved = errno;
+        int took = u->fn(sig, si, uc);
+        errno = saved;
+        if (took) {
+            pp_signal_restart_wait(uc, sig);
+            return;
+        }
+    }
+    chain(sig, si, uc);
+}
+
+int pp_signal_register(int kinds, int value, pp_signal_fn fn)
+{
+    pp_mutex_lock(&lock);
+    int n = atomic_load(&nusers), rc = 0;
+    for (int i = 0; i < n; i++)
+        if (users[i].fn == fn && users[i].kinds == kinds && users[i].value == value)
+            goto out;
+    if (n == MAX_USERS) {
+        rc = PPROF_ELIMIT;
+        goto out;
+    }
+    users[n] = (user){kinds, value, fn};
+    atomic_store_explicit(&nusers, n + 1, memory_order_release);
+out:
+    pp_mutex_unlock(&lock);
+    return rc;
+}
+
+/* Installs the handler; *old (if not NULL) gets the one it replaces. 0 or
+ * -1 (errno). */
+static int put_ours(struct sigaction *old)
+{
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_sigaction = on_signal;
+    sa.sa_flags = SA_SIGINFO | SA_RESTART;
+    /* Every signal but those a fault raises waits for the handler. */
+    sigfillset(&sa.sa_mask);
+    static const int faults[] = {SIGSEGV, SIGBUS, SIGILL, SIGFPE, SIGTRAP, SIGSYS, SIGABRT};
+    for (size_t i = 0; i < sizeof faults / sizeof *faults; i++)
+        sigdelset(&sa.sa_mask, faults[i]);
+    return sigaction(signo, &sa, old);
+}
+
+int pp_signal_install(void)
+{
+    pp_mutex_lock(&lock);
+    int rc = 0;
+    struct sigaction old;
+    if (!installed) {
+        if (put_ours(&old) == 0) {
+            set_host(&old);
+            installed = 1;
+        } else {
+            rc = pp_fail(PPROF_ESYS);
+        }
+    }
+    pp_mutex_unlock(&lock);
+    return rc;
+}
+
+void pp_signal_reclaim(void)
+{
+    pp_mutex_lock(&lock);
+    struct sigaction cur;
+    if (installed && sigaction(signo, NULL, &cur) == 0 &&
+        !((cur.sa_flags & SA_SIGINFO) && cur.sa_sigaction == on_signal)) {
+        set_host(&cur);
+        if (put_ours(NULL) == 0)
+            atomic_fetch_add(&reclaimed, 1);
+    }
+    pp_mutex_unlock(&lock);
+}
+
+uint64_t pp_signal_reclaimed(void)
+{
+    return atomic_load(&reclaimed);
+}
+
+/* async-signal-safe */
+int pp_signal_number(void)
+{
+    return signo;
+}
+
+int pp_signal_queue(int tid, int value)
+{
+    siginfo_t si;
+    memset(&si, 0, sizeof si);
+    si.si_signo = signo;
+    si.si_code = SI_QUEUE;
+    si.si_pid = getpid();
+    si.si_uid = getuid();
+    si.si_value.sival_int = value;
+    return (int)syscall(SYS_rt_tgsigqueueinfo, si.si_pid, tid, signo, &si);
+}
+
+void pp_signal_block(sigset_t *old)
+{
+    sigset_t block;
+    sigemptyset(&block);
+    sigaddset(&block, signo);
+    pthread_sigmask(SIG_BLOCK, &block, old);
+}
+
+void pp_signal_fork_prepare(void)
+{
+    pp_mutex_lock(&lock);
+}
+
+void pp_signal_fork_parent(void)
+{
+    pp_mutex_unlock(&lock);
+}
+
+void pp_signal_fork_child(void)
+{
+    lock = (pp_mutex)PP_MUTEX_INIT;
+}
+
+/* Thread-safe. */
+int pprof_cpu_set_signal(int sig)
+{
+    /* Signals the kernel or the C library keep for themselves or deliver
+     * synchronously cannot carry samples. */
+    if (sig <= 0 || sig > SIGRTMAX || sig == SIGKILL || sig == SIGSTOP || sig == SIGSEGV || sig == SIGBUS ||
+        sig == SIGFPE || sig == SIGILL || sig == SIGABRT || sig == SIGTRAP || sig == SIGSYS || sig == SIGCHLD ||
+        sig == SIGCONT || (sig > 31 && sig < SIGRTMIN))
+        return pp_error_detail(PPROF_EINVAL, "signal %d cannot be the profiling signal", sig);
+    pp_mutex_lock(&lock);
+    int rc = 0;
+    if (installed && sig != signo)
+        rc = pp_error_detail(PPROF_EBUSY, "CPU profiling already uses signal %d", signo);
+    else
+        signo = sig;
+    pp_mutex_unlock(&lock);
+    return rc;
+}
