@@ -65,6 +65,16 @@ int pp_shutting_down(void)
     return atomic_load(&shut_down);
 }
 
+__thread int pp_sigmask_exact_depth;
+
+int pp_sigmask_exact(int how, const sigset_t *set, sigset_t *old)
+{
+    pp_sigmask_exact_depth++;
+    int rc = pthread_sigmask(how, set, old);
+    pp_sigmask_exact_depth--;
+    return rc;
+}
+
 int pp_spawn_detached(void *(*fn)(void *), void *arg)
 {
     pthread_attr_t attr;
@@ -72,10 +82,10 @@ int pp_spawn_detached(void *(*fn)(void *), void *arg)
     sigfillset(&all);
     pthread_attr_init(&attr);
     pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
-    pthread_sigmask(SIG_SETMASK, &all, &old);
+    pp_sigmask_exact(SIG_SETMASK, &all, &old);
     pthread_t t;
     int rc = pthread_create(&t, &attr, fn, arg);
-    pthread_sigmask(SIG_SETMASK, &old, NULL);
+    pp_sigmask_exact(SIG_SETMASK, &old, NULL);
     pthread_attr_destroy(&attr);
     return rc ? PPROF_ESYS : 0;
 }

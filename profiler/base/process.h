@@ -9,6 +9,7 @@
  */
 #ifndef PP_PROCESS_H
 #define PP_PROCESS_H
+#include <signal.h>
 #include <stdint.h>
 #include <time.h>
 
@@ -29,6 +30,12 @@ int64_t pp_now_ns(clockid_t c);
 /* Starts fn(arg) on a detached thread with every signal blocked (the
  * host's signals stay the host's). Returns 0 or PPROF_ESYS. Thread-safe. */
 int pp_spawn_detached(void *(*fn)(void *), void *arg);
+/* pthread_sigmask exactly as asked: the interposed one (interpose/
+ * signal_hooks.c) keeps the profiling signal open when a program blocks
+ * signals wholesale, and passes calls made while pp_sigmask_exact_depth
+ * is up through unchanged. Thread-safe. */
+int pp_sigmask_exact(int how, const sigset_t *set, sigset_t *old);
+extern __thread int pp_sigmask_exact_depth;
 /* Whether the process is exiting (pp_shutdown_run has begun): nothing new
  * starts. Thread-safe. */
 int pp_shutting_down(void);

@@ -102,6 +102,8 @@ __attribute__((constructor(101))) static void pp_init(void)
                 pprof_last_error());
     pp_thread_hooks_init();
     pp_fd_hooks_init();
+    pp_signal_hooks_init();
+    pp_signal_hooks_open_inherited();
     pp_threads_init();
     pp_threads_register_main();
     pp_unwind_init();

@@ -11,4 +11,10 @@ void pp_thread_hooks_init(void);
 /* Finds the next close, close_range, closefrom, dup2, dup3, epoll_create1
  * and eventfd; the constructor calls it, for the same reasons. */
 void pp_fd_hooks_init(void);
+/* Finds the next pthread_sigmask and sigprocmask (signal_hooks.c). */
+void pp_signal_hooks_init(void);
+/* Opens the profiling signal in the calling thread when the mask it
+ * inherited through exec blocks signals wholesale; after
+ * LIBPPROF_SIGNAL is read. */
+void pp_signal_hooks_open_inherited(void);
 #endif

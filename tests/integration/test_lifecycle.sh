@@ -10,6 +10,13 @@
 #     - the profiler's threads use under 1% of a core while the program
 #       sleeps (2 s measured)
 #     - the program exits within 1 s of being told to finish
+#   blocking every signal before starting two busy workers, one thread in
+#   sigwait (prog_sigblock):
+#     - a 3 s CPU profile holds at least 95% of the workers' CPU time in
+#       that window (counted from /proc), on their own function, and no
+#       "not sampled" share over 5%
+#     - the sigwait thread still receives the program's signals (SIGUSR1,
+#       then SIGTERM, which ends it)
 # test-labels: plain-only
 # Usage: test_lifecycle.sh BUILD_DIR
 . "$(dirname "$0")/lib.sh"
@@ -74,4 +81,49 @@ closeall() { # MODE
 for mode in close_range closefrom loop; do
     closeall "$mode"
 done
+
+quiet() { "$@" >/dev/null; }
+
+# The CPU ticks (user + system) of the threads of $1 named $2.
+named_threads_ticks() {
+    local t sum=0
+    for t in /proc/"$1"/task/*; do
+        [ "$(cat "$t/comm" 2>/dev/null)" = "$2" ] || continue
+        sum=$((sum + $(awk '{ print $14 + $15 }' "$t/stat" 2>/dev/null || echo 0)))
+    done
+    echo "$sum"
+}
+
+sigblock() {
+    local base c0 c1 t0 t1 top burn_ms worker_ms not_ms total_ms
+    PORT=$(pp_free_port)
+    pp_start sigblock env LD_PRELOAD="$LIB" LIBPPROF_ADDR=127.0.0.1:$PORT "$BUILD/tests/prog_sigblock" 20
+    base=http://127.0.0.1:$PORT/debug/pprof
+    pp_wait_line "$TMP/sigblock.out" '^ready' 10 "$PID" >/dev/null
+    pp_check "sigblock: the endpoint answers" pp_wait_http "$base/cmdline" 5 "$PID"
+    c0=$(named_threads_ticks "$PID" prog_sigblock)
+    t0=$(date +%s%N)
+    curl -sf --max-time 20 -o "$TMP/sigblock.pb.gz" "$base/profile?seconds=3"
+    t1=$(date +%s%N)
+    c1=$(named_threads_ticks "$PID" prog_sigblock)
+    top=$(pp_pprof -top -unit=ms -sample_index=cpu "$TMP/sigblock.pb.gz" 2>&1)
+    burn_ms=$(printf '%s\n' "$top" | awk '$NF == "sigblock_worker_burn" { sub(/ms$/, "", $4); print $4 + 0 }')
+    not_ms=$(printf '%s\n' "$top" | awk '/not sampled/ { sub(/ms$/, "", $4); s += $4 } END { print s + 0 }')
+    total_ms=$(printf '%s\n' "$top" | sed -n 's/.*Total samples = \([0-9.]*\)\(m\?s\).*/\1 \2/p' |
+        awk '{ print $2 == "s" ? $1 * 1000 : $1 }')
+    # the workers' CPU in the 3 s window: their ticks over the request,
+    # scaled to the window (they burn steadily)
+    worker_ms=$(awk -v c=$((c1 - c0)) -v hz="$hz" -v w=$(((t1 - t0) / 1000000)) 'BEGIN { printf "%d", c * 1000 / hz * 3000 / w }')
+    pp_check "sigblock: the CPU profile holds the workers' CPU (${burn_ms:-none} ms in sigblock_worker_burn, $worker_ms ms counted from /proc, at least 95%)" \
+        awk -v b="${burn_ms:-0}" -v w="$worker_ms" 'BEGIN { exit !(w > 0 && b >= 0.95 * w) }'
+    pp_check "sigblock: no more than 5% not sampled (${not_ms} of ${total_ms:-0} ms)" \
+        awk -v n="$not_ms" -v t="${total_ms:-0}" 'BEGIN { exit !(t > 0 && n <= 0.05 * t) }'
+    kill -USR1 "$PID"
+    pp_check "sigblock: the sigwait thread still receives SIGUSR1" quiet pp_wait_line "$TMP/sigblock.out" '^sigwait=10$' 5 "$PID"
+    kill -TERM "$PID"
+    pp_check "sigblock: and SIGTERM, which ends the program" quiet pp_wait_line "$TMP/sigblock.out" '^done$' 5 "$PID"
+    pp_check "sigblock: the workers' masks leave the profiling signal open and block the program's (SIGUSR1)" \
+        grep -qx 'mask_profiling_blocked=0 mask_usr1_blocked=1' "$TMP/sigblock.out"
+}
+sigblock
 pp_finish

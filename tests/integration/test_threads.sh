@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # test_threads.sh: thread dumps (goroutine, threads, threadcreate) of a
 # program with threads parked in poll, epoll_wait, nanosleep, sem_wait and pause
-# (named, two of them labeled) and one spinning with every signal blocked:
+# (named, two of them labeled) and one spinning with the profiling signal
+# blocked by name:
 #   - debug=2 names each parked thread, the function it waits in, the call
 #     and its labels; the masked thread is listed as not answering, and the
 #     request still answers within about a second

@@ -1,0 +1,115 @@
+/* signal_hooks.c: pthread_sigmask and sigprocmask, interposed, so that a
+ * program that blocks signals wholesale still gets CPU samples.
+ *
+ * A very common server start-up blocks every signal (sigfillset, then
+ * pthread_sigmask) before it creates its workers and waits for signals in
+ * one thread with sigwait or a signalfd. Every thread then blocks the
+ * profiling signal too, and a CPU profile of it is all "not sampled". So a
+ * mask that blocks signals wholesale (a set holding at least 24 of the
+ * signals 1 to 31) leaves the profiling signal open: SIG_BLOCK does not
+ * add it, and SIG_SETMASK keeps it open unless the thread blocks it now.
+ * A program that names the profiling signal itself (a set of a few
+ * signals that holds it) gets its way, and a thread that blocks it that
+ * way keeps it blocked through its later wholesale masks. The program's
+ * own signals keep their exact semantics: only the profiling signal's bit
+ * changes, and a timer's signal is delivered to the thread it samples
+ * (never to a sigwait or signalfd of the program's, which take only
+ * signals their thread blocks). Calls the profiler makes with
+ * pp_sigmask_exact pass through unchanged.
+ */
+#define _GNU_SOURCE
+#include "thread_hooks.h"
+#include "base/base.h"
+#include "signals/signals.h"
+
+#include <errno.h>
+#include <signal.h>
+#include <stdio.h>
+
+#ifndef PPROF_NO_HOOKS
+#define API __attribute__((visibility("default")))
+#define WHOLESALE 24
+
+typedef int (*sigmask_fn)(int, const sigset_t *, sigset_t *);
+static sigmask_fn real_pthread_sigmask, real_sigprocmask;
+
+void pp_signal_hooks_init(void)
+{
+    real_pthread_sigmask = (sigmask_fn)pp_next_symbol("pthread_sigmask", NULL);
+    real_sigprocmask = (sigmask_fn)pp_next_symbol("sigprocmask", NULL);
+}
+
+/* Whether `set` blocks signals wholesale. */
+static int wholesale(const sigset_t *set)
+{
+    int n = 0;
+    for (int s = 1; s <= 31; s++)
+        n += sigismember(set, s) == 1;
+    return n >= WHOLESALE;
+}
+
+/* The set to pass on for (how, set): `set` itself, or *copy without the
+ * profiling signal. */
+static const sigset_t *adjust(sigmask_fn real, int how, const sigset_t *set, sigset_t *copy)
+{
+    int sig = pp_signal_number();
+    if (!set || pp_sigmask_exact_depth || how == SIG_UNBLOCK || sigismember(set, sig) != 1 || !wholesale(set))
+        return set;
+    if (how == SIG_SETMASK) {
+        sigset_t now;
+        if (real(SIG_BLOCK, NULL, &now) == 0 && sigismember(&now, sig) == 1)
+            return set; /* blocked by name before: it stays so */
+    }
+    *copy = *set;
+    sigdelset(copy, sig);
+    return copy;
+}
+
+API int pthread_sigmask(int how, const sigset_t *set, sigset_t *old)
+{
+    if (!real_pthread_sigmask)
+        pp_signal_hooks_init();
+    if (!real_pthread_sigmask)
+        return ENOSYS;
+    sigset_t copy;
+    return real_pthread_sigmask(how, adjust(real_pthread_sigmask, how, set, &copy), old);
+}
+
+API int sigprocmask(int how, const sigset_t *set, sigset_t *old)
+{
+    if (!real_sigprocmask)
+        pp_signal_hooks_init();
+    if (!real_sigprocmask) {
+        errno = ENOSYS;
+        return -1;
+    }
+    sigset_t copy;
+    return real_sigprocmask(how, adjust(real_pthread_sigmask ? real_pthread_sigmask : real_sigprocmask, how, set,
+                                        &copy),
+                            old);
+}
+
+/* A mask inherited through exec that blocks signals wholesale (a
+ * supervisor's) opens the profiling signal in the main thread. */
+void pp_signal_hooks_open_inherited(void)
+{
+    sigset_t now;
+    if (!real_pthread_sigmask || real_pthread_sigmask(SIG_BLOCK, NULL, &now) != 0)
+        return;
+    int sig = pp_signal_number();
+    if (sigismember(&now, sig) == 1 && wholesale(&now)) {
+        sigset_t open;
+        sigemptyset(&open);
+        sigaddset(&open, sig);
+        real_pthread_sigmask(SIG_UNBLOCK, &open, NULL);
+    }
+}
+#else
+void pp_signal_hooks_init(void)
+{
+}
+
+void pp_signal_hooks_open_inherited(void)
+{
+}
+#endif

@@ -1,0 +1,77 @@
+/* test_sigmask.c: a wholesale signal mask leaves the profiling signal
+ * open; one that names it is obeyed (interpose/signal_hooks.c).
+ * test-labels: plain-only
+ */
+#define _GNU_SOURCE
+#include "base/base.h"
+#include "check.h"
+
+#include <pthread.h>
+#include <signal.h>
+
+static int blocked(int sig)
+{
+    sigset_t now;
+    pthread_sigmask(SIG_BLOCK, NULL, &now);
+    return sigismember(&now, sig) == 1;
+}
+
+static void *mask_of_thread(void *out)
+{
+    pthread_sigmask(SIG_BLOCK, NULL, out);
+    return NULL;
+}
+
+static void set_mask(const sigset_t *s)
+{
+    pthread_sigmask(SIG_SETMASK, s, NULL);
+}
+
+int main(void)
+{
+    sigset_t all, none, prof, few;
+    sigfillset(&all);
+    sigemptyset(&none);
+    sigemptyset(&prof);
+    sigaddset(&prof, SIGPROF);
+    sigemptyset(&few);
+    sigaddset(&few, SIGPROF);
+    sigaddset(&few, SIGUSR1);
+    sigaddset(&few, SIGTERM);
+
+    /* wholesale: everything but the profiling signal */
+    CHECK(pthread_sigmask(SIG_BLOCK, &all, NULL) == 0);
+    CHECK(blocked(SIGUSR1) && blocked(SIGTERM) && blocked(SIGINT) && !blocked(SIGPROF));
+    set_mask(&none);
+    CHECK(pthread_sigmask(SIG_SETMASK, &all, NULL) == 0);
+    CHECK(blocked(SIGUSR1) && !blocked(SIGPROF));
+    set_mask(&none);
+    CHECK(sigprocmask(SIG_BLOCK, &all, NULL) == 0);
+    CHECK(blocked(SIGHUP) && !blocked(SIGPROF));
+    set_mask(&none);
+
+    /* named: obeyed, and kept through a later wholesale mask */
+    CHECK(pthread_sigmask(SIG_BLOCK, &prof, NULL) == 0 && blocked(SIGPROF));
+    set_mask(&all);
+    CHECK(blocked(SIGPROF) && blocked(SIGUSR1));
+    set_mask(&none);
+    CHECK(!blocked(SIGPROF));
+    set_mask(&few);
+    CHECK(blocked(SIGPROF) && blocked(SIGUSR1));
+    set_mask(&none);
+
+    /* a thread started under a wholesale mask has the profiling signal open */
+    pthread_sigmask(SIG_BLOCK, &all, NULL);
+    pthread_t t;
+    sigset_t seen;
+    CHECK(pthread_create(&t, NULL, mask_of_thread, &seen) == 0 && pthread_join(t, NULL) == 0);
+    CHECK(sigismember(&seen, SIGPROF) == 0 && sigismember(&seen, SIGUSR2) == 1);
+    set_mask(&none);
+
+    /* the profiler's own exact calls pass through */
+    CHECK(pp_sigmask_exact(SIG_SETMASK, &all, NULL) == 0);
+    CHECK(blocked(SIGPROF));
+    pp_sigmask_exact(SIG_SETMASK, &none, NULL);
+    CHECK(!blocked(SIGPROF));
+    return check_summary("test_sigmask");
+}
