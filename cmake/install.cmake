@@ -15,13 +15,14 @@ install(TARGETS libpprof-run RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR} COMPONE
 if(TARGET pprof-demo)
   install(TARGETS pprof-demo RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR} COMPONENT tools)
 endif()
-install(FILES README.md LICENSE DESTINATION ${CMAKE_INSTALL_DOCDIR} COMPONENT lib)
+install(FILES README.md CHANGELOG.md LICENSE DESTINATION ${CMAKE_INSTALL_DOCDIR} COMPONENT lib)
+install(DIRECTORY docs/ DESTINATION ${CMAKE_INSTALL_DOCDIR}/docs COMPONENT lib)
 
 set_target_properties(pprof_static PROPERTIES EXPORT_NAME pprof_static)
 install(EXPORT libpprofTargets NAMESPACE libpprof:: DESTINATION ${PPROF_CMAKEDIR} COMPONENT dev)
 configure_package_config_file(cmake/libpprofConfig.cmake.in
   ${CMAKE_CURRENT_BINARY_DIR}/libpprofConfig.cmake INSTALL_DESTINATION ${PPROF_CMAKEDIR})
-# 0.x: a minor version may change the API (README's changelog).
+# 0.x: a minor version may change the API (CHANGELOG.md).
 write_basic_package_version_file(${CMAKE_CURRENT_BINARY_DIR}/libpprofConfigVersion.cmake
   COMPATIBILITY SameMinorVersion)
 install(FILES ${CMAKE_CURRENT_BINARY_DIR}/libpprofConfig.cmake

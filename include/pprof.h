@@ -17,7 +17,7 @@
  *    and live as long as it does (profiles, label sets) or, for names of
  *    process-lifetime objects (custom profiles), as long as the process.
  *  - Version 0.x: the API may still change between minor versions; the
- *    README's changelog lists what did.
+ *    CHANGELOG.md lists what did.
  *  - Configuration structs are zero-initialisable: a zero field means "the
  *    default", so `(pprof_cpu_config){0}` is a valid configuration.
  *  - Every function states its thread safety.
@@ -701,9 +701,9 @@ typedef struct pprof_server_config {
     const char *prefix;        /* path prefix, NULL: "/debug/pprof/" (must start and end with '/') */
     int max_seconds;           /* largest seconds=N accepted; 0: 600 */
     int max_concurrent;        /* profile requests running at once; 0: 16; beyond: 503 */
-    int no_tree;               /* 1: forked children do not join (see README, "Process trees";
+    int no_tree;               /* 1: forked children do not join (see docs/process-trees.md;
                                   LIBPPROF_TREE=0 does the same) */
-    /* Access (README, "Access control"). A request must carry
+    /* Access (docs/access.md). A request must carry
      * "Authorization: Bearer <token>" when a token is set: 401 without it,
      * 403 with another. */
     const char *token_file;    /* the file holding the token (trailing whitespace ignored);
@@ -715,7 +715,7 @@ typedef struct pprof_server_config {
                                   (LIBPPROF_AUTH=none); without it or a token,
                                   pprof_server_start refuses such an address */
     int no_cmdline;            /* 1: cmdline answers 403 (LIBPPROF_CMDLINE=off) */
-    /* HTTPS (README, "Access control"): PEM files, read once at start. */
+    /* HTTPS (docs/access.md): PEM files, read once at start. */
     const char *tls_cert_file;      /* with tls_key_file: serve HTTPS; NULL: LIBPPROF_TLS_CERT */
     const char *tls_key_file;       /* NULL: LIBPPROF_TLS_KEY */
     const char *tls_client_ca_file; /* every client must present a certificate this CA signed
@@ -735,8 +735,8 @@ PPROF_API int pprof_server_stop(void);
  * when it is not running. Thread-safe. */
 PPROF_API int pprof_server_port(void);
 
-/* Process trees without the built-in server (see README, "Process
- * trees"). pprof_server_start makes its process the hub of its tree
+/* Process trees without the built-in server (see docs/process-trees.md).
+ * pprof_server_start makes its process the hub of its tree
  * unless no_tree; pprof_tree_start does the same for a program that
  * serves the endpoints on an HTTP server of its own (pprof_http_handle,
  * pprof_mhd_handle) or not at all: children it forks, and exec'd children

@@ -9,7 +9,7 @@
  * does not match the block, and a free or move must take it out of the
  * live table. Everything else passes through. Allocations made through
  * these entry points (mallocx, rallocx's new block, tc_malloc...) are not
- * sampled; README lists what is not covered. Each function exists only to
+ * sampled; docs/heap.md lists what is not covered. Each function exists only to
  * be found before the allocator's own; a program whose allocator lacks it
  * never calls it. malloc-safe throughout.
  */

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # test_lifecycle.sh: what daemons do to their own process, with libpprof
-# preloaded (README "Daemons").
+# preloaded (docs/daemons.md).
 #   closing every inherited descriptor at start (close_range, closefrom, a
 #   close loop; prog_closeall), then keeping files of its own and forking:
 #     - 0 stray bytes in the program's files and pipe, 0 of its descriptors
