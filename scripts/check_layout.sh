@@ -9,8 +9,14 @@
 #   server/       keeps to include/ (pprof.h, pprof_mhd.h), its own headers
 #                 and base/base.h: it can do nothing an embedding program
 #                 could not
+#   tools/        keeps to include/ and the server's own listener (listen.h)
 #   no #include climbs out of a folder ("../"), and the subsystems' use of
 #   each other has no cycle
+#   a function a folder's header declares is defined in that folder: one
+#   declared in profiler/otel/ and defined in proto/ would hide a
+#   dependency of the core on protobuf behind the linker
+#   no folder of profiler/ includes an external library's header but
+#   symbolize/ (libdw, libelf, zlib): the core has no HTTP, no protobuf
 #
 # Usage: scripts/check_layout.sh [source dir]; prints each breach, exits 1.
 set -euo pipefail
@@ -47,6 +53,37 @@ for f in profiler/*/*.[ch] proto/*.[ch] server/*.[ch]; do
         esac
     done < <(sed -n 's/^[[:space:]]*#[[:space:]]*include[[:space:]]*"\([^"]*\)".*/\1/p' "$f")
 done
+for f in tools/*.[ch]; do
+    while read -r inc; do
+        [ -f "include/$inc" ] || [ "$inc" = listen.h ] ||
+            bad "$f: #include \"$inc\": tools/ keeps to include/ and server/listen.h"
+    done < <(sed -n 's/^[[:space:]]*#[[:space:]]*include[[:space:]]*"\([^"]*\)".*/\1/p' "$f")
+done
+
+# Declared in one folder, defined in another: the pp_* functions each
+# header declares (a line that starts with a type and ends its prototype
+# with ";"), against the folders whose .c files define them.
+defs=$(mktemp)
+grep -HnE '^[A-Za-z_][A-Za-z0-9_ *]*[ *](pp_[a-z0-9_]+)\([^;]*$' profiler/*/*.c proto/*.c server/*.c |
+    sed -E 's/^([^:]*)\/[^/:]*\.c:[0-9]+:.*[ *](pp_[a-z0-9_]+)\(.*/\2 \1/' | sort -u >"$defs"
+for h in profiler/*/*.h proto/*.h server/*.h; do
+    dir=${h%/*}
+    for fn in $(tr '\n' ' ' <"$h" | sed 's|/\*[^*]*\*\+\([^/*][^*]*\*\+\)*/||g' | tr ';' '\n' |
+        sed -nE 's/^[[:space:]]*(extern[[:space:]]+)?[A-Za-z_][A-Za-z0-9_ *]*[ *](pp_[a-z0-9_]+)[[:space:]]*\(.*/\2/p' | sort -u); do
+        where=$(awk -v f="$fn" '$1 == f { print $2 }' "$defs")
+        [ -z "$where" ] && continue
+        grep -qx "$dir" <<<"$where" ||
+            bad "$h declares $fn, defined in $(echo $where) instead: a dependency hidden behind the linker"
+    done
+done
+rm -f "$defs"
+
+for f in profiler/*/*.[ch]; do
+    case "$f" in profiler/symbolize/*) continue ;; esac
+    ext=$(sed -nE 's/^[[:space:]]*#[[:space:]]*include[[:space:]]*<((microhttpd|zlib|gelf|libelf|dwarf|gnutls\/[a-z]*|elfutils\/[a-z]*|protobuf-c\/[a-z-]*)\.h)>.*/\1/p' "$f")
+    [ -z "$ext" ] || bad "$f: #include <$ext>: only symbolize/ of the core uses an external library"
+done
+
 if ! tsort "$edges" >/dev/null 2>"$edges.err"; then
     bad "the subsystems use each other in a cycle: $(sed -n 's/^tsort: \([a-z]*\)$/\1/p' "$edges.err" | sort -u | tr '\n' ' ')"
 fi
