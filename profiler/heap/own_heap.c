@@ -6,7 +6,8 @@
  * malloc can crash it), the host's allocator may fail or count what it
  * gives, and the symbolizer's tables are the profiler's, not the
  * program's. One region of address space is reserved at the first use
- * (PROT_NONE, committed a megabyte at a time); blocks come in size classes
+ * (1 GiB of PROT_NONE, less under a virtual-memory limit; committed a
+ * megabyte at a time); blocks come in size classes
  * a quarter of a power of two apart, each with a 16-byte header, and go
  * back to their class's free list (large ones give their pages back).
  * free, realloc and the size queries know a block of the region by its
@@ -25,7 +26,7 @@
 #include <string.h>
 #include <sys/mman.h>
 
-#define RESERVE (64ull << 30)
+#define RESERVE (1ull << 30) /* what the program's virtual size grows by; halved down to 64 MiB when refused */
 #define COMMIT_STEP (1ull << 20)
 #define NCLASSES 160
 #define MAGIC 0x6f776e68u /* "ownh" */
@@ -93,13 +94,17 @@ static int reserved(void)
         return 1;
     if (atomic_load(&reserve_failed))
         return 0;
-    void *r = mmap(NULL, RESERVE, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+    size_t size = RESERVE;
+    void *r;
+    while ((r = mmap(NULL, size, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0)) == MAP_FAILED &&
+           size > (64u << 20)) /* under a ulimit -v, say */
+        size /= 2;
     if (r == MAP_FAILED) {
         atomic_store(&reserve_failed, 1);
         return 0;
     }
     pp_own_base = (uintptr_t)r;
-    __atomic_store_n(&pp_own_size, RESERVE, __ATOMIC_RELEASE);
+    __atomic_store_n(&pp_own_size, size, __ATOMIC_RELEASE);
     return 1;
 }
 
