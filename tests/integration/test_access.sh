@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# test-labels: quick
 # test_access.sh: access control with curl and go tool pprof. Preload mode
 # refuses an address other than loopback without a token (one stderr line
 # saying how to allow it; nothing listens), serves it with LIBPPROF_AUTH=none;

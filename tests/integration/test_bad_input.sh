@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# test-labels: timing
 # test_bad_input.sh: answers to bad and unusual requests. Malformed or
 # out-of-range seconds, seconds with debug, unknown paths, wrong methods and
 # trace get their status with Go's one-line error answer; symbol (GET and

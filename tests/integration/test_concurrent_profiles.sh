@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# test-labels: slow
 # test_concurrent_profiles.sh: the cap on concurrent profile requests. With
 # max_concurrent = N, N+1 simultaneous profile?seconds=3 requests give N
 # full profiles and one 503 with a one-line reason; a quick request is

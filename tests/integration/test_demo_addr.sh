@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# test-labels: quick
 # test_demo_addr.sh: pprof-demo's address handling, on its own daemon and
 # with --builtin: a port above 65535, a non-numeric port and an empty one
 # are refused with one line; a port in use is reported with the system's

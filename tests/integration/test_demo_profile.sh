@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# test-labels: slow
 # test_demo_profile.sh: pprof-demo's CPU profile, read with curl and with
 # go tool pprof straight from the URL, both with the endpoints mounted on
 # the demo's own libmicrohttpd daemon and with --builtin (pprof_server_start):

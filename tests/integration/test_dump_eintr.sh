@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # test_dump_eintr.sh: thread dumps do not break event loops' waits
-# (test-labels: plain-only)
+# (test-labels: plain-only timing)
 #
 # prog_eventloop_linked's threads wait in poll, epoll_wait, nanosleep and
 # sem_timedwait for 1 ms over and over, so a dump often sees one running

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# test-labels: quick
 # test_exports.sh: libpprof.so's dynamic symbols are exactly the public API
 # (every function the headers declare with PPROF_API) and the functions it
 # interposes (the list below, the contract with hosts), and the one

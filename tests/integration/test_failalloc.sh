@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# test-labels: plain-only slow
 # test_failalloc.sh: programs preloaded with libpprof and, after it, an
 # allocator that fails one allocation in N (tests/integration/failalloc.c),
 # at N = 1,000 and N = 100, with every profile on and every endpoint
@@ -19,7 +20,6 @@
 #     cannot allocate for (6 in 153 here at 1 in 100), so that chance alone
 #     does not fail it
 #   - once allocations succeed again, every endpoint answers 200 at once
-# test-labels: plain-only
 # Usage: test_failalloc.sh BUILD_DIR
 . "$(dirname "$0")/lib.sh"
 pp_init "$1"

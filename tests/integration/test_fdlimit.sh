@@ -9,7 +9,7 @@
 #     thread's samples, and comments that say what could not be done
 #     (the thread list, the symbolizer's files), instead of coming back
 #     empty in silence
-# test-labels: plain-only
+# test-labels: plain-only timing
 # Usage: test_fdlimit.sh BUILD_DIR
 . "$(dirname "$0")/lib.sh"
 pp_init "$1"

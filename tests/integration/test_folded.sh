@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# test-labels: quick
 # test_folded.sh: ?format=folded and ?format=proto with curl and go tool
 # pprof.
 #   prog_sds under LD_PRELOAD (the built-in server; a heap that stays as

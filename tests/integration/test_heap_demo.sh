@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# test-labels: quick
 # test_heap_demo.sh: pprof-demo's heap profiles through its own mounted
 # endpoints, read with go tool pprof straight from the URL: the search
 # cache (cache_search_results) is the live heap, the per-request carts

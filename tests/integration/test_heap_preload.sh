@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# test-labels: timing
 # test_heap_preload.sh: heap profiles of an unmodified C++ program under
 # LD_PRELOAD, alone and on top of Debian's jemalloc and tcmalloc (libpprof
 # first in LD_PRELOAD, so it wraps them). With a 16 KiB rate:

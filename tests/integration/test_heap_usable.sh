@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # test_heap_usable.sh: a sampled object looks to the program like any other
-# (test-labels: plain-only)
+# (test-labels: plain-only timing)
 #
 # Over glibc, jemalloc and tcmalloc, prog_sds under LD_PRELOAD:
 #   sizes: with every allocation sampled (LIBPPROF_HEAP_RATE=1), the usable

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# test-labels: slow
 # test_labels_tags.sh: labels reach go tool pprof. A thread alternates
 # work=heavy and work=light in a 3:1 CPU ratio while another runs
 # unlabeled; over a CPU profile with 10.5 s of labeled CPU,

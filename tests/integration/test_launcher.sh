@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# test-labels: plain-only
+# test-labels: plain-only slow
 # test_launcher.sh: libpprof-run, the launcher of the no-rebuild mode. --help
 # lists every option and variable; it runs prog_plain (not linked with
 # libpprof) with the preload, which prints one serving line with the port it

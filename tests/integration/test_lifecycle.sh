@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# test-labels: plain-only slow
 # test_lifecycle.sh: what daemons do to their own process, with libpprof
 # preloaded (docs/daemons.md).
 #   closing every inherited descriptor at start (close_range, closefrom, a
@@ -17,7 +18,6 @@
 #       "not sampled" share over 5%
 #     - the sigwait thread still receives the program's signals (SIGUSR1,
 #       then SIGTERM, which ends it)
-# test-labels: plain-only
 # Usage: test_lifecycle.sh BUILD_DIR
 . "$(dirname "$0")/lib.sh"
 pp_init "$1"

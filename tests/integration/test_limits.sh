@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# test-labels: plain-only slow
 # test_limits.sh: the built-in server under abuse (preload mode, prog_plain).
 # 1,000 idle and 200 slow-header connections, reopened whenever closed,
 # for 15 s while the index is timed every 0.25 s on a connection of its
@@ -11,7 +12,6 @@
 # libmicrohttpd and a 7th concurrent profile request gets a 503 at once;
 # 200 clients that ask for profile?seconds=30 and leave after 1 s leave no
 # thread, descriptor or timer behind.
-# test-labels: plain-only
 # Usage: test_limits.sh BUILD_DIR
 . "$(dirname "$0")/lib.sh"
 pp_init "$1"

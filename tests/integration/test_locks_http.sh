@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# test-labels: timing
 # test_locks_http.sh: the mutex and block profiles over HTTP, read with
 # curl and go tool pprof, from a program with a contended mutex (labeled
 # threads) and condition-variable waits, profiled at

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# test-labels: plain-only
+# test-labels: plain-only timing
 # test_otel_context.sh: OpenTelemetry's process context (OTEP 4719) and
 # thread context (OTEP 4947) as an outside reader sees them, read by
 # otel_reader (written from the specifications' reading protocols; it links

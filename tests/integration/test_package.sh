@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# test-labels: plain-only slow
 # test_package.sh: libpprof as its users install it. scripts/package.sh
 # builds the Debian packages; `cmake --install --prefix` of that build into
 # a temp dir gives a relocated install whose pkg-config file, CMake package
@@ -10,7 +11,6 @@
 # with its endpoint on. A consumer also builds the source tree through
 # add_subdirectory(), which builds no test, benchmark or demo. The packages
 # are purged at the end (unless they were installed before the test).
-# test-labels: plain-only
 # Usage: test_package.sh BUILD_DIR
 . "$(dirname "$0")/lib.sh"
 pp_init "$1"

@@ -7,7 +7,7 @@
 #   - heap profiling steps aside with one line on stderr; heap answers with
 #     that reason (as with LIBPPROF_HEAP_RATE=0), and the CPU profile shows
 #     the interpreter's loop
-# test-labels: plain-only
+# test-labels: plain-only slow
 # Usage: test_partial_alloc.sh BUILD_DIR
 . "$(dirname "$0")/lib.sh"
 pp_init "$1"

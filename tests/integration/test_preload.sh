@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# test-labels: slow
 # test_preload.sh: the no-rebuild mode. LD_PRELOAD=libpprof.so with
 # LIBPPROF_ADDR serves a program that is not linked with libpprof: its CPU
 # profile names its functions; the listening socket does not survive exec

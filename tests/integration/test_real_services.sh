@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # test_real_services.sh: unmodified programs from Debian's packages under
 # LD_PRELOAD, driven by their own load tools, their profiles checked
-# against their own counts (test-labels: plain-only)
+# against their own counts (test-labels: plain-only slow)
 #
 #   memcached, loaded by memcslap (libmemcached-tools): the heap profile's
 #     in-use total within 10% of what memcached says it holds (stats slabs'

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# test-labels: slow
 # test_spans.sh: spans on CPU samples, read with go tool pprof. pprof-demo
 # runs every request under a span of its own (pprof_trace_enter: a new
 # random span ID, span name "POST /checkout" or "GET /search") and under

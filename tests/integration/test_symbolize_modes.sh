@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# test-labels: slow
 # test_symbolize_modes.sh: ?symbolize= and LIBPPROF_SYMBOLIZE
 #
 # pprof-demo's heap, read with go tool pprof -raw -symbolize=none (so the

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# test-labels: quick
 # test_symbols_moved.sh: a CPU profile names a static function and a static
 # function inlined into it (at -O2, in a binary linked without -rdynamic),
 # with source file and line, the inlined one as an inline frame, when go tool

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# test-labels: slow
 # test_threads.sh: thread dumps (goroutine, threads, threadcreate) of a
 # program with threads parked in poll, epoll_wait, nanosleep, sem_wait and pause
 # (named, two of them labeled) and one spinning with the profiling signal

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# test-labels: timing
 # test_timers.sh: while a CPU profile runs, /proc/<pid>/timers lists exactly
 # one SIGPROF timer per thread of /proc/<pid>/task, each on its own thread's
 # CPU clock and aimed at that thread (SIGEV_THREAD_ID), including a thread

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# test-labels: plain-only slow
 # test_tls.sh: HTTPS on the built-in server (preload mode, prog_plain),
 # with certificates made here by openssl. With LIBPPROF_TLS_CERT and _KEY:
 # the line saying where it serves says https; curl and go tool pprof read
@@ -16,7 +17,6 @@
 # send a client certificate. The standalone pprof (the same google/pprof
 # code, built here from Debian's golang-github-google-pprof-dev) honours
 # -tls_cert, -tls_key and -tls_ca, and is the client-certificate client.
-# test-labels: plain-only
 # Usage: test_tls.sh BUILD_DIR
 . "$(dirname "$0")/lib.sh"
 pp_init "$1"

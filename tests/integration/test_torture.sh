@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# test-labels: plain-only slow
 # test_torture.sh: the torture test. prog_torture_linked profiles itself at
 # 1000 Hz for TORTURE_SECONDS (30) while it loops over dlopen/dlclose, thread
 # creation and exit, fork+exec, posix_spawn and C++ exceptions; meanwhile
@@ -11,7 +12,6 @@
 # the program's temporary directory: a crash prints the crashing thread's
 # backtrace and the core is then deleted), and must end with "torture: ok"
 # and status 0.
-# test-labels: plain-only
 # Usage: test_torture.sh BUILD_DIR
 set -u
 

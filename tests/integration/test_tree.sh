@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# test_tree.sh: one endpoint for a process tree (test-labels: plain-only)
+# test_tree.sh: one endpoint for a process tree (test-labels: plain-only slow)
 #
 # prog_tree_linked serves (the hub) and forks two workers; worker i keeps
 # 500 blocks of 1000+i bytes (LIBPPROF_HEAP_RATE=1: every one sampled) and

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# test-labels: slow
 # test_ui.sh: the flame-graph page (ui) in a real browser, Debian's headless
 # Chromium driven over the DevTools protocol (cdp.py), against the demo.
 # Each view's profile is the one the page drew: its bytes are taken from the

@@ -1,4 +1,5 @@
 /* test_base.c: base/, what every part of the library stands on.
+ * test-labels: quick
  *
  * Errors: pprof_strerror is the code's fixed text whatever failed before;
  * pprof_last_error is "" before any failure, carries a failing call's

@@ -1,4 +1,5 @@
 /* test_cfi.c: the CFI parser reads nothing outside its bounds.
+ * test-labels: quick
  *
  * Real tables first: the executable's and libc's .eh_frame_hdr give a
  * table, and the FDEs of main and of the middle of libc's code are found. Then damaged ones,

@@ -1,5 +1,5 @@
 /* test_contention.c: mutex and block profiles against measured truth.
- * test-labels: plain-only
+ * test-labels: plain-only timing
  *
  * Mutex: 4 labeled threads take one mutex 1,000 times each, hold it
  * for a 100 us sleep and sleep 30 us outside it; each times its own pthread_mutex_lock

@@ -1,5 +1,5 @@
 /* test_cpu.c: CPU sampling accuracy, per-thread timers, rates and snapshots.
- * test-labels: plain-only
+ * test-labels: plain-only timing
  *
  * Two threads burn CPU in differently named functions in a 3:1 ratio. The
  * profile must show that ratio within 10% (counted by the threads' root

@@ -1,5 +1,5 @@
 /* test_custom.c: custom profiles (pprof_custom_*), through their recorder.
- * test-labels: plain-only
+ * test-labels: plain-only quick
  *
  * Names: plain path segments only, none of the server's endpoint names
  * (the server, linked in here, reserves them), each once. The index page

@@ -1,7 +1,7 @@
 // test_cxx.cpp: the header from C++: extern "C" linkage and the
 // pprof::LabelScope guard (merges like pprof_do, restores at scope exit,
 // also when an exception leaves the scope).
-// test-labels: concurrency
+// test-labels: concurrency quick
 #include "pprof.h"
 #include "check.h"
 

@@ -1,4 +1,5 @@
 /* test_encode.c: unit test of the profile encoders and the writers.
+ * test-labels: quick
  *
  * Builds pprof_profile structs by hand (static arrays, no builder; the
  * model indexes their strings and functions, pp_model_index), writes

@@ -1,6 +1,6 @@
 /* test_fds.c: the profiler's descriptors, known by identity (base/fds.h)
  * and passed over by the program's close family (interpose/fd_hooks.c).
- * test-labels: plain-only
+ * test-labels: plain-only quick
  *
  * - pp_fd_own moves a descriptor into the top quarter of the first 1,024
  *   numbers and registers it;

@@ -1,5 +1,5 @@
 /* test_fork.c: profiling across fork.
- * test-labels: plain-only
+ * test-labels: plain-only timing
  *
  * While the parent profiles at 1000 Hz with a busy thread, the main thread
  * forks 200 times; every child exits at once with status 0 (fork neither

@@ -1,5 +1,5 @@
 /* test_fork_locks.c: fork never waits on a thread that waits for the profiler.
- * test-labels: plain-only
+ * test-labels: plain-only quick
  *
  * A library's pthread_atfork prepare handler takes a mutex of its own, and
  * it was registered before libpprof's (constructor priority 100 < 101), so

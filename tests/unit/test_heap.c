@@ -1,5 +1,5 @@
 /* test_heap.c: heap sampling estimates what was allocated and what is live.
- * test-labels: plain-only
+ * test-labels: plain-only slow
  *
  * Distinct functions allocate known amounts in blocks of 1 KiB, 64 KiB and
  * 24 bytes; the profiles' unsampled values must be within the bounds below

@@ -1,5 +1,6 @@
 /* test_heap_delta.c: the arithmetic of heap windows, exactly, on synthetic
  * raw records (no hooks: this runs under the sanitizers too).
+ * test-labels: quick
  *
  * Records are entered through the table API with fake stacks (addresses
  * no real sample has), and profiles are built from snapshots of the counts

@@ -1,6 +1,6 @@
 // test_heap_hooks.cpp: every interposed allocation function, with every
 // allocation sampled (LIBPPROF_HEAP_RATE=1, set by re-executing itself).
-// test-labels: plain-only
+// test-labels: plain-only quick
 //
 // Each function is called from its own function here, a known number of
 // times with a known size, and some of the objects are released by the

@@ -1,5 +1,5 @@
 /* test_heap_threads.c: the heap tables under concurrent sampling.
- * test-labels: plain-only
+ * test-labels: plain-only quick
  *
  * Four threads allocate and free objects of random sizes in a sliding
  * window (malloc, calloc, realloc, aligned_alloc), sampled often

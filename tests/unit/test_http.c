@@ -1,7 +1,7 @@
 /* test_http.c: pprof_http_handle without a network: routing, methods,
  * query parsing, error answers and headers, cmdline, symbol, the index,
  * and asynchronous CPU profiles with cancellation and the concurrency cap.
- * test-labels: concurrency
+ * test-labels: concurrency timing
  * Uses only the public API of pprof.h.
  */
 #include "pprof.h"

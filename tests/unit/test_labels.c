@@ -1,5 +1,5 @@
 /* test_labels.c: label sets, pprof_do, enter/leave, capture, inheritance.
- * test-labels: concurrency
+ * test-labels: concurrency quick
  *
  * Building sorts pairs by key and lets a later value for a key override an
  * earlier one; bad arguments give PPROF_EINVAL; pprof_do merges with the

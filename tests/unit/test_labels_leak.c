@@ -1,5 +1,5 @@
 /* test_labels_leak.c: per-request label sets do not leak while profiling.
- * test-labels: plain-only
+ * test-labels: plain-only timing
  *
  * A million requests, each with its own label set (a distinct request id),
  * run under pprof_do while CPU profiling runs at 1000 Hz; one request in a

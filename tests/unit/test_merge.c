@@ -1,5 +1,5 @@
 /* test_merge.c: pprof_merge, several profiles into one.
- * test-labels: concurrency
+ * test-labels: concurrency quick
  *
  * Two threadcreate profiles of this program (one gzipped, one plain) merge
  * into one whose samples are both inputs' with each input's extra label,

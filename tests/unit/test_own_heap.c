@@ -1,5 +1,5 @@
 /* test_own_heap.c: the profiler's own heap (heap/own_heap.c).
- * test-labels: plain-only
+ * test-labels: plain-only quick
  *
  * Between pp_own_heap_enter and leave, every entry of the malloc family
  * gives blocks of the own heap (aligned as asked, usable sizes at least

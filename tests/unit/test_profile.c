@@ -1,4 +1,5 @@
 /* test_profile.c: the profile builder: merging, IDs, symbols, mappings.
+ * test-labels: quick
  *
  * Samples with equal stacks and labels merge (values add up); different
  * labels keep samples apart; location IDs and mapping IDs run 1..N with no

@@ -1,4 +1,5 @@
 /* test_recorder.c: the recorder API's state rules, the same for every kind.
+ * test-labels: quick
  *
  * NULL arguments are PPROF_EINVAL; stop or snapshot before start is
  * PPROF_ESTATE, a second start PPROF_EBUSY; write_to on a windowed-only

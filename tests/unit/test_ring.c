@@ -1,5 +1,5 @@
 /* test_ring.c: the lock-free sample ring under concurrent producers.
- * test-labels: concurrency
+ * test-labels: concurrency quick
  * Four producer threads push numbered records while one consumer drains;
  * every record must arrive exactly once, intact, and a full ring must
  * refuse reservations instead of overwriting.

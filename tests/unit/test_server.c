@@ -1,5 +1,5 @@
 /* test_server.c: pprof_server_start/stop and their errors.
- * test-labels: concurrency
+ * test-labels: concurrency quick
  *
  * Starts on 127.0.0.1:0 and answers a request on the port it reports; a
  * second start gives PPROF_EBUSY; stop twice gives PPROF_ESTATE the second

@@ -1,6 +1,6 @@
 /* test_sigmask.c: a wholesale signal mask leaves the profiling signal
  * open; one that names it is obeyed (interpose/signal_hooks.c).
- * test-labels: plain-only
+ * test-labels: plain-only quick
  */
 #define _GNU_SOURCE
 #include "base/base.h"

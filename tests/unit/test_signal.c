@@ -1,5 +1,5 @@
 /* test_signal.c: a configurable profiling signal, and chaining to the host.
- * test-labels: plain-only
+ * test-labels: plain-only timing
  *
  * The host owns SIGPROF (its handler counts calls) and has a handler on
  * SIGRTMIN+3 too. With pprof_cpu_set_signal(SIGRTMIN+3), a 1000 Hz profile

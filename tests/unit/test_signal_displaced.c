@@ -1,5 +1,5 @@
 /* test_signal_displaced.c: a host that takes SIGPROF while a profile runs.
- * test-labels: plain-only
+ * test-labels: plain-only timing
  *
  * A 1000 Hz CPU profile runs; then the host installs a SIGPROF handler of
  * its own and starts setitimer(ITIMER_PROF), as gperftools-style code

@@ -1,4 +1,5 @@
 /* test_store.c: the record store (profiler/store/).
+ * test-labels: quick
  *
  * Records are found again by (stack, labels, key) and by nothing less:
  * another frame, another label set, another key or another depth is

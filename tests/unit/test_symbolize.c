@@ -1,5 +1,5 @@
 /* test_symbolize.c: the symbolizer against this very program.
- * test-labels: concurrency
+ * test-labels: concurrency timing
  *
  * Checks that a static (non-exported) function is named from .symtab with
  * its file and line; that an address inside always-inline code yields the

@@ -1,5 +1,5 @@
 /* test_trace.c: trace contexts (spans) and the labels CPU samples get.
- * test-labels: plain-only
+ * test-labels: plain-only timing
  *
  * enter/leave nest and return the previous context; CPU samples taken
  * under a span carry span_id (16 hex digits) and span_name, and trace_id

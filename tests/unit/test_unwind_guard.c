@@ -1,6 +1,6 @@
 /* test_unwind_guard.c: the stack walk never faults on a stack it does not
  * know.
- * test-labels: plain-only
+ * test-labels: plain-only timing
  *
  * A thread the pthread_create hook never sees (created through libc's own
  * entry point, so its stack bounds are unknown) runs on a 64 KiB stack
