@@ -1,5 +1,9 @@
 #!/usr/bin/env bash
-# test.sh: installs what is missing, then builds and runs the whole suite:
+# test.sh: installs what is missing, then builds and runs the tests.
+# Usage: scripts/test.sh           the full run (what .ci/run runs)
+#        scripts/test.sh --quick   the quick run (a few minutes)
+#
+# The full run, five builds:
 #   plain build      every test (unit, integration with curl and go tool pprof,
 #                    signal/hook tests)
 #   ASan+UBSan build the unit tests not labelled plain-only
@@ -8,23 +12,50 @@
 #                    there too), the unit tests not labelled plain-only
 #   fuzz build       clang with libFuzzer, ASan and UBSan: each fuzz target
 #                    of tests/fuzz for PPROF_FUZZ_SECONDS (30), two at a time
+# The quick run: the plain build alone (build/test-quick), every test not
+# labelled slow; no service is installed (the slow tests need them).
+# Tests run two at a time, except those labelled timing or slow
+# (RUN_SERIAL: ctest runs each alone). docs/testing.md lists the tests.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-# the heap tests run over both allocators; clang builds too; the real-services
-# test runs Debian's memcached, redis, nginx and postgresql (with their load tools) and python3
-# under LD_PRELOAD; test_ui drives the flame-graph page in headless chromium
-scripts/deps.sh libjemalloc2 libtcmalloc-minimal4 clang memcached libmemcached-tools redis-server redis-tools \
-    python3 nginx-light wrk gdb postgresql openssl golang-github-google-pprof-dev chromium python3-websocket
+quick=0
+case "${1:-}" in
+  "") ;;
+  --quick) quick=1 ;;
+  *) echo "usage: scripts/test.sh [--quick]" >&2; exit 2 ;;
+esac
+# the heap tests run over both allocators (jemalloc, tcmalloc); test_tls makes
+# certificates with openssl and builds Debian's standalone pprof; python3 finds
+# free ports. The full run also builds with clang; the real-services test runs
+# Debian's memcached, redis, nginx and postgresql (with their load tools) and
+# python3 under LD_PRELOAD; test_ui drives the flame-graph page in headless
+# chromium
+base=(libjemalloc2 libtcmalloc-minimal4 python3 openssl golang-github-google-pprof-dev)
+if ((quick)); then
+  scripts/deps.sh "${base[@]}"
+else
+  scripts/deps.sh "${base[@]}" clang memcached libmemcached-tools redis-server redis-tools \
+      nginx-light wrk gdb postgresql chromium python3-websocket
+fi
 jobs=$(nproc)
 run() { # dir label-args cmake-args...
-  local dir=$1 sel=$2; shift 2
+  local dir=$1 sel=$2 t0=$SECONDS t1
+  shift 2
   cmake -S . -B "$dir" -DPPROF_BENCH=OFF "$@" >/dev/null
   cmake --build "$dir" -j"$jobs" >/dev/null
-  (cd "$dir" && ctest --output-on-failure $sel)
+  t1=$SECONDS
+  # shellcheck disable=SC2086 # sel is a list of ctest arguments
+  (cd "$dir" && ctest --output-on-failure -j2 $sel)
+  echo "$dir: built in $((t1 - t0)) s, tested in $((SECONDS - t1)) s"
 }
+if ((quick)); then
+  run build/test-quick "-LE slow" -DCMAKE_BUILD_TYPE=RelWithDebInfo
+  echo "quick run passed (the full run: scripts/test.sh)"
+  exit 0
+fi
 run build/test-plain "" -DCMAKE_BUILD_TYPE=RelWithDebInfo
 run build/test-asan "-L unit -LE plain-only" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DPPROF_ASAN=ON
 run build/test-tsan "-L concurrency" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DPPROF_TSAN=ON
 CC=clang CXX=clang++ run build/test-clang "-L unit -LE plain-only" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DPPROF_BENCH=ON
-CC=clang CXX=clang++ run build/test-fuzz "-L fuzz -j2" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DPPROF_FUZZ=ON -DPPROF_TESTS=OFF
+CC=clang CXX=clang++ run build/test-fuzz "-L fuzz" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DPPROF_FUZZ=ON -DPPROF_TESTS=OFF
 echo "all test builds passed"
