@@ -103,6 +103,9 @@ for f in libpprof.so libpprof.so.0 libpprof.a libpprof_nohooks.a pkgconfig/libpp
     pkgconfig/libpprof-static.pc pkgconfig/libpprof-static-nohooks.pc cmake/libpprof/libpprofConfig.cmake; do
     pp_check "installed ${libdir#$PREFIX/}/$f" test -e "$libdir/$f"
 done
+found=$(env -u LD_LIBRARY_PATH ldd "$PREFIX/bin/pprof-demo" | awk '$1 == "libpprof.so.0" { print $3 }')
+pp_check "the installed pprof-demo finds the installed libpprof.so.0 by its RUNPATH (${found:-not found})" \
+    test -n "$found" -a "$(readlink -f "$found")" = "$(readlink -f "$libdir/libpprof.so.0")"
 export PKG_CONFIG_PATH=$libdir/pkgconfig
 pp_check "pkg-config --cflags libpprof points into the relocated prefix ($(pkg-config --cflags libpprof))" \
     eval 'pkg-config --cflags libpprof | grep -q -- "-I$PREFIX/include"'
