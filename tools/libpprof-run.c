@@ -8,8 +8,13 @@
  * serves the /debug/pprof endpoints and prints where. Before the exec it
  * checks what would make the preload fail silently: a statically linked
  * program, one of another architecture, one the dynamic loader runs in
- * secure-execution mode (setuid, setgid, file capabilities), a malformed
- * address or a port in use; each is one line on stderr and a non-zero exit.
+ * secure-execution mode (setuid, setgid, file capabilities); then, the
+ * program found fit, what would make the preload's server refuse to start
+ * (server/server.c, pprof_server_start), so that the program would run
+ * unprofiled: a malformed address, a port in use, a token or TLS file it
+ * cannot read, an address other than loopback with neither a token, a
+ * client CA nor LIBPPROF_AUTH=none. Each is one line on stderr (never cut,
+ * control characters shown escaped) and a non-zero exit.
  */
 #define _GNU_SOURCE
 #include "listen.h"
@@ -38,16 +43,41 @@
 /* Exit statuses of the launcher itself (a program that runs exits with its own). */
 enum { EXIT_CANNOT = 1, EXIT_USAGE = 2, EXIT_NOEXEC = 126, EXIT_NOTFOUND = 127 };
 
-/* One line on stderr, then exit. */
+/* One line on stderr, then exit. The message is formatted whole (no
+ * fixed buffer cuts it); a control character in it (a newline in a path
+ * or an address) is written as \xNN, so it stays one line. */
 __attribute__((noreturn, format(printf, 2, 3))) static void die(int status, const char *fmt, ...)
 {
-    va_list ap;
+    va_list ap, again;
     va_start(ap, fmt);
+    va_copy(again, ap);
+    char *msg = NULL;
+    if (vasprintf(&msg, fmt, ap) < 0)
+        msg = NULL;
     fputs("libpprof-run: ", stderr);
-    vfprintf(stderr, fmt, ap);
+    if (msg) {
+        for (const unsigned char *p = (const unsigned char *)msg; *p; p++) {
+            if (*p < 0x20 || *p == 0x7f)
+                fprintf(stderr, "\\x%02x", *p);
+            else
+                fputc(*p, stderr);
+        }
+    } else {
+        vfprintf(stderr, fmt, again); /* out of memory: unescaped, but whole */
+    }
     fputc('\n', stderr);
+    va_end(again);
     va_end(ap);
+    free(msg);
     exit(status);
+}
+
+/* An environment variable's value, or NULL when it is unset or empty (as
+ * the library reads its settings). */
+static const char *env_value(const char *name)
+{
+    const char *v = getenv(name);
+    return v && *v ? v : NULL;
 }
 
 static void usage(void)
@@ -59,7 +89,9 @@ static void usage(void)
            "Each option sets the environment variable beside it (set directly, the\n"
            "variable works too); \"--opt value\" and \"--opt=value\" both work.\n"
            "  --addr HOST:PORT    LIBPPROF_ADDR            where to serve (default " DEFAULT_ADDR ");\n"
-           "                                               port 0: any free port; off: nowhere\n"
+           "                                               port 0: any free port; off: nowhere;\n"
+           "                                               other than loopback: needs LIBPPROF_TOKEN_FILE,\n"
+           "                                               LIBPPROF_TLS_CLIENT_CA or LIBPPROF_AUTH=none\n"
            "  --cpu-hz N          LIBPPROF_CPU_HZ          CPU samples a second, up to %d; 0: off\n"
            "                                               (default %d)\n"
            "  --heap-rate N       LIBPPROF_HEAP_RATE       mean bytes between heap samples; 0: off\n"
@@ -83,6 +115,8 @@ static void usage(void)
            "and LIBPPROF_PRINT_ADDR=1. Statically linked programs, programs of another\n"
            "architecture, and setuid, setgid or file-capability programs cannot be\n"
            "preloaded: they are refused with a line saying why (link libpprof.a instead).\n"
+           "So is an address the library would not serve: malformed, in use, other than\n"
+           "loopback without authentication, or with a token or TLS file it cannot read.\n"
            "\n"
            "Exit status: PROGRAM's own; 1 when it cannot be profiled (nothing runs),\n"
            "2 for a usage error, 126 when PROGRAM is not executable, 127 when not found.\n",
@@ -172,29 +206,142 @@ static int parse_options(int argc, char **argv, const char **lib)
 
 /* ------------------------------------------------------------- address */
 
+/* What the server reads before it listens (server/auth.c and server/tls.c):
+ * the same limits, the same refusals. */
+#define TOKEN_MAX 1024     /* auth.c's MAX_TOKEN: a token of 1 to 1023 bytes */
+#define PEM_MAX (1 << 20)  /* tls.c's: a PEM file under 1 MiB */
+
+/* Opens a file the server will read at start, or returns -1 with errno.
+ * *readable is 0 for a FIFO or a socket: reading it here would take what
+ * the program is to read, so only opening it is checked. It is opened
+ * non-blocking: a device with nothing to read yet (a terminal) answers
+ * EAGAIN, and is not judged either. */
+static int open_setting(const char *path, int *readable)
+{
+    int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+    struct stat st;
+    *readable = fd >= 0 && fstat(fd, &st) == 0 && !S_ISFIFO(st.st_mode) && !S_ISSOCK(st.st_mode);
+    return fd;
+}
+
+/* The token file, read as the server reads it (auth.c, load_locked): up
+ * to TOKEN_MAX + 1 bytes, trailing whitespace dropped, then 1 to
+ * TOKEN_MAX - 1 bytes and no newline. */
+static void check_token_file(const char *path)
+{
+    int readable;
+    int fd = open_setting(path, &readable);
+    if (fd < 0)
+        die(EXIT_CANNOT,
+            "cannot read the token file %s (LIBPPROF_TOKEN_FILE): %s; libpprof would not serve: "
+            "point LIBPPROF_TOKEN_FILE at a file this user can read",
+            path, strerror(errno));
+    char buf[TOKEN_MAX + 1];
+    size_t len = 0;
+    ssize_t n;
+    while (readable && len < sizeof buf && (n = read(fd, buf + len, sizeof buf - len)) != 0) {
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n < 0 && errno == EAGAIN)
+            readable = 0;
+        if (n < 0)
+            break;
+        len += (size_t)n;
+    }
+    close(fd);
+    if (!readable)
+        return;
+    while (len && strchr(" \t\r\n", buf[len - 1]))
+        len--;
+    if (len == 0 || len > TOKEN_MAX - 1 || memchr(buf, '\n', len))
+        die(EXIT_CANNOT,
+            "the token file %s (LIBPPROF_TOKEN_FILE) must hold one token of 1 to %d bytes, on one line; "
+            "libpprof would not serve: write the token alone into it",
+            path, TOKEN_MAX - 1);
+}
+
+/* A PEM file, read as the server reads it (tls.c, read_pem): not empty,
+ * under PEM_MAX bytes. */
+static void check_pem(const char *what, const char *var, const char *path)
+{
+    int readable;
+    int fd = open_setting(path, &readable);
+    if (fd < 0)
+        die(EXIT_CANNOT, "cannot read the TLS %s %s (%s): %s; libpprof would not serve: point %s at a PEM file",
+            what, path, var, strerror(errno), var);
+    size_t len = 0;
+    ssize_t n = 0;
+    char buf[65536];
+    while (readable && len < PEM_MAX) {
+        size_t want = PEM_MAX - len < sizeof buf ? PEM_MAX - len : sizeof buf;
+        n = read(fd, buf, want);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n < 0 && errno == EAGAIN)
+            readable = 0;
+        if (n <= 0)
+            break;
+        len += (size_t)n;
+    }
+    int err = errno;
+    close(fd);
+    if (readable && (n < 0 || len == 0 || len == PEM_MAX))
+        die(EXIT_CANNOT, "cannot read the TLS %s %s (%s): %s; libpprof would not serve: point %s at a PEM file",
+            what, path, var, n < 0 ? strerror(err) : len == 0 ? "empty" : "over 1 MiB", var);
+}
+
 /* Checks `addr` with the server's own parser and binds it the way the
- * server does (server/listen.c), so that a port in use is reported now
- * rather than by the program, which would run unprofiled. */
+ * server does (server/listen.c), then what the server checks besides
+ * (pprof_server_start: the token file, the TLS files, authentication for
+ * an address other than loopback), so that what the server would refuse
+ * is reported now rather than by the program, which would run unprofiled. */
 static void check_addr(const char *addr)
 {
     if (!strcmp(addr, "off"))
         return;
-    char why[256];
+    char why[256]; /* listen.c's reasons: a fixed text, gai_strerror or strerror */
     pp_listen_error kind;
     int port, err, fd = pp_listen_open(addr, 1, &port, &kind, &err, why, sizeof why);
-    if (fd >= 0) {
-        close(fd);
-        if (!strncmp(addr, "unix:", 5))
-            unlink(addr + 5);
-        return;
+    if (fd < 0) {
+        if (kind == PP_LISTEN_MALFORMED)
+            die(EXIT_USAGE, "bad address '%s': %s", addr, why);
+        if (kind == PP_LISTEN_RESOLVE)
+            die(EXIT_USAGE, "cannot use address %s: %s", addr, why);
+        if (err == EADDRINUSE)
+            die(EXIT_CANNOT, "%s is in use: choose another with --addr (port 0: any free port)", addr);
+        die(EXIT_CANNOT, "cannot serve on %s: %s", addr, why);
     }
-    if (kind == PP_LISTEN_MALFORMED)
-        die(EXIT_USAGE, "bad address '%s': %s", addr, why);
-    if (kind == PP_LISTEN_RESOLVE)
-        die(EXIT_USAGE, "cannot use address %s: %s", addr, why);
-    if (err == EADDRINUSE)
-        die(EXIT_CANNOT, "%s is in use: choose another with --addr (port 0: any free port)", addr);
-    die(EXIT_CANNOT, "cannot serve on %s: %s", addr, why);
+    /* The address the server would bind, as it judges it (the bound socket). */
+    int loopback = pp_listen_is_loopback(fd);
+    close(fd);
+    if (!strncmp(addr, "unix:", 5))
+        unlink(addr + 5);
+
+    const char *token = env_value("LIBPPROF_TOKEN_FILE");
+    if (token)
+        check_token_file(token);
+    const char *cert = env_value("LIBPPROF_TLS_CERT"), *key = env_value("LIBPPROF_TLS_KEY");
+    const char *ca = env_value("LIBPPROF_TLS_CLIENT_CA");
+    if ((cert || key || ca) && !(cert && key))
+        die(EXIT_CANNOT,
+            "TLS needs both a certificate and a key%s: libpprof would not serve; "
+            "set LIBPPROF_TLS_CERT and LIBPPROF_TLS_KEY%s",
+            cert || key ? "" : " (a client CA alone is not enough)", cert || key ? "" : ", or unset LIBPPROF_TLS_CLIENT_CA");
+    if (cert) {
+        check_pem("certificate", "LIBPPROF_TLS_CERT", cert);
+        check_pem("key", "LIBPPROF_TLS_KEY", key);
+        if (ca)
+            check_pem("client CA", "LIBPPROF_TLS_CLIENT_CA", ca);
+    }
+    const char *auth = getenv("LIBPPROF_AUTH");
+    int auth_none = auth && !strcmp(auth, "none");
+    if (!loopback && !token && !ca && !auth_none)
+        die(EXIT_CANNOT,
+            "%s is not a loopback address and no token or client CA is set%s%s%s: libpprof would not serve "
+            "it; set LIBPPROF_TOKEN_FILE or LIBPPROF_TLS_CLIENT_CA, or LIBPPROF_AUTH=none to serve anyone "
+            "who reaches it",
+            addr, auth && *auth ? " (LIBPPROF_AUTH=" : "", auth && *auth ? auth : "",
+            auth && *auth ? " is not understood: the one value is none)" : "");
 }
 
 /* ------------------------------------------------------------- program */
@@ -288,13 +435,16 @@ static void check_privileges(const char *path, int fd)
  * `script` names the script). */
 static void check_program(const char *path, const char *script)
 {
-    char what[2 * PATH_MAX + 32];
-    snprintf(what, sizeof what, script ? "%s (the interpreter of %s)" : "%s", path, script);
+    char *what = NULL; /* the program's name in messages */
+    if ((script ? asprintf(&what, "%s (the interpreter of %s)", path, script) : asprintf(&what, "%s", path)) < 0)
+        die(EXIT_CANNOT, "out of memory");
     int fd = open(path, O_RDONLY | O_CLOEXEC);
     if (fd < 0 && script)
         die(errno == ENOENT ? EXIT_NOTFOUND : EXIT_NOEXEC, "%s: %s", what, strerror(errno));
-    if (fd < 0)
+    if (fd < 0) {
+        free(what);
         return; /* execute-only: the exec decides */
+    }
     char line[256];
     ssize_t n = pread(fd, line, sizeof line - 1, 0);
     if (n >= 2 && line[0] == '#' && line[1] == '!') {
@@ -304,6 +454,7 @@ static void check_program(const char *path, const char *script)
         interp[strcspn(interp, " \t\r\n")] = '\0';
         if (!script && *interp)
             check_program(interp, path);
+        free(what);
         return;
     }
     ElfW(Ehdr) eh, self;
@@ -313,6 +464,7 @@ static void check_program(const char *path, const char *script)
         close(self_fd);
     if (!read_ehdr(fd, &eh) || !self_ok) {
         close(fd);
+        free(what);
         return;
     }
     check_privileges(what, fd);
@@ -336,6 +488,7 @@ static void check_program(const char *path, const char *script)
             "%s is statically linked: LD_PRELOAD cannot load a library into it; "
             "link it with libpprof.a instead (see README, \"Three ways in\")",
             what);
+    free(what);
 }
 
 /* ------------------------------------------------------------- library */
@@ -378,18 +531,24 @@ static void find_library(const char *lib, char *out)
             die(EXIT_CANNOT, "%s %s: %s; point --lib PATH or LIBPPROF_LIB at %s", how, lib, why, LIB_NAME);
         return;
     }
-    char dir[PATH_MAX], cand[3][PATH_MAX + 64];
+    char dir[PATH_MAX], *cand[3];
     ssize_t n = readlink("/proc/self/exe", dir, sizeof dir - 1);
     dir[n > 0 ? n : 0] = '\0';
     char *slash = strrchr(dir, '/');
     if (slash)
         *slash = '\0';
-    snprintf(cand[0], sizeof cand[0], "%s/%s", dir, LIB_NAME);
-    snprintf(cand[1], sizeof cand[1], "%s/%s/%s", dir, PPROF_REL_LIBDIR, LIB_NAME);
-    snprintf(cand[2], sizeof cand[2], "%s/%s", PPROF_INSTALL_LIBDIR, LIB_NAME);
-    for (int k = 0; k < 3; k++)
-        if (!file_problem(cand[k]) && absolute_path(cand[k], out))
-            return;
+    if (asprintf(&cand[0], "%s/%s", dir, LIB_NAME) < 0 ||
+        asprintf(&cand[1], "%s/%s/%s", dir, PPROF_REL_LIBDIR, LIB_NAME) < 0 ||
+        asprintf(&cand[2], "%s/%s", PPROF_INSTALL_LIBDIR, LIB_NAME) < 0)
+        die(EXIT_CANNOT, "out of memory");
+    int found = 0;
+    for (int k = 0; k < 3 && !found; k++)
+        found = !file_problem(cand[k]) && absolute_path(cand[k], out);
+    if (found) {
+        for (int k = 0; k < 3; k++)
+            free(cand[k]);
+        return;
+    }
     die(EXIT_CANNOT, "cannot find %s (looked for %s, %s and %s); point --lib PATH or LIBPPROF_LIB at it",
         LIB_NAME, cand[0], cand[1], cand[2]);
 }
@@ -434,13 +593,15 @@ int main(int argc, char **argv)
     const char *lib_opt = NULL;
     int prog = parse_options(argc, argv, &lib_opt);
 
+    /* The program first: one the preload cannot reach is named as such,
+     * whatever the address (a port in use, say) would have said. */
+    char path_buf[PATH_MAX], lib[PATH_MAX];
+    const char *path = find_program(argv[prog], path_buf, sizeof path_buf);
+    check_program(path, NULL);
     const char *addr = getenv("LIBPPROF_ADDR");
     if (!addr || !*addr)
         setenv("LIBPPROF_ADDR", addr = DEFAULT_ADDR, 1);
     check_addr(addr);
-    char path_buf[PATH_MAX], lib[PATH_MAX];
-    const char *path = find_program(argv[prog], path_buf, sizeof path_buf);
-    check_program(path, NULL);
     find_library(lib_opt, lib);
     set_preload(lib);
     setenv("LIBPPROF_PRINT_ADDR", "1", 1);

@@ -10,8 +10,16 @@
 # nothing run: a statically linked program, a 32-bit one, a setuid program
 # of another user and a program with file capabilities (as root only), a
 # missing library, a port in use, a bad number or address (exit 2), a
-# missing program (127), one that is not executable (126). The preload's
-# own serving line: printed for port 0, not for a fixed port unless asked.
+# missing program (127), one that is not executable (126). The program is
+# checked before the address: with the port held by a listener, a missing,
+# not executable, static, 32-bit or setuid program is reported as such,
+# not as "in use". What the library's server would refuse at start is
+# refused too (exit 1, one line naming the fix): an address other than
+# loopback (0.0.0.0, ":PORT", "[::]") with neither a token, a client CA nor
+# LIBPPROF_AUTH=none, a token file it cannot read or that holds no token,
+# TLS half set; with LIBPPROF_AUTH=none, a token file or a client CA such an
+# address is served. The preload's own serving line: printed for port 0,
+# not for a fixed port unless asked.
 # Usage: test_launcher.sh BUILD_DIR
 . "$(dirname "$0")/lib.sh"
 pp_init "$1"
@@ -54,7 +62,8 @@ missing=
 for w in --addr --cpu-hz --heap-rate --mutex-fraction --block-rate --signal --symbolize --no-tree --lib \
     --help --version LIBPPROF_ADDR LIBPPROF_CPU_HZ LIBPPROF_HEAP_RATE LIBPPROF_MUTEX_FRACTION \
     LIBPPROF_BLOCK_RATE LIBPPROF_SIGNAL LIBPPROF_SYMBOLIZE LIBPPROF_TREE=0 LIBPPROF_LIB LD_PRELOAD \
-    LIBPPROF_PRINT_ADDR 127.0.0.1:6060 'default 100' 'default 524288'; do
+    LIBPPROF_PRINT_ADDR 127.0.0.1:6060 'default 100' 'default 524288' LIBPPROF_TOKEN_FILE \
+    LIBPPROF_TLS_CLIENT_CA LIBPPROF_AUTH=none; do
     grep -qF -- "$w" <<<"$help" || missing="$missing $w"
 done
 pp_check "--help: exit 0, every option, variable and default listed (missing:${missing:- none})" \
@@ -255,6 +264,129 @@ refused notexec 126 "notexec: not executable \(Permission denied\)" "$RUN" --add
 printf '\x01\x02garbage\n' >"$TMP/garbage"
 chmod +x "$TMP/garbage"
 refused execfail 126 "cannot run .*garbage: Exec format error" "$RUN" --addr 127.0.0.1:0 "$TMP/garbage"
+
+# ---- the program is checked before the address: with the port held by a
+# listener, a program the launcher refuses is named as such, not "in use"
+busy=
+for _ in 1 2 3; do
+    pp_start holder python3 -c 'import socket, sys, time
+s = socket.socket()
+s.bind(("127.0.0.1", int(sys.argv[1])))
+s.listen(8)
+print("port=%d" % s.getsockname()[1], flush=True)
+time.sleep(300)' "$(pp_free_port)"
+    holder=$PID
+    line=$(pp_wait_line "$TMP/holder.out" '^port=[0-9]+$' 10 "$holder") && { busy=${line#port=}; break; }
+    pp_stop "$holder" >/dev/null 2>&1
+done
+if [ -z "$busy" ]; then
+    pp_bad "no listener could hold a port" "$(cat "$TMP/holder.err")"
+else
+    refused busy_inuse 1 "127\.0\.0\.1:$busy is in use: choose another with --addr" \
+        "$RUN" --addr "127.0.0.1:$busy" touch "$TMP/ran.busy_inuse"
+    refused busy_missing 127 "no-such-program-[0-9]+: command not found" \
+        "$RUN" --addr "127.0.0.1:$busy" "no-such-program-$$"
+    refused busy_missing_path 127 "/nonexistent/prog: No such file or directory" \
+        "$RUN" --addr "127.0.0.1:$busy" /nonexistent/prog
+    refused busy_notexec 126 "notexec: not executable \(Permission denied\)" \
+        "$RUN" --addr "127.0.0.1:$busy" "$TMP/notexec"
+    if [ -x "$TMP/static_mark" ]; then
+        refused busy_static 1 "static_mark is statically linked: LD_PRELOAD cannot load a library into it" \
+            "$RUN" --addr "127.0.0.1:$busy" "$TMP/static_mark" "$TMP/ran.busy_static"
+        refused busy_static_env 1 "static_mark is statically linked" \
+            env LIBPPROF_ADDR="127.0.0.1:$busy" "$RUN" "$TMP/static_mark" "$TMP/ran.busy_static_env"
+    else
+        pp_skip "no static program (gcc -static): the static one not tried on a busy port"
+    fi
+    refused busy_elf32 1 "elf32 is a 32-bit i386 program" "$RUN" --addr "127.0.0.1:$busy" "$TMP/elf32"
+    if [ "$(id -u)" = 0 ] && ! findmnt -no OPTIONS -T "$TMP" | grep -qw nosuid; then
+        cp /bin/true "$TMP/suid_busy"
+        chown nobody "$TMP/suid_busy" && chmod u+s "$TMP/suid_busy"
+        refused busy_setuid 1 "suid_busy is setuid \(owner uid [0-9]+\)" \
+            "$RUN" --addr "127.0.0.1:$busy" "$TMP/suid_busy"
+    else
+        pp_skip "not root (or a nosuid $TMP): no setuid program tried on a busy port"
+    fi
+    pp_stop "$holder" >/dev/null 2>&1
+fi
+
+# ---- addresses the library's server would refuse at start
+# Without any authentication set (whatever the caller's environment holds).
+noauth=(env -u LIBPPROF_TOKEN_FILE -u LIBPPROF_TLS_CERT -u LIBPPROF_TLS_KEY -u LIBPPROF_TLS_CLIENT_CA
+    -u LIBPPROF_AUTH)
+fix='set LIBPPROF_TOKEN_FILE or LIBPPROF_TLS_CLIENT_CA, or LIBPPROF_AUTH=none to serve anyone who reaches it$'
+free=$(pp_free_port)
+open_addrs=("0.0.0.0:$free" ":$free" 0.0.0.0:0)
+python3 -c 'import socket; socket.socket(socket.AF_INET6).bind(("::", 0))' 2>/dev/null && open_addrs+=("[::]:$free")
+for a in "${open_addrs[@]}"; do
+    name=open_$(tr -c 'a-z0-9' _ <<<"$a")
+    esc=$(sed 's/[].[]/\\&/g' <<<"$a")
+    refused "$name" 1 "^libpprof-run: $esc is not a loopback address and no token or client CA is set: .*$fix" \
+        "${noauth[@]}" "$RUN" --addr "$a" touch "$TMP/ran.$name"
+done
+refused open_env 1 "0\.0\.0\.0:$free is not a loopback address .*$fix" \
+    "${noauth[@]}" LIBPPROF_ADDR="0.0.0.0:$free" "$RUN" touch "$TMP/ran.open_env"
+refused open_badauth 1 "0\.0\.0\.0:$free is not a loopback address .*\(LIBPPROF_AUTH=open is not understood: the one value is none\).*$fix" \
+    "${noauth[@]}" LIBPPROF_AUTH=open "$RUN" --addr "0.0.0.0:$free" touch "$TMP/ran.open_badauth"
+
+# served_open NAME WHAT SCHEME ENV...: the launcher runs prog_plain on
+# 0.0.0.0 with ENV set; it serves there (its serving line, exit 0).
+served_open() {
+    local name=$1 what=$2 scheme=$3 p rc
+    shift 3
+    p=$(pp_free_port)
+    "${noauth[@]}" "$@" "$RUN" --addr "0.0.0.0:$p" "$PROG" 0.2 -1 >"$TMP/$name.out" 2>"$TMP/$name.err"
+    rc=$?
+    if [ $rc = 0 ] && [ "$(grep -c '' "$TMP/$name.err")" = 1 ] &&
+        grep -qE "^libpprof: serving $scheme://0\.0\.0\.0:$p/debug/pprof/ \(pid [0-9]+\)$" "$TMP/$name.err"; then
+        pp_ok "0.0.0.0 with $what: served (exit $rc, $(cat "$TMP/$name.err"))"
+    else
+        pp_bad "0.0.0.0 with $what: want it served, one serving line on port $p (exit $rc)" "$(cat "$TMP/$name.err")"
+    fi
+}
+served_open open_none LIBPPROF_AUTH=none http LIBPPROF_AUTH=none
+printf 'launcher-token\n' >"$TMP/token"
+served_open open_token "a token file" http LIBPPROF_TOKEN_FILE="$TMP/token"
+
+# The token is in force: a request without it gets 401, with it 200.
+p=$(pp_free_port)
+pp_start open_token_live "${noauth[@]}" LIBPPROF_TOKEN_FILE="$TMP/token" "$RUN" --addr "0.0.0.0:$p" "$PROG" 30 -1
+if pp_wait_line "$TMP/open_token_live.err" "^libpprof: serving http://0\.0\.0\.0:$p/" 10 "$PID" >/dev/null; then
+    bare=$(curl -s -o /dev/null -w '%{http_code}' --max-time 10 "http://127.0.0.1:$p/debug/pprof/cmdline")
+    with=$(curl -s -o /dev/null -w '%{http_code}' --max-time 10 -H 'Authorization: Bearer launcher-token' \
+        "http://127.0.0.1:$p/debug/pprof/cmdline")
+    pp_check "0.0.0.0 with a token file: without the token $bare, with it $with (want 401, 200)" \
+        test "$bare" = 401 -a "$with" = 200
+else
+    pp_bad "0.0.0.0 with a token file: no serving line" "$(cat "$TMP/open_token_live.err")"
+fi
+pp_stop "$PID" >/dev/null 2>&1
+
+# A token file the server cannot read, or that holds no token: refused
+# whatever the address, as the server refuses it.
+refused token_missing 1 "cannot read the token file $TMP/no-token \(LIBPPROF_TOKEN_FILE\): No such file or directory; .*point LIBPPROF_TOKEN_FILE at" \
+    "${noauth[@]}" LIBPPROF_TOKEN_FILE="$TMP/no-token" "$RUN" --addr 127.0.0.1:0 touch "$TMP/ran.token_missing"
+: >"$TMP/empty-token"
+refused token_empty 1 "the token file $TMP/empty-token \(LIBPPROF_TOKEN_FILE\) must hold one token of 1 to 1023 bytes" \
+    "${noauth[@]}" LIBPPROF_TOKEN_FILE="$TMP/empty-token" "$RUN" --addr "0.0.0.0:$free" touch "$TMP/ran.token_empty"
+refused tls_ca_alone 1 "TLS needs both a certificate and a key \(a client CA alone is not enough\).*LIBPPROF_TLS_CERT and LIBPPROF_TLS_KEY" \
+    "${noauth[@]}" LIBPPROF_TLS_CLIENT_CA="$TMP/token" "$RUN" --addr "0.0.0.0:$free" touch "$TMP/ran.tls_ca_alone"
+
+if command -v openssl >/dev/null &&
+    openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -days 2 -subj /CN=localhost \
+        -keyout "$TMP/tls.key" -out "$TMP/tls.pem" >/dev/null 2>&1; then
+    # A certificate is not authentication; a client CA is.
+    refused tls_no_ca 1 "0\.0\.0\.0:$free is not a loopback address .*$fix" \
+        "${noauth[@]}" LIBPPROF_TLS_CERT="$TMP/tls.pem" LIBPPROF_TLS_KEY="$TMP/tls.key" \
+        "$RUN" --addr "0.0.0.0:$free" touch "$TMP/ran.tls_no_ca"
+    refused tls_ca_missing 1 "cannot read the TLS client CA $TMP/no-ca\.pem \(LIBPPROF_TLS_CLIENT_CA\): No such file" \
+        "${noauth[@]}" LIBPPROF_TLS_CERT="$TMP/tls.pem" LIBPPROF_TLS_KEY="$TMP/tls.key" \
+        LIBPPROF_TLS_CLIENT_CA="$TMP/no-ca.pem" "$RUN" --addr "0.0.0.0:$free" touch "$TMP/ran.tls_ca_missing"
+    served_open open_client_ca "a client CA" https LIBPPROF_TLS_CERT="$TMP/tls.pem" LIBPPROF_TLS_KEY="$TMP/tls.key" \
+        LIBPPROF_TLS_CLIENT_CA="$TMP/tls.pem"
+else
+    pp_skip "openssl cannot make a certificate: TLS settings not tried"
+fi
 
 # ---- the preload's serving line without the launcher
 LD_PRELOAD="$LIB" LIBPPROF_ADDR=127.0.0.1:0 "$PROG" 0.2 -1 >/dev/null 2>"$TMP/zero.err"
