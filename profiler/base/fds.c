@@ -28,6 +28,7 @@
 
 typedef struct slot {
     int fd; /* -1: free */
+    int keep; /* a forked child keeps it (pp_fd_keep) */
     dev_t dev;
     ino_t ino;
 } slot;
@@ -163,7 +164,19 @@ static int floor_number(void)
     return (int)(lim - lim / 4);
 }
 
+static int own(int fd, int keep);
+
 int pp_fd_own(int fd)
+{
+    return own(fd, 0);
+}
+
+int pp_fd_keep(int fd)
+{
+    return own(fd, 1);
+}
+
+static int own(int fd, int keep)
 {
     if (fd < 0)
         return -1;
@@ -186,7 +199,7 @@ int pp_fd_own(int fd)
     if (!s && nslots < SLOTS)
         s = &slots[nslots++];
     if (s) {
-        *s = (slot){fd, st.st_dev, st.st_ino};
+        *s = (slot){fd, keep, st.st_dev, st.st_ino};
         mark(fd, 1);
     }
     pp_mutex_unlock(&lock);
@@ -301,14 +314,21 @@ void pp_fd_fork_child(void)
     lock = (pp_mutex)PP_MUTEX_INIT; /* its holder did not come along */
     atomic_store(&creating, 0);
     atomic_store(&bulk, 0);
+    int n = 0;
     for (int i = 0; i < nslots; i++) {
         int fd = slots[i].fd;
         if (fd < 0)
             continue;
+        if (slots[i].keep) {
+            slots[n++] = slots[i];
+            continue;
+        }
         slots[i].fd = -1;
         mark(fd, 0);
         if (same_file(fd, slots[i].dev, slots[i].ino))
             sys_close(fd);
     }
-    nslots = 0;
+    for (int i = n; i < nslots; i++)
+        slots[i].fd = -1;
+    nslots = n;
 }

@@ -20,7 +20,8 @@
  *   the number keeps its file).
  *
  * A forked child holds none of the parent's roles: pp_fd_fork_child closes
- * every registered descriptor that is still the profiler's.
+ * every registered descriptor that is still the profiler's, but those
+ * registered with pp_fd_keep.
  */
 #ifndef PP_FDS_H
 #define PP_FDS_H
@@ -31,6 +32,9 @@
  * number, or fd itself when it could not move or be registered; -1 when
  * fd < 0 (errno kept). Thread-safe. */
 int pp_fd_own(int fd);
+/* pp_fd_own for a descriptor a forked child keeps too (files the
+ * symbolizer keeps open for after a chroot). Thread-safe. */
+int pp_fd_keep(int fd);
 /* socket, accept4, pipe2 (O_CLOEXEC), epoll_create1 (EPOLL_CLOEXEC) and
  * F_DUPFD_CLOEXEC, each made between pp_fd_create_begin and end and
  * registered with pp_fd_own: the profiler's descriptors are made with

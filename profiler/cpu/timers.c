@@ -255,11 +255,15 @@ static int blocks_signal(int tid)
     return read_status(tid, &blocks, &runnable) && blocks;
 }
 
-/* Whether thread tid runs or is ready to, with the signal open. */
-static int runs_open(int tid)
+/* Whether thread tid runs or is ready to, with the signal open. When its
+ * status cannot be read (a chroot without /proc): `moved`, whether it has
+ * used CPU since its time was last counted. */
+static int runs_open(int tid, int moved)
 {
     int blocks, runnable;
-    return read_status(tid, &blocks, &runnable) && runnable && !blocks;
+    if (!read_status(tid, &blocks, &runnable))
+        return moved;
+    return runnable && !blocks;
 }
 
 /* A thread that blocks the profiling signal gets none of its samples: its
@@ -465,9 +469,10 @@ void pp_cpu_flush(void)
          * the end of that signal's handler, a few microseconds) has nothing
          * to add: one clock read instead of reading its /proc status (a
          * server's idle pool). */
-        if (slots[i].st && uncounted_locked(slots[i].st, gen, &ns) && ns < 50000)
+        int known = slots[i].st && uncounted_locked(slots[i].st, gen, &ns);
+        if (known && ns < 50000)
             continue;
-        if (runs_open(tid))
+        if (runs_open(tid, known))
             sent += pp_signal_queue(tid, PP_FLUSH_VALUE) == 0;
     }
     pp_mutex_unlock(&pp_cpu_reg_lock);
@@ -505,7 +510,7 @@ void pp_cpu_catch_up(void)
     pp_mutex_lock(&pp_cpu_reg_lock);
     for (pp_thread_state *st = states; st; st = st->next) {
         uint64_t ns;
-        if (st->tid != self && uncounted_locked(st, gen, &ns) && ns >= due && runs_open(st->tid))
+        if (st->tid != self && uncounted_locked(st, gen, &ns) && ns >= due && runs_open(st->tid, 1))
             pp_signal_queue(st->tid, PP_CATCHUP_VALUE);
     }
     pp_mutex_unlock(&pp_cpu_reg_lock);

@@ -170,8 +170,9 @@ static pprof_profile *swap_window_locked(cpu_recorder *c, pprof_profile *next)
     int64_t now = pp_now_ns(CLOCK_MONOTONIC);
     uint64_t unlisted = pp_cpu_unlisted();
     if (p && unlisted > c->unlisted)
-        pp_profile_add_comment(p, "the thread list (/proc/self/task) could not be read, most likely for want of "
-                                  "a file descriptor: only threads started through pthread_create were sampled");
+        pp_profile_add_comment(p, "the thread list (/proc/self/task) could not be read (no file descriptor left, "
+                                  "or /proc out of reach after a chroot): only the main thread and threads "
+                                  "started through pthread_create were sampled");
     c->unlisted = unlisted;
     if (p)
         p->duration_nanos = now - c->base.window_mono_ns;

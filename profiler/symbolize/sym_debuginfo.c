@@ -239,6 +239,11 @@ static int search_debuginfo(Dwfl_Module *mod, void **userdata, const char *modna
                                           crc, out_name);
     if (fd >= 0)
         return fd;
+    char kept[600]; /* out of reach by its path (a chroot): the file kept for it */
+    if (build_id_path(mod, kept, sizeof kept) && (fd = pp_sym_open(kept)) >= 0) {
+        *out_name = strdup(kept);
+        return fd;
+    }
     struct stat main_st, *mst = NULL;
     if (file_name && stat(file_name, &main_st) == 0)
         mst = &main_st;
@@ -310,6 +315,10 @@ static int find_elf(Dwfl_Module *mod, void **userdata, const char *modname, Dwar
     if (modname == NULL || (modname[0] != '/' && strncmp(modname, "[vdso: ", 7) != 0))
         return -1;
     int fd = dwfl_linux_proc_find_elf(mod, userdata, modname, base, file_name, elfp);
+    if (fd < 0 && *elfp == NULL && modname[0] == '/' && (fd = pp_sym_open(modname)) >= 0) {
+        *file_name = strdup(modname); /* out of reach by its path (a chroot): the kept file */
+        return fd;
+    }
     static const char deleted[] = " (deleted)";
     size_t n = strlen(modname), dl = sizeof deleted - 1;
     if (fd >= 0 || *elfp != NULL || n <= dl || modname[0] != '/' ||

@@ -151,6 +151,9 @@ extern cxa_demangle_fn pp_sym_demangler;
  * files locally; a descriptor of the file mapped at [start, limit). */
 extern const Dwfl_Callbacks pp_sym_callbacks;
 int pp_sym_open_map_file(uint64_t start, uint64_t limit);
+/* sym_keep.c: open(path, O_RDONLY), or when the path is out of reach (a
+ * chroot), a copy of the descriptor kept for it by pp_sym_keep_files. */
+int pp_sym_open(const char *path);
 /* Whether mod's own DWARF may be read (its compressed debug sections fit
  * LIBPPROF_SYMBOLIZER_INFLATE_MB); separate debug files are checked when
  * found. Objects left out get a note, cleared with the Dwfl. */

@@ -48,13 +48,13 @@ struct dl_counts pp_sym_dl_counts_now(void)
 
 static bool read_file(const char *path, sbuf *out)
 {
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    int fd = pp_sym_open(path);
     if (fd < 0)
         return false;
     out->n = 0;
-    for (;;) {
+    for (off_t at = 0;;) {
         char chunk[16384];
-        ssize_t n = read(fd, chunk, sizeof chunk);
+        ssize_t n = pread(fd, chunk, sizeof chunk, at); /* a kept descriptor's offset is shared */
         if (n < 0 && errno == EINTR)
             continue;
         if (n < 0) {
@@ -63,6 +63,7 @@ static bool read_file(const char *path, sbuf *out)
         }
         if (n == 0)
             break;
+        at += n;
         if (!sbuf_add(out, chunk, (size_t)n)) {
             close(fd);
             return false;
@@ -236,7 +237,7 @@ static const char *mapping_build_id(struct pp_sym_session *s, const maps_line *m
     if (path[0] != '/')
         return "";
     /* A deleted path may name a newer file by now: read the mapped one. */
-    int fd = m->deleted ? pp_sym_open_map_file(m->start, m->limit) : open(path, O_RDONLY | O_CLOEXEC);
+    int fd = m->deleted ? pp_sym_open_map_file(m->start, m->limit) : pp_sym_open(path);
     if (fd < 0)
         return "";
     Elf *elf = elf_begin(fd, ELF_C_READ_MMAP, NULL);

@@ -64,4 +64,11 @@ int pp_sym_mapping_of(pp_sym_session *s, uint64_t addr);
 size_t pp_sym_notes(pp_sym_session *s, const char **out, size_t max);
 void pp_sym_end(pp_sym_session *s);
 
+/* Before a chroot (interpose/): keeps /proc/self/maps and every object
+ * mapped now open, so that profiles taken after it keep their function
+ * names (sym_keep.c). Thread-safe; not in a signal handler. */
+void pp_sym_keep_files(void);
+/* Files kept so far (the index and tests). Thread-safe. */
+int pp_sym_kept_count(void);
+
 #endif

@@ -291,43 +291,62 @@ static void read_meta(int tid, pp_thread_stack *t)
     }
 }
 
+/* The process's thread ids: /proc/self/task, or when it cannot be read (a
+ * chroot without /proc, no descriptor left) the registered threads.
+ * Returns a malloc'd array and its length in *n, or NULL. */
+static int *thread_ids(const pp_thread_entry *reg, size_t nreg, size_t *n)
+{
+    size_t cap = nreg + 64;
+    int *ids = malloc(cap * sizeof *ids);
+    *n = 0;
+    if (!ids)
+        return NULL;
+    DIR *d = opendir("/proc/self/task");
+    if (!d) {
+        for (size_t i = 0; i < nreg; i++)
+            ids[(*n)++] = reg[i].tid;
+        return ids;
+    }
+    struct dirent *e;
+    while ((e = readdir(d))) {
+        int tid = atoi(e->d_name);
+        if (tid <= 0)
+            continue;
+        if (*n == cap) {
+            int *bigger = realloc(ids, 2 * cap * sizeof *ids);
+            if (!bigger)
+                break;
+            ids = bigger;
+            cap *= 2;
+        }
+        ids[(*n)++] = tid;
+    }
+    closedir(d);
+    return ids;
+}
+
 __attribute__((noinline)) int pp_thread_dump(pp_thread_stack **out, size_t *n)
 {
     *out = NULL;
     *n = 0;
     pp_signal_register(PP_SIG_QUEUED, DUMP_MAGIC, on_dump_signal);
     pp_signal_install();
-    size_t nreg;
+    size_t nreg = 0, nids;
     pp_thread_entry *reg = pp_threads_copy(&nreg);
-    DIR *d = opendir("/proc/self/task");
-    if (!d) {
-        free(reg);
-        return pp_fail(PPROF_ESYS);
-    }
-    size_t cap = 64, count = 0;
-    pp_thread_stack *t = calloc(cap, sizeof *t);
+    int *ids = thread_ids(reg, reg ? nreg : 0, &nids);
+    pp_thread_stack *t = ids ? calloc(nids ? nids : 1, sizeof *t) : NULL;
     if (!t) {
-        closedir(d);
+        free(ids);
         free(reg);
         return pp_fail(PPROF_ENOMEM);
     }
+    size_t count = 0;
     pp_mutex_lock(&dump_lock);
     int64_t end = pp_now_ns(CLOCK_MONOTONIC) + TOTAL_NS;
     int self = (int)syscall(SYS_gettid);
     uint64_t caller = (uint64_t)(uintptr_t)__builtin_return_address(0);
-    struct dirent *e;
-    while ((e = readdir(d))) {
-        int tid = atoi(e->d_name);
-        if (tid <= 0)
-            continue;
-        if (count == cap) {
-            pp_thread_stack *bigger = realloc(t, 2 * cap * sizeof *t);
-            if (!bigger)
-                break;
-            memset(bigger + cap, 0, cap * sizeof *t);
-            t = bigger;
-            cap *= 2;
-        }
+    for (size_t k = 0; k < nids; k++) {
+        int tid = ids[k];
         pp_thread_stack *s = &t[count++];
         s->tid = tid;
         s->syscall = -1;
@@ -356,7 +375,7 @@ __attribute__((noinline)) int pp_thread_dump(pp_thread_stack **out, size_t *n)
         }
     }
     pp_mutex_unlock(&dump_lock);
-    closedir(d);
+    free(ids);
     free(reg);
     *out = t;
     *n = count;

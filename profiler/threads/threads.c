@@ -108,16 +108,23 @@ static int list_registered(int *tids, int max)
     return n;
 }
 
+static int forking_tid; /* the forking thread's id in the parent (reg_lock) */
+
+/* The child's one thread is the forking thread's entry, under its new id
+ * (the lister gives it to cpu/ when /proc/self/task cannot be read). */
 void pp_threads_fork_child(void)
 {
     reg_lock = (pp_mutex)PP_MUTEX_INIT;
     int tid = (int)syscall(SYS_gettid);
     for (int i = 0; i < reg_high; i++)
-        if (registry[i].tid != tid)
-            registry[i].tid = 0;
+        registry[i].tid = registry[i].tid == forking_tid ? tid : 0;
 }
 
-void pp_threads_fork_prepare(void) { pp_mutex_lock(&reg_lock); }
+void pp_threads_fork_prepare(void)
+{
+    pp_mutex_lock(&reg_lock);
+    forking_tid = (int)syscall(SYS_gettid);
+}
 void pp_threads_fork_parent(void) { pp_mutex_unlock(&reg_lock); }
 
 static void on_exit_key(void *v)

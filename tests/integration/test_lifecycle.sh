@@ -18,6 +18,11 @@
 #       "not sampled" share over 5%
 #     - the sigwait thread still receives the program's signals (SIGUSR1,
 #       then SIGTERM, which ends it)
+#   dropping privileges after start, as root (prog_dropprivs): setuid to
+#   nobody and not dumpable; chroot into an empty directory and setuid:
+#     - the CPU profile names the program's function, in the parent and in
+#       a child forked after the drop (a member of the tree)
+#     - a thread dump (goroutine?debug=2) names it too
 # Usage: test_lifecycle.sh BUILD_DIR
 . "$(dirname "$0")/lib.sh"
 pp_init "$1"
@@ -126,4 +131,29 @@ sigblock() {
         grep -qx 'mask_profiling_blocked=0 mask_usr1_blocked=1' "$TMP/sigblock.out"
 }
 sigblock
+
+dropprivs() { # MODE
+    local mode=$1 base out=$TMP/drop-$1.out root=$TMP/root-$1 child tags
+    mkdir -p "$root"
+    PORT=$(pp_free_port)
+    pp_start "drop-$mode" env LD_PRELOAD="$LIB" LIBPPROF_ADDR=127.0.0.1:$PORT "$BUILD/tests/prog_dropprivs" "$mode" 20 "$root"
+    base=http://127.0.0.1:$PORT/debug/pprof
+    child=$(pp_wait_line "$out" '^child=' 10 "$PID") && child=${child#child=}
+    pp_check "$mode: the program dropped ($(head -1 "$out"))" test -n "$child"
+    curl -sf --max-time 20 -o "$TMP/drop-$mode.pb.gz" "$base/profile?seconds=2"
+    pp_check "$mode: the CPU profile names the program's function after the drop" \
+        sh -c "timeout 120 go tool pprof -top '$TMP/drop-$mode.pb.gz' 2>/dev/null | grep -q 'dropped_burn\$'"
+    tags=$(pp_pprof -tags -focus=dropped_burn "$TMP/drop-$mode.pb.gz" 2>/dev/null)
+    pp_check "$mode: both the parent and the child forked after the drop are in it ($(echo "$tags" | grep -cE ': ([0-9]+)$') pids)" \
+        sh -c "echo '$tags' | grep -qE ': $PID\$' && echo '$tags' | grep -qE ': $child\$'"
+    curl -sf --max-time 20 -o "$TMP/drop-$mode.dump" "$base/goroutine?debug=2"
+    pp_check "$mode: a thread dump names the program's function" grep -q '^dropped_burn$' "$TMP/drop-$mode.dump"
+    pp_stop "$PID"
+}
+if [ "$(id -u)" = 0 ]; then
+    dropprivs ud
+    dropprivs cu
+else
+    pp_skip "dropping privileges needs root"
+fi
 pp_finish
