@@ -149,6 +149,9 @@ void pp_http_finish_all_now(int64_t wait_ns);
 /* Makes this process the hub of its tree (unless LIBPPROF_TREE=0): a Unix
  * socket its forked children join. Returns 0 or PPROF_ESYS. */
 int pp_tree_start(void);
+/* Sets what a member that takes the hub's place calls to serve the
+ * endpoint where the old hub served (server.c); 0 or a PPROF_E* code. */
+void pp_tree_set_takeover(int (*serve)(void));
 /* A process started by exec with the preload inherited: joins the hub
  * among its ancestors (up to 16 up), if there is one. 0 when it joined
  * (it then serves nothing itself), -1 when not. */

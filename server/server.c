@@ -679,6 +679,54 @@ static void acceptor_stop(void)
     srv.wake[0] = srv.wake[1] = -1;
 }
 
+/* What this server started with, kept across fork (the fork handler
+ * leaves it): a member of its tree that takes the hub's place when this
+ * process has gone serves the same, at the port it had bound (tree.c). */
+static pprof_server_config taken;
+static char taken_addr[320];
+static char *taken_strs[5];
+
+static const char *keep_str(int i, const char *s)
+{
+    free(taken_strs[i]);
+    taken_strs[i] = s ? strdup(s) : NULL;
+    return taken_strs[i];
+}
+
+static void keep_for_takeover(const pprof_server_config *c, const char *addr, int port)
+{
+    const char *colon = strrchr(addr, ':');
+    if (strncmp(addr, "unix:", 5) != 0 && colon && strcmp(colon, ":0") == 0)
+        snprintf(taken_addr, sizeof taken_addr, "%.*s:%d", (int)(colon - addr), addr, port);
+    else
+        snprintf(taken_addr, sizeof taken_addr, "%s", addr);
+    taken = *c;
+    taken.addr = taken_addr;
+    taken.prefix = keep_str(0, c->prefix);
+    taken.token_file = keep_str(1, c->token_file);
+    taken.tls_cert_file = keep_str(2, c->tls_cert_file);
+    taken.tls_key_file = keep_str(3, c->tls_key_file);
+    taken.tls_client_ca_file = keep_str(4, c->tls_client_ca_file);
+}
+
+/* The takeover hook: serves where the old hub served, trying for 2 s
+ * while its socket may still be closing. On the member's agent thread. */
+static int serve_taken_over(void)
+{
+    int rc = PPROF_EADDR;
+    for (int i = 0; i < 40 && rc == PPROF_EADDR; i++)
+        if ((rc = pprof_server_start(&taken)) == PPROF_EADDR)
+            nanosleep(&(struct timespec){0, 50000000}, NULL);
+    const char *print = getenv("LIBPPROF_PRINT_ADDR");
+    if (rc != 0)
+        fprintf(stderr, "libpprof: pid %d could not take over the endpoint %s: %s\n", (int)getpid(), taken.addr,
+                pprof_last_error());
+    else if (print && !strcmp(print, "1"))
+        fprintf(stderr, "libpprof: serving %s (pid %d, in place of the process that served it)\n", taken.addr,
+                (int)getpid());
+    return rc;
+}
+
 /* The host exits: stop serving before its destructors run. */
 static void stop_at_exit(void)
 {
@@ -829,6 +877,9 @@ int pprof_server_start(const pprof_server_config *cfg)
     srv.unix_path = strncmp(addr, "unix:", 5) == 0 ? strdup(addr + 5) : NULL;
     srv.running = 1;
     pp_shutdown_hook_add(stop_at_exit);
+    if (cfg != &taken) /* a takeover keeps what it took over */
+        keep_for_takeover(&c, addr, port);
+    pp_tree_set_takeover(serve_taken_over);
     rc = 0;
     if (!c.no_tree && pp_tree_start() != 0) /* the server runs on; its tree is not joined */
         fprintf(stderr, "libpprof: %s; forked children are not profiled through this endpoint\n",

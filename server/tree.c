@@ -33,6 +33,16 @@
  * One hub thread polls the listening socket and the members' sockets,
  * reads every message and files responses under their request; requests
  * are sent from the requesting thread under the member's send lock.
+ *
+ * Takeover (daemons): when the hub exits or execs while members live on,
+ * each member's agent sees its connection end and tries to join again
+ * under the tree's name. The hub's own pid serving again (an exec) is
+ * waited for up to 3 s; once the hub is gone, a member whose parent is
+ * gone too (the daemon a double fork left) binds the tree's name after
+ * 100 ms, any other after 1 s (leaving the place to its parent): the
+ * first to bind it is the new hub, which also listens under its own pid's
+ * name (for exec'd descendants) and serves the endpoint at the address the
+ * old hub served (the server's takeover hook); the others join it.
  */
 #define _GNU_SOURCE
 #include "accept.h"
@@ -42,6 +52,7 @@
 #include <fcntl.h>
 #include <stddef.h>
 #include <poll.h>
+#include <signal.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -108,13 +119,16 @@ static struct {
     char name[108];           /* the socket's abstract name, "" when no tree */
     int is_hub;
     int listen_fd;
+    int alias_fd;             /* a hub that took over: also its own pid's name, or -1 */
     member members[MAX_MEMBERS];
     gone_member gone[GONE_KEPT]; /* the last to leave, a ring */
     unsigned ngone;
     treq *pending;
     uint32_t next_id;
     int thread_started;
-} hub = {.mu = PTHREAD_MUTEX_INITIALIZER, .listen_fd = -1};
+} hub = {.mu = PTHREAD_MUTEX_INITIALIZER, .listen_fd = -1, .alias_fd = -1};
+static int hub_pid, joined_ppid; /* a member's hub and its parent when it joined */
+static int forking_pid;           /* the process that forks, in its prepare handler */
 
 static pthread_once_t tree_once = PTHREAD_ONCE_INIT;
 static void tree_init_once(void);
@@ -237,9 +251,23 @@ static void drop_member_locked(member *m)
 
 static pp_accept_state hub_accept; /* the hub thread's */
 
-static void accept_member(void)
+static int parent_of(int pid);
+
+/* Whether process pid descends from this one (up to 16 generations): a
+ * worker that changed its user after the fork (nginx's, as root) still
+ * joins its hub, which keeps out other users' processes. */
+static int descends(int pid)
 {
-    int fd = pp_accept_one(&hub_accept, hub.listen_fd, 0, NULL, NULL);
+    int me = (int)getpid();
+    for (int depth = 0; pid > 1 && depth < 16; depth++)
+        if ((pid = parent_of(pid)) == me)
+            return 1;
+    return 0;
+}
+
+static void accept_member(int listen_fd)
+{
+    int fd = pp_accept_one(&hub_accept, listen_fd, 0, NULL, NULL);
     if (fd < 0)
         return;
     struct ucred cr;
@@ -248,7 +276,8 @@ static void accept_member(void)
     char *body = NULL;
     struct timeval tv = {2, 0};
     setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
-    if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cr, &cl) || cr.uid != getuid() || recv_msg(fd, &m, &body) ||
+    if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cr, &cl) || (cr.uid != getuid() && !descends(cr.pid)) ||
+        recv_msg(fd, &m, &body) ||
         m.type != MSG_HELLO) {
         free(body);
         pp_fd_close(fd);
@@ -296,12 +325,13 @@ static void *hub_main(void *arg)
     (void)arg;
     pthread_setname_np(pthread_self(), "pprof-hub");
     pprof_labels_unref(pp_server_own_begin());
-    struct pollfd pf[MAX_MEMBERS + 1];
-    int who[MAX_MEMBERS + 1];
+    struct pollfd pf[MAX_MEMBERS + 2];
+    int who[MAX_MEMBERS + 2];
     for (;;) {
         int n = 0;
         pthread_mutex_lock(&hub.mu);
         pf[n++] = (struct pollfd){hub.listen_fd, pp_accept_events(&hub_accept), 0};
+        pf[n++] = (struct pollfd){hub.alias_fd, hub.alias_fd >= 0 ? pp_accept_events(&hub_accept) : 0, 0};
         for (int i = 0; i < MAX_MEMBERS; i++)
             if (hub.members[i].fd >= 0) {
                 who[n] = i;
@@ -312,8 +342,10 @@ static void *hub_main(void *arg)
         if (poll(pf, (nfds_t)n, pp_accept_timeout(&hub_accept, 1000)) <= 0)
             continue;
         if (pf[0].revents & POLLIN)
-            accept_member();
-        for (int k = 1; k < n; k++) {
+            accept_member(pf[0].fd);
+        if (pf[1].revents & POLLIN)
+            accept_member(pf[1].fd);
+        for (int k = 2; k < n; k++) {
             if (!pf[k].revents)
                 continue;
             member *m = &hub.members[who[k]];
@@ -351,6 +383,106 @@ static void agent_done(void *ctx, const pprof_http_response *resp)
 
 static int hub_connect(void);
 
+/* ------------------------------------------------------------ takeover */
+
+static int (*takeover_serve)(void); /* the server's: serve where the old hub served */
+
+void pp_tree_set_takeover(int (*serve)(void))
+{
+    takeover_serve = serve;
+}
+
+/* A socket listening under the abstract name `name`, or -1. */
+static int listen_name(const char *name)
+{
+    int fd = pp_fd_socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    struct sockaddr_un a = {.sun_family = AF_UNIX};
+    size_t n = strlen(name);
+    memcpy(a.sun_path + 1, name, n);
+    if (fd >= 0 && (bind(fd, (struct sockaddr *)&a, (socklen_t)(offsetof(struct sockaddr_un, sun_path) + 1 + n)) ||
+                    listen(fd, 64))) {
+        int e = errno;
+        pp_fd_close(fd);
+        errno = e;
+        return -1;
+    }
+    return fd;
+}
+
+/* Whether process pid has ended (gone, or a zombie). */
+static int pid_ended(int pid)
+{
+    if (pid <= 0 || (kill(pid, 0) != 0 && errno == ESRCH))
+        return 1;
+    char path[64], buf[256];
+    snprintf(path, sizeof path, "/proc/%d/stat", pid);
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    ssize_t n = fd >= 0 ? read(fd, buf, sizeof buf - 1) : -1;
+    if (fd >= 0)
+        close(fd);
+    if (n <= 0)
+        return 0;
+    buf[n] = 0;
+    const char *p = strrchr(buf, ')');
+    return p && p[1] == ' ' && (p[2] == 'Z' || p[2] == 'X');
+}
+
+/* This process becomes the hub of the tree named hub.name: 0, or -1 when
+ * the name is taken (another member was first). */
+static int take_hub(void)
+{
+    pthread_mutex_lock(&hub.mu);
+    int fd = listen_name(hub.name);
+    if (fd < 0) {
+        pthread_mutex_unlock(&hub.mu);
+        return -1;
+    }
+    for (int i = 0; i < MAX_MEMBERS; i++)
+        hub.members[i].fd = -1; /* the agent's own connection is closed */
+    hub.listen_fd = fd;
+    char own[64];
+    snprintf(own, sizeof own, "libpprof-tree-%d", (int)getpid());
+    hub.alias_fd = strcmp(own, hub.name) != 0 ? listen_name(own) : -1;
+    hub.is_hub = 1;
+    if (!hub.thread_started)
+        hub.thread_started = pp_spawn_detached(hub_main, NULL) == 0;
+    pthread_mutex_unlock(&hub.mu);
+    return 0;
+}
+
+/* The agent's connection to its hub ended, or could not be made, while
+ * this process lives on: joins the tree again, or takes the hub's place
+ * (see the top of the file). Returns 1 when joined again (the connection
+ * in members[0]), 0 when the agent ends (this process is the hub now, or
+ * no hub came within 15 s). */
+static int hub_gone(void)
+{
+    if (pp_shutting_down() || !hub.name[0])
+        return 0;
+    member *self = &hub.members[0];
+    int64_t t0 = pp_now_ns(CLOCK_MONOTONIC);
+    for (;;) {
+        int fd = hub_connect();
+        if (fd >= 0) {
+            pthread_mutex_lock(&self->send_mu);
+            self->fd = fd;
+            pthread_mutex_unlock(&self->send_mu);
+            return 1;
+        }
+        int64_t waited_ms = (pp_now_ns(CLOCK_MONOTONIC) - t0) / 1000000;
+        int orphan = joined_ppid && (int)getppid() != joined_ppid;
+        int64_t wait_ms = !pid_ended(hub_pid) ? 3000 : orphan ? 100 : 1000;
+        if (waited_ms >= wait_ms && take_hub() == 0) {
+            if (takeover_serve)
+                takeover_serve();
+            return 0;
+        }
+        if (waited_ms > 15000 || pp_shutting_down())
+            return 0;
+        nanosleep(&(struct timespec){0, 50000000}, NULL);
+    }
+}
+
 static void *agent_main(void *arg)
 {
     (void)arg;
@@ -362,7 +494,7 @@ static void *agent_main(void *arg)
         pthread_mutex_lock(&self->send_mu);
         self->fd = fd;
         pthread_mutex_unlock(&self->send_mu);
-        if (fd < 0)
+        if (fd < 0 && !hub_gone())
             return NULL;
     }
     for (;;) {
@@ -370,7 +502,13 @@ static void *agent_main(void *arg)
         char *body = NULL;
         if (recv_msg(self->fd, &m, &body) || m.type != MSG_REQ) {
             free(body);
-            break;
+            pthread_mutex_lock(&self->send_mu);
+            pp_fd_close(self->fd);
+            self->fd = -1;
+            pthread_mutex_unlock(&self->send_mu);
+            if (hub_gone()) /* joined again */
+                continue;
+            return NULL;
         }
         char path[256];
         char *q = strchr(body, '?');
@@ -382,15 +520,10 @@ static void *agent_main(void *arg)
             agent_done((void *)(uintptr_t)m.id, &(pprof_http_response){.status = 500});
         free(body);
     }
-    pthread_mutex_lock(&self->send_mu);
-    pp_fd_close(self->fd);
-    self->fd = -1;
-    pthread_mutex_unlock(&self->send_mu);
-    return NULL;
 }
 
-/* Connects to the hub named hub.name and starts the agent; 0 or -1. */
-/* A connection to the hub named hub.name that has said hello, or -1. */
+/* A connection to the hub named hub.name that has said hello, or -1; it
+ * notes the hub's pid and this process's parent for a takeover. */
 static int hub_connect(void)
 {
     int fd = pp_fd_socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
@@ -403,6 +536,11 @@ static int hub_connect(void)
             pp_fd_close(fd);
         return -1;
     }
+    struct ucred cr;
+    socklen_t cl = sizeof cr;
+    hub_pid = getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cr, &cl) == 0 ? cr.pid : 0;
+    if (!joined_ppid) /* an exec'd member: its parent now (a forked one's: at the fork) */
+        joined_ppid = (int)getppid();
     return fd;
 }
 
@@ -424,6 +562,11 @@ static int join(int now)
     return 0;
 }
 
+static void tree_fork_prepare(void)
+{
+    forking_pid = (int)getpid();
+}
+
 /* In a forked child of a tree's process: join the hub. */
 static void tree_fork_child(void)
 {
@@ -437,6 +580,8 @@ static void tree_fork_child(void)
     hub.ngone = 0;
     hub.is_hub = 0;
     hub.thread_started = 0;
+    hub.alias_fd = -1;
+    joined_ppid = forking_pid; /* getppid() may already say 1 */
     if (hub.name[0])
         join(0);
 }
@@ -503,7 +648,7 @@ static void tree_init_once(void)
         hub.members[i].fd = -1;
         pthread_mutex_init(&hub.members[i].send_mu, NULL);
     }
-    pthread_atfork(NULL, NULL, tree_fork_child);
+    pthread_atfork(tree_fork_prepare, NULL, tree_fork_child);
 }
 
 int pp_tree_start(void)
@@ -519,14 +664,8 @@ int pp_tree_start(void)
     }
     char name[64];
     snprintf(name, sizeof name, "libpprof-tree-%d", (int)getpid());
-    int fd = pp_fd_socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-    struct sockaddr_un a = {.sun_family = AF_UNIX};
-    size_t n = strlen(name);
-    memcpy(a.sun_path + 1, name, n);
-    if (fd < 0 || bind(fd, (struct sockaddr *)&a, (socklen_t)(offsetof(struct sockaddr_un, sun_path) + 1 + n)) ||
-        listen(fd, 64)) {
-        if (fd >= 0)
-            pp_fd_close(fd);
+    int fd = listen_name(name);
+    if (fd < 0) {
         pthread_mutex_unlock(&hub.mu);
         return pp_error_detail(PPROF_ESYS, "cannot listen for the process tree: %s", strerror(errno));
     }

@@ -18,6 +18,11 @@
 #       "not sampled" share over 5%
 #     - the sigwait thread still receives the program's signals (SIGUSR1,
 #       then SIGTERM, which ends it)
+#   daemonizing (prog_daemonize: fork, setsid, fork; the process started
+#   exits at once; the daemon forks two busy workers):
+#     - the endpoint answers at the same address within 2 s of the start
+#       returning, served by the daemon
+#     - a 2 s CPU profile has both workers (pid tags) on their function
 #   dropping privileges after start, as root (prog_dropprivs): setuid to
 #   nobody and not dumpable; chroot into an empty directory and setuid:
 #     - the CPU profile names the program's function, in the parent and in
@@ -131,6 +136,42 @@ sigblock() {
         grep -qx 'mask_profiling_blocked=0 mask_usr1_blocked=1' "$TMP/sigblock.out"
 }
 sigblock
+
+daemonize() {
+    local status=$TMP/daemon.status base d t0 ms pgid workers w n=0
+    PORT=$(pp_free_port)
+    base=http://127.0.0.1:$PORT/debug/pprof
+    pp_start daemonize env LD_PRELOAD="$LIB" LIBPPROF_ADDR=127.0.0.1:$PORT "$BUILD/tests/prog_daemonize" 20 "$status"
+    d=$(pp_wait_line "$TMP/daemonize.out" '^daemon=' 10 "$PID") && d=${d#daemon=}
+    pp_check "daemonize: the daemon started ($d)" test -n "$d"
+    [ -n "$d" ] || return
+    pgid=$(awk '{ print $5 }' "/proc/$d/stat" 2>/dev/null)
+    [ -n "$pgid" ] && PP_GROUPS+=("$pgid")
+    for t in $(seq 100); do
+        pp_alive "$PID" || break
+        sleep 0.02
+    done
+    t0=$(date +%s%N)
+    pp_wait_http "$base/cmdline" 5
+    ms=$((($(date +%s%N) - t0) / 1000000))
+    pp_check "daemonize: the endpoint answers at the same address within 2 s of the start returning ($ms ms)" \
+        test "$ms" -lt 2000
+    pp_check "daemonize: the daemon serves it (its pid on the index)" \
+        sh -c "curl -s --max-time 10 '$base/' | grep -q 'this process $d (prog_daemonize) is the hub'"
+    for t in $(seq 50); do
+        [ -s "$status" ] && break
+        sleep 0.05
+    done
+    workers=$(sed -n 's/^workers=//p' "$status")
+    curl -sf --max-time 20 -o "$TMP/daemon.pb.gz" "$base/profile?seconds=2"
+    pp_pprof -tags -focus=daemon_worker_burn "$TMP/daemon.pb.gz" >"$TMP/daemon.tags" 2>&1
+    for w in $workers; do
+        grep -qE ": $w\$" "$TMP/daemon.tags" && n=$((n + 1))
+    done
+    pp_check "daemonize: the CPU profile has both workers on their function ($n of 2: $workers)" test "$n" = 2
+    [ -n "$pgid" ] && kill -TERM -- "-$pgid" 2>/dev/null
+}
+daemonize
 
 dropprivs() { # MODE
     local mode=$1 base out=$TMP/drop-$1.out root=$TMP/root-$1 child tags
