@@ -45,8 +45,8 @@ static int check_params(pp_req *q)
         size_t len = amp ? (size_t)(amp - s) : strlen(s);
         const char *eq = memchr(s, '=', len);
         size_t klen = eq ? (size_t)(eq - s) : len;
-        long kl = pp_pct_decode(s, klen, key, sizeof key - 1);
-        long vl = eq ? pp_pct_decode(eq + 1, len - klen - 1, val, sizeof val - 1) : 0;
+        long kl = pp_pct_decode(s, klen, key, sizeof key - 1, PP_PCT_PLUS);
+        long vl = eq ? pp_pct_decode(eq + 1, len - klen - 1, val, sizeof val - 1, PP_PCT_PLUS) : 0;
         s += len + (amp != NULL);
         if (kl < 0 || vl < 0)
             return pp_reply_error(q, 400, "malformed query - bad %%-escape"), 1;

@@ -193,42 +193,6 @@ int pp_reply_error(pp_req *q, int status, const char *fmt, ...)
 
 /* ========================================================== query parsing */
 
-static int hexval(int c)
-{
-    if (c >= '0' && c <= '9')
-        return c - '0';
-    if (c >= 'a' && c <= 'f')
-        return c - 'a' + 10;
-    if (c >= 'A' && c <= 'F')
-        return c - 'A' + 10;
-    return -1;
-}
-
-/* Decodes n bytes of a query component (%XX escapes, '+' as space) into out,
- * writing at most cap bytes. Returns the full decoded length (which may
- * exceed cap: then out holds a prefix), or -1 on a malformed escape. */
-long pp_pct_decode(const char *s, size_t n, char *out, size_t cap)
-{
-    size_t o = 0;
-    for (size_t i = 0; i < n; i++, o++) {
-        int c = (unsigned char)s[i];
-        if (c == '%') {
-            if (n - i < 3) /* fewer than two characters follow */
-                return -1;
-            int h = hexval((unsigned char)s[i + 1]), l = hexval((unsigned char)s[i + 2]);
-            if (h < 0 || l < 0)
-                return -1;
-            c = h * 16 + l;
-            i += 2;
-        } else if (c == '+') {
-            c = ' ';
-        }
-        if (o < cap)
-            out[o] = (char)c;
-    }
-    return (long)o;
-}
-
 /* Parses an optionally signed decimal integer filling s[0..n). Values beyond
  * +-INT_MAX are rejected. Returns 0 and *v, or -1. */
 int pp_parse_int(const char *s, size_t n, long long *v)
@@ -279,7 +243,7 @@ static int parse_query(pp_req *q)
         const char *eq = memchr(s, '=', len);
         size_t klen = eq ? (size_t)(eq - s) : len;
         char key[16], val[32];
-        long kl = pp_pct_decode(s, klen, key, sizeof key);
+        long kl = pp_pct_decode(s, klen, key, sizeof key, PP_PCT_PLUS);
         if (kl < 0)
             return bad_query(q, "malformed query - bad %%-escape");
         int which = -1;
@@ -287,7 +251,7 @@ static int parse_query(pp_req *q)
             if ((size_t)kl == strlen(names[i]) && memcmp(key, names[i], (size_t)kl) == 0)
                 which = i;
         if (kl == 6 && memcmp(key, "format", 6) == 0) {
-            long vl = eq ? pp_pct_decode(eq + 1, len - klen - 1, val, sizeof val) : -1;
+            long vl = eq ? pp_pct_decode(eq + 1, len - klen - 1, val, sizeof val, PP_PCT_PLUS) : -1;
             if (pq->out.format)
                 return bad_query(q, "parameter \"format\" given more than once");
             if (vl == 5 && memcmp(val, "proto", 5) == 0)
@@ -297,19 +261,19 @@ static int parse_query(pp_req *q)
             else
                 return bad_query(q, "invalid value for \"format\" - must be proto or folded");
         } else if (kl == 6 && memcmp(key, "labels", 6) == 0) {
-            long vl = eq ? pp_pct_decode(eq + 1, len - klen - 1, val, sizeof val) : -1;
+            long vl = eq ? pp_pct_decode(eq + 1, len - klen - 1, val, sizeof val, PP_PCT_PLUS) : -1;
             if (vl != 1 || (val[0] != '0' && val[0] != '1'))
                 return bad_query(q, "invalid value for \"labels\" - must be 0 or 1");
             pq->out.labels = val[0] == '1';
         } else if (kl == 12 && memcmp(key, "sample_index", 12) == 0) {
             char *si = pq->out.sample_index;
-            long vl = eq ? pp_pct_decode(eq + 1, len - klen - 1, si, sizeof pq->out.sample_index) : -1;
+            long vl = eq ? pp_pct_decode(eq + 1, len - klen - 1, si, sizeof pq->out.sample_index, PP_PCT_PLUS) : -1;
             if (vl <= 0 || vl >= (long)sizeof pq->out.sample_index || memchr(si, 0, (size_t)vl))
                 return bad_query(q, "invalid value for \"sample_index\" - must be a sample type's name or index");
             si[vl] = 0;
         } else if (kl == 9 && memcmp(key, "symbolize", 9) == 0) {
             static const char *const hows[] = {"full", "functions", "none"};
-            long vl = eq ? pp_pct_decode(eq + 1, len - klen - 1, val, sizeof val) : -1;
+            long vl = eq ? pp_pct_decode(eq + 1, len - klen - 1, val, sizeof val, PP_PCT_PLUS) : -1;
             if (pq->symbolize)
                 return bad_query(q, "parameter \"symbolize\" given more than once");
             for (int i = 0; i < 3 && vl >= 0 && vl < (long)sizeof val; i++)
@@ -320,7 +284,7 @@ static int parse_query(pp_req *q)
         } else if (which >= 0) {
             int *has = which == 0 ? &pq->has_seconds : which == 1 ? &pq->has_debug : &pq->has_gc;
             int *out = which == 0 ? &pq->seconds : which == 1 ? &pq->debug : &pq->gc;
-            long vl = eq ? pp_pct_decode(eq + 1, len - klen - 1, val, sizeof val) : 0;
+            long vl = eq ? pp_pct_decode(eq + 1, len - klen - 1, val, sizeof val, PP_PCT_PLUS) : 0;
             long long v = 0;
             if (vl < 0)
                 return bad_query(q, "malformed query - bad %%-escape");

@@ -241,9 +241,6 @@ void pp_write_html_escaped(pp_reply *r, const char *s);
 /* The {{PREFIX}} slot: the request's prefix, HTML-escaped. */
 void pp_write_prefix(pp_reply *r, const pp_req *q);
 
-/* Query components: %XX escapes and '+' decoded into out (at most cap
- * bytes); returns the whole decoded length, or -1 on a malformed escape. */
-long pp_pct_decode(const char *s, size_t n, char *out, size_t cap);
 /* A decimal integer within +-INT32_MAX filling s[0..n): 0 and *v, or -1. */
 int pp_parse_int(const char *s, size_t n, long long *v);
 

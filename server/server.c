@@ -240,21 +240,10 @@ static enum MHD_Result answer_unlock(pp_mhd_req *st)
  * is refused, as on the built-in server). */
 static void append_encoded(pprof_buffer *b, int *failed, const char *s, size_t len)
 {
-    static const char hex[] = "0123456789ABCDEF";
     pprof_writer w = pprof_writer_buffer(b);
-    for (size_t i = 0; i < len && !*failed; i++) {
-        unsigned char c = (unsigned char)s[i];
-        char out[3] = {(char)c, 0, 0};
-        size_t n = 1;
-        if (c == ' ') {
-            out[0] = '+';
-        } else if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
-                     (c && strchr("-._~:/,", c)))) { /* strchr would find the NUL at the end */
-            out[0] = '%';
-            out[1] = hex[c >> 4];
-            out[2] = hex[c & 15];
-            n = 3;
-        }
+    char out[3 * 128];
+    for (size_t i = 0; i < len && !*failed; i += 128) {
+        size_t n = pp_pct_encode(s + i, len - i < 128 ? len - i : 128, out, sizeof out);
         if (w.write(w.ctx, out, n) != 0)
             *failed = 1;
     }

@@ -9,7 +9,8 @@
  * the one next-symbol resolver of the
  * overrides (next.h), the names the server reserves for its
  * endpoints (names.h), the LIBPPROF_* environment (env.h), an
- * arena for builders (arena.h), and the public writers (writer.c).
+ * arena for builders (arena.h), hex digits and percent-encoding
+ * (hex.h), and the public writers (writer.c).
  *
  * Invariants: lock.h and pp_fail are usable inside signal handlers and
  * malloc; nothing in base/ calls into another folder.
@@ -21,6 +22,7 @@
 #include "error.h"
 #include "fds.h"
 #include "hash.h"
+#include "hex.h"
 #include "lock.h"
 #include "names.h"
 #include "next.h"

@@ -11,6 +11,7 @@
  * (otel/).
  */
 #include "labels.h"
+#include "base/base.h"
 #include "otel/otel.h"
 
 #include <stdlib.h>
@@ -87,16 +88,6 @@ void pp_trace_adopt(const pp_trace_snap *t)
     pprof_trace_enter(&inherited.ctx);
 }
 
-static void hex(char *out, const uint8_t *b, size_t n)
-{
-    static const char digits[] = "0123456789abcdef";
-    for (size_t i = 0; i < n; i++) {
-        out[2 * i] = digits[b[i] >> 4];
-        out[2 * i + 1] = digits[b[i] & 15];
-    }
-    out[2 * n] = 0;
-}
-
 size_t pp_trace_labels(const void *set, const pp_trace_snap *t, int trace_id, pp_trace_text *text,
                        pprof_label **out)
 {
@@ -110,12 +101,12 @@ size_t pp_trace_labels(const void *set, const pp_trace_snap *t, int trace_id, pp
     /* The span's pairs, sorted by key as a set's are. */
     pprof_label span[3];
     size_t ns = 0;
-    hex(text->span_id, t->span_id, sizeof t->span_id);
+    pp_hex_encode(text->span_id, t->span_id, sizeof t->span_id);
     span[ns++] = (pprof_label){"span_id", text->span_id};
     if (t->span_name[0])
         span[ns++] = (pprof_label){"span_name", t->span_name};
     if (trace_id) {
-        hex(text->trace_id, t->trace_id, sizeof t->trace_id);
+        pp_hex_encode(text->trace_id, t->trace_id, sizeof t->trace_id);
         span[ns++] = (pprof_label){"trace_id", text->trace_id};
     }
     pprof_label *m = text->pairs;

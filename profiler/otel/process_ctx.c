@@ -98,11 +98,6 @@ static int set_attr(const char *key, const char *value)
     return 0;
 }
 
-static int hexval(int c)
-{
-    return c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'f' ? c - 'a' + 10 : c >= 'A' && c <= 'F' ? c - 'A' + 10 : -1;
-}
-
 /* Copies s[0..n) into out without surrounding blanks, decoding %XX. */
 static void decode(const char *s, size_t n, char *out, size_t cap)
 {
@@ -110,16 +105,8 @@ static void decode(const char *s, size_t n, char *out, size_t cap)
         s++, n--;
     while (n && (s[n - 1] == ' ' || s[n - 1] == '\t'))
         n--;
-    size_t o = 0;
-    for (size_t i = 0; i < n && o + 1 < cap; i++) {
-        if (s[i] == '%' && i + 2 < n && hexval(s[i + 1]) >= 0 && hexval(s[i + 2]) >= 0) {
-            out[o++] = (char)(hexval(s[i + 1]) * 16 + hexval(s[i + 2]));
-            i += 2;
-        } else {
-            out[o++] = s[i];
-        }
-    }
-    out[o] = 0;
+    long o = pp_pct_decode(s, n, out, cap - 1, PP_PCT_LENIENT);
+    out[o < (long)cap - 1 ? o : (long)cap - 1] = 0;
 }
 
 /* OTEL_RESOURCE_ATTRIBUTES: key=value pairs separated by commas, values

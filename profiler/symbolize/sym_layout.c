@@ -143,22 +143,12 @@ static void sig_line(const char *line, size_t len, void *arg)
         a->ok &= sbuf_add(a->files, line, len) && sbuf_add(a->files, "\n", 1);
 }
 
-static void hex_encode(char *out, const unsigned char *bits, size_t n)
-{
-    static const char digits[] = "0123456789abcdef";
-    for (size_t i = 0; i < n; i++) {
-        out[2 * i] = digits[bits[i] >> 4];
-        out[2 * i + 1] = digits[bits[i] & 15];
-    }
-    out[2 * n] = '\0';
-}
-
 static const char *build_id_hex(pp_arena *a, const unsigned char *bits, ssize_t n)
 {
     if (n <= 0 || n > 256)
         return "";
     char buf[513];
-    hex_encode(buf, bits, (size_t)n);
+    pp_hex_encode(buf, bits, (size_t)n);
     const char *s = pp_arena_strdup(a, buf);
     return s ? s : "";
 }
