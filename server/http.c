@@ -65,19 +65,6 @@ void pp_reply_header(pp_reply *r, const char *name, const char *value)
     p->nheaders++;
 }
 
-void pp_reply_header_copy(pp_reply *r, const char *name, const char *value)
-{
-    size_t n = strlen(value) + 1;
-    if (n > sizeof r->scratch - r->scratch_used) {
-        r->failed = 1;
-        return;
-    }
-    char *dst = r->scratch + r->scratch_used;
-    memcpy(dst, value, n);
-    r->scratch_used += n;
-    pp_reply_header(r, name, dst);
-}
-
 void pp_reply_write(pp_reply *r, const void *data, size_t len)
 {
     if (r->failed || len == 0)
@@ -390,9 +377,9 @@ int pprof_http_handle(const pprof_server_config *cfg, const pprof_http_request *
 {
     if (!req || !req->method || !req->path || !done)
         return handle(cfg, req, done, ctx, call);
-    pprof_labels *prev = pp_server_own_begin();
+    pprof_labels *prev = pp_own_labels_begin();
     int rc = pp_tree_handle(cfg, req, done, ctx, call, handle);
-    pprof_labels_leave(prev);
+    pp_own_labels_end(prev);
     return rc;
 }
 
@@ -529,26 +516,6 @@ const char *pp_why(int rc)
     return e[0] ? e : pprof_strerror(rc);
 }
 
-pprof_labels *pp_server_own_begin(void)
-{
-    static pprof_labels *own;
-    pprof_labels *set = __atomic_load_n(&own, __ATOMIC_ACQUIRE);
-    if (!set) {
-        pprof_label pair = {PP_OWN_KEY, PP_OWN_VALUE};
-        pp_own_heap_enter(); /* made on the host's thread, but the profiler's */
-        int rc = pprof_labels_new(&pair, 1, &set);
-        pp_own_heap_leave();
-        if (rc == 0) {
-            pprof_labels *none = NULL;
-            if (!__atomic_compare_exchange_n(&own, &none, set, 0, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE)) {
-                pprof_labels_unref(set);
-                set = none;
-            }
-        }
-    }
-    return pprof_labels_enter(set);
-}
-
 /* Ends the pending calls whose peers have gone (lock held on entry and
  * exit), so their places are free now rather than at the scheduler's next
  * check. */
@@ -569,7 +536,7 @@ static void reap_gone_locked(void)
  * scheduler's signal mask, which leaves the host's signals to the host. */
 static void *finisher_main(void *arg)
 {
-    pprof_labels_unref(pp_server_own_begin()); /* no request's labels */
+    pprof_labels_unref(pp_own_labels_begin()); /* no request's labels */
     pp_own_heap_enter(); /* its memory is the profiler's, for its life */
     pthread_mutex_lock(&mu);
     run_locked(arg, 0);
@@ -580,7 +547,7 @@ static void *finisher_main(void *arg)
 static void *scheduler_main(void *unused)
 {
     (void)unused;
-    pprof_labels_unref(pp_server_own_begin()); /* not its creator's request labels */
+    pprof_labels_unref(pp_own_labels_begin()); /* not its creator's request labels */
     pp_own_heap_enter(); /* its memory, and its finishers', is the profiler's */
     int64_t next_check = 0;
     pthread_mutex_lock(&mu);

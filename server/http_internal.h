@@ -70,20 +70,17 @@ typedef struct pp_req {
 
 /* --------------------------------------------------------------- replies */
 
-/* A response under construction. Header values must outlive the reply:
- * string literals, or copies made by pp_reply_header_copy. */
+/* A response under construction. Header values must outlive the reply
+ * (string literals). */
 typedef struct pp_reply {
     pprof_http_response resp;
     int failed;              /* an allocation failed: send a bare 500 */
-    size_t scratch_used;
-    char scratch[256];       /* storage for copied header values */
 } pp_reply;
 
 /* Starts a reply with `status` and the header every response carries
  * (X-Content-Type-Options: nosniff). */
 void pp_reply_init(pp_reply *r, int status);
 void pp_reply_header(pp_reply *r, const char *name, const char *value);
-void pp_reply_header_copy(pp_reply *r, const char *name, const char *value);
 void pp_reply_write(pp_reply *r, const void *data, size_t len);
 void pp_reply_printf(pp_reply *r, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 /* A writer that appends to the reply's body (for pprof_profile_write). */
@@ -245,10 +242,5 @@ void pp_write_prefix(pp_reply *r, const pp_req *q);
 int pp_parse_int(const char *s, size_t n, long long *v);
 
 int pp_h_ui(pp_req *q);
-
-/* The server's work is the profiler's own (base/names.h): makes the
- * calling thread's current label set say so and returns the set it
- * replaced, for pprof_labels_leave. Threads created meanwhile inherit it. */
-pprof_labels *pp_server_own_begin(void);
 
 #endif /* PP_HTTP_INTERNAL_H */

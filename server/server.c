@@ -815,7 +815,7 @@ int pprof_server_start(const pprof_server_config *cfg)
     atomic_store(&srv.parked, 0);
     sigset_t old;
     pp_block_host_signals(&old); /* the MHD thread inherits the mask */
-    pprof_labels *caller_set = pp_server_own_begin(); /* and the label set */
+    pprof_labels *caller_set = pp_own_labels_begin(); /* and the label set */
     pp_own_heap_enter(); /* and the own heap: the server's memory is the profiler's */
     int budget = connection_budget();
     srv.mhd_cap = budget / 5;
@@ -839,7 +839,7 @@ int pprof_server_start(const pprof_server_config *cfg)
         started = 0;
     }
     pp_own_heap_leave();
-    pprof_labels_leave(caller_set);
+    pp_own_labels_end(caller_set);
     pthread_sigmask(SIG_SETMASK, &old, NULL);
     if (!started) {
         snprintf(srv.error, sizeof srv.error, "cannot start the HTTP daemon");

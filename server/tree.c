@@ -324,7 +324,7 @@ static void *hub_main(void *arg)
 {
     (void)arg;
     pthread_setname_np(pthread_self(), "pprof-hub");
-    pprof_labels_unref(pp_server_own_begin());
+    pprof_labels_unref(pp_own_labels_begin());
     struct pollfd pf[MAX_MEMBERS + 2];
     int who[MAX_MEMBERS + 2];
     for (;;) {
@@ -487,7 +487,7 @@ static void *agent_main(void *arg)
 {
     (void)arg;
     pthread_setname_np(pthread_self(), "pprof-member");
-    pprof_labels_unref(pp_server_own_begin());
+    pprof_labels_unref(pp_own_labels_begin());
     member *self = &hub.members[0];
     if (self->fd < 0) { /* a forked child connects here, not in fork's path */
         int fd = hub_connect();

@@ -5,6 +5,8 @@
  * profiler uses instead of pthread mutexes, with the hook variant that never
  * waits for a fork (lock.h), the process-wide state: a fork under way and
  * the shutdown hooks and the switch to the profiler's own heap (process.h),
+ * the label set of the profiler's own work, as labels/ registers it
+ * (own_labels.h),
  * the descriptors the profiler owns, known by identity (fds.h),
  * the one next-symbol resolver of the
  * overrides (next.h), the names the server reserves for its
@@ -26,5 +28,6 @@
 #include "lock.h"
 #include "names.h"
 #include "next.h"
+#include "own_labels.h"
 #include "process.h"
 #endif

@@ -226,5 +226,4 @@ pprof_profile *pp_heap_build(const pp_heap_snap *base, const pp_heap_snap *now, 
 /* --- start-up (heap_sample.c) --- */
 /* Reads LIBPPROF_HEAP_RATE and starts sampling. */
 void pp_heap_init(void);
-int64_t pp_heap_rate_now(void);
 #endif

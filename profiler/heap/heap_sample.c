@@ -176,11 +176,6 @@ int pp_heap_freed(void *p)
     return sampled;
 }
 
-int64_t pp_heap_rate_now(void)
-{
-    return atomic_load(&rate);
-}
-
 /* Other threads see a new rate at their next slow path; the calling
  * thread at its next allocation. */
 static void set_rate(int64_t r)

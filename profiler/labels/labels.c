@@ -275,6 +275,15 @@ void pp_own_end(pprof_labels *prev)
     pprof_labels_leave(prev);
 }
 
+/* The server may not include labels.h: it reaches the same set through
+ * base/ (own_labels.h), registered before any other constructor can
+ * start it. */
+__attribute__((constructor(101))) static void own_labels_register(void)
+{
+    static const pp_own_labels_ops ops = {pp_own_begin, pp_own_end};
+    pp_own_labels_register(&ops);
+}
+
 int pp_labels_is_own(const void *set)
 {
     const pprof_labels *s = set;
