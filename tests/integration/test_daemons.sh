@@ -15,6 +15,15 @@
 #   memcached -d: the daemon serves; its heap in use is within 10% of what
 #     it says it holds; a CPU profile under memcslap's gets is its event
 #     loop (event_base_loop).
+#   dnsmasq (it closes every descriptor it inherited at start, then
+#     daemonizes): the daemon serves the endpoint; 2,000 queries with dig
+#     all get its answer; libpprof's threads rest while it idles (under
+#     1% of a core in 2 s); it exits within 1 s of SIGTERM.
+#   rsyslogd (it daemonizes; its input and queue threads block nearly
+#     every signal): the daemon serves; 400,000 lines sent with logger over
+#     TCP are all in its output file; a 2 s CPU profile during the flood
+#     holds at least 95% of rsyslogd's CPU time in that window (counted
+#     from /proc), with at most 5% not sampled.
 # Usage: test_daemons.sh BUILD_DIR
 . "$(dirname "$0")/lib.sh"
 pp_init "$1"
@@ -154,7 +163,123 @@ memcached_daemon() {
     [ -n "$d" ] && kill -TERM "$d" 2>/dev/null
 }
 
+# ticks PID: the CPU ticks of every thread of PID not named pprof-* or
+# MHD-* (the program's own).
+ticks() {
+    local t sum=0
+    for t in /proc/"$1"/task/*; do
+        case "$(cat "$t/comm" 2>/dev/null)" in pprof-* | MHD-*) continue ;; esac
+        sum=$((sum + $(awk '{ print $14 + $15 }' "$t/stat" 2>/dev/null || echo 0)))
+    done
+    echo "$sum"
+}
+
+# libpprof_ticks PID: the CPU ticks of libpprof's threads in PID.
+libpprof_ticks() {
+    local t sum=0
+    for t in /proc/"$1"/task/*; do
+        case "$(cat "$t/comm" 2>/dev/null)" in pprof-* | MHD-*) ;; *) continue ;; esac
+        sum=$((sum + $(awk '{ print $14 + $15 }' "$t/stat" 2>/dev/null || echo 0)))
+    done
+    echo "$sum"
+}
+
+dnsmasq_daemon() {
+    if ! command -v dnsmasq >/dev/null || ! command -v dig >/dev/null; then
+        pp_skip "dnsmasq: dnsmasq (dnsmasq-base) or dig (dnsutils) is not installed"
+        return
+    fi
+    local dir=$TMP/dm dport base d ms ok=0 i c0 c1 hz t0
+    hz=$(getconf CLK_TCK)
+    mkdir -p "$dir"
+    dport=$(pp_free_port)
+    PORT=$(pp_free_port)
+    base=http://127.0.0.1:$PORT/debug/pprof
+    env LD_PRELOAD="$LIB" LIBPPROF_ADDR=127.0.0.1:$PORT dnsmasq --port="$dport" --listen-address=127.0.0.1 \
+        --bind-interfaces --no-resolv --no-hosts --address=/test.example/10.1.2.3 --pid-file="$dir/dm.pid" \
+        --user=root >"$TMP/dm.out" 2>&1 </dev/null
+    pp_check "dnsmasq: the command returned 0" test $? = 0
+    read -r d ms < <(serving "$dir/dm.pid" "$base")
+    pp_check "dnsmasq: the endpoint answers at the same address within 2 s ($ms ms)" test "$ms" -lt 2000
+    pp_check "dnsmasq: the daemon ($d), which closed every descriptor it inherited, serves it" \
+        test "$(hub_of "$base")" = "$d"
+    for i in $(seq 2000); do
+        [ "$(dig +short +time=2 +tries=1 @127.0.0.1 -p "$dport" "q$((i % 50)).test.example")" = 10.1.2.3 ] && ok=$((ok + 1))
+    done 2>/dev/null
+    pp_check "dnsmasq: all 2,000 queries answered ($ok)" test "$ok" = 2000
+    curl -sf --max-time 20 -o "$TMP/dm.pb.gz" "$base/goroutine"
+    pp_check "dnsmasq: go tool pprof reads its thread profile" \
+        sh -c "timeout 120 go tool pprof -raw '$TMP/dm.pb.gz' 2>&1 | grep -q '^Samples:'"
+    c0=$(libpprof_ticks "$d")
+    sleep 2
+    c1=$(libpprof_ticks "$d")
+    pp_check "dnsmasq: libpprof's threads rest while it idles ($((c1 - c0)) ticks of $hz/s in 2 s, under 1%)" \
+        test $(((c1 - c0) * 100)) -lt $((hz * 2))
+    t0=$(date +%s%N)
+    kill -TERM "$d"
+    for i in $(seq 100); do
+        pp_alive "$d" || break
+        sleep 0.01
+    done
+    ms=$((($(date +%s%N) - t0) / 1000000))
+    pp_check "dnsmasq: it exits within 1 s of SIGTERM ($ms ms)" test "$ms" -lt 1000
+}
+
+rsyslog_daemon() {
+    if ! command -v rsyslogd >/dev/null || ! command -v logger >/dev/null; then
+        pp_skip "rsyslog: rsyslogd (rsyslog) or logger is not installed"
+        return
+    fi
+    local dir=$TMP/rsl rport base d ms c0 c1 t0 t1 top burn_ms not_ms total_ms own_ms lines flood
+    mkdir -p "$dir"
+    rport=$(pp_free_port)
+    PORT=$(pp_free_port)
+    base=http://127.0.0.1:$PORT/debug/pprof
+    cat >"$dir/rsyslog.conf" <<RSL
+module(load="imtcp")
+input(type="imtcp" port="$rport" address="127.0.0.1")
+global(workDirectory="$dir")
+*.* action(type="omfile" file="$dir/all.log")
+RSL
+    env LD_PRELOAD="$LIB" LIBPPROF_ADDR=127.0.0.1:$PORT rsyslogd -f "$dir/rsyslog.conf" -i "$dir/rsyslogd.pid" \
+        >"$TMP/rsl.out" 2>&1 </dev/null
+    pp_check "rsyslogd: the command returned 0" test $? = 0
+    read -r d ms < <(serving "$dir/rsyslogd.pid" "$base")
+    pp_check "rsyslogd: the endpoint answers at the same address within 2 s ($ms ms)" test "$ms" -lt 2000
+    pp_check "rsyslogd: the daemon ($d) serves it" test "$(hub_of "$base")" = "$d"
+    listening "$rport"
+    (for i in 1 2 3 4; do seq 1 100000 | sed 's/^/a line of the flood, number /' |
+        logger --tcp -n 127.0.0.1 -P "$rport" -t flood; done) &
+    flood=$!
+    sleep 0.3
+    c0=$(ticks "$d")
+    t0=$(date +%s%N)
+    curl -sf --max-time 20 -o "$TMP/rsl.pb.gz" "$base/profile?seconds=2"
+    t1=$(date +%s%N)
+    c1=$(ticks "$d")
+    wait "$flood"
+    top=$(pp_pprof -top -unit=ms "$TMP/rsl.pb.gz" 2>&1)
+    not_ms=$(printf '%s\n' "$top" | awk '/not sampled/ { sub(/ms$/, "", $4); s += $4 } END { print s + 0 }')
+    total_ms=$(printf '%s\n' "$top" | sed -n 's/.*Total samples = \([0-9.]*\)\(m\?s\).*/\1 \2/p' |
+        awk '{ print $2 == "s" ? $1 * 1000 : $1 }')
+    own_ms=$(awk -v c=$((c1 - c0)) -v hz="$(getconf CLK_TCK)" -v w=$(((t1 - t0) / 1000000)) \
+        'BEGIN { printf "%d", c * 1000 / hz * 2000 / w }')
+    pp_check "rsyslogd: the CPU profile holds its threads' CPU (${total_ms:-0} ms, $own_ms ms counted from /proc, at least 95%)" \
+        awk -v b="${total_ms:-0}" -v w="$own_ms" 'BEGIN { exit !(w > 0 && b >= 0.95 * w) }'
+    pp_check "rsyslogd: no more than 5% not sampled (${not_ms} of ${total_ms:-0} ms)" \
+        awk -v n="$not_ms" -v t="${total_ms:-0}" 'BEGIN { exit !(t > 0 && n <= 0.05 * t) }'
+    for i in $(seq 100); do
+        lines=$(grep -c 'a line of the flood' "$dir/all.log" 2>/dev/null)
+        [ "${lines:-0}" -ge 400000 ] && break
+        sleep 0.1
+    done
+    pp_check "rsyslogd: all 400,000 lines are in its file (${lines:-0})" test "${lines:-0}" = 400000
+    kill -TERM "$d" 2>/dev/null
+}
+
 nginx_daemon
 redis_daemon
 memcached_daemon
+dnsmasq_daemon
+rsyslog_daemon
 pp_finish
