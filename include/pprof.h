@@ -1,9 +1,21 @@
 /* pprof.h: the whole public API of libpprof.
  *
- * libpprof profiles a C or C++ program from inside (CPU now; heap, contention
- * and threads build on the same recorders) and serves the results over
- * HTTP in the format of Go's net/http/pprof, so `go tool pprof` and every
- * continuous profiler that reads Go's endpoints read it too.
+ * libpprof profiles a C or C++ program on Linux from inside and serves the
+ * profiles over HTTP in the format of Go's net/http/pprof, so `go tool
+ * pprof` and every continuous profiler that reads Go's endpoints read them
+ * too. It records CPU time, the heap and allocations, mutex and block
+ * contention, the threads' stacks and where they were created, and counts a
+ * program keeps itself (custom profiles); samples carry the thread's labels
+ * and tracing span. Recorders give profiles in memory, written as pprof
+ * protobuf, Go's text or folded stacks; the endpoints are served by
+ * libpprof's own server, by the program's HTTP server (pprof_http_handle,
+ * pprof_mhd.h), and for a whole tree of forked and exec'd processes.
+ * Loaded with LD_PRELOAD, it serves a program that was not built for it.
+ *
+ * Sections, in order: version, errors, writers, profiles, merging, labels,
+ * trace context, OpenTelemetry, recorders, then one per kind (CPU, heap,
+ * threads, contention, custom profiles), symbols, statistics, server,
+ * process trees, HTTP handling.
  *
  * Conventions:
  *  - Functions that can fail return int: 0 on success, a negative PPROF_E*
@@ -222,6 +234,32 @@ PPROF_API int pprof_fold(const void *data, size_t len, const pprof_folded_config
  * Not while another thread reads the profile. */
 PPROF_API void pprof_profile_free(pprof_profile *p);
 
+/* --------------------------------------------------------------- merging
+ *
+ * Several pprof protobufs (gzipped or not), such as the profiles of the
+ * processes of a tree, into one: samples, locations, functions and
+ * mappings of each input stay its own (mappings of different processes
+ * are not merged), every sample of input i gains the labels in[i].labels,
+ * and the string tables become one. The sample types must be the same
+ * (else PPROF_EINVAL, with the input named in pprof_last_error()); period
+ * and period type are the first input's, the time the earliest, the
+ * duration the longest, and the comments are all of them, each once. */
+typedef struct pprof_merge_input {
+    const void *data;          /* NULL with len 0: no profile, only the comment */
+    size_t len;
+    const pprof_label *labels; /* added to each of its samples */
+    size_t nlabels;
+    const pprof_num_label *num_labels; /* added to each of its samples (pid: numeric, so that
+                                          go tool pprof's -tagfocus=pid=N matches) */
+    size_t nnum_labels;
+    const char *comment;       /* added to the comments, or NULL */
+} pprof_merge_input;
+
+/* Writes the merge of n >= 1 inputs to w as a gzipped protobuf. Returns
+ * 0, PPROF_EINVAL (a bad or mismatched input), PPROF_ENOMEM or PPROF_EIO.
+ * Thread-safe. */
+PPROF_API int pprof_merge(const pprof_merge_input *in, size_t n, pprof_writer w);
+
 /* ---------------------------------------------------------------- labels */
 
 /* A label set: an immutable, reference-counted set of string key/value
@@ -272,18 +310,7 @@ PPROF_API void pprof_labels_leave(pprof_labels *previous);
 #define PPROF_LABELS_DEFAULT_CAP 1024
 PPROF_API int pprof_labels_set_cap(size_t cap);
 
-typedef struct pprof_labels_stats {
-    uint64_t live;            /* sets allocated and not yet freed */
-    uint64_t created;         /* sets ever created */
-    uint64_t freed;           /* sets ever freed */
-    uint64_t kept;            /* distinct sets kept by cumulative profiles */
-    uint64_t dropped;         /* records whose labels were dropped at the cap */
-} pprof_labels_stats;
-
-/* Counters of label-set memory. Thread-safe. */
-PPROF_API void pprof_labels_stats_get(pprof_labels_stats *out);
-
-/* ----------------------------------------------------------- trace context */
+/* --------------------------------------------------------- trace context */
 
 /* A tracing span's identity, as W3C Trace Context and OpenTelemetry carry
  * it. CPU samples taken while a context is the thread's current one carry
@@ -315,7 +342,7 @@ PPROF_API void pprof_trace_leave(const pprof_trace_context *previous);
  * thread leaves it. Async-signal-safe. */
 PPROF_API const pprof_trace_context *pprof_trace_current(void);
 
-/* ------------------------------------------------ OpenTelemetry contexts */
+/* --------------------------------------------------------- OpenTelemetry */
 
 /* Out-of-process profilers (the OpenTelemetry eBPF profiler and others)
  * read a process's context from its memory: libpprof publishes the process
@@ -331,23 +358,58 @@ PPROF_API const pprof_trace_context *pprof_trace_current(void);
  * when publication is off. Thread-safe. */
 PPROF_API int pprof_otel_set_resource(const pprof_label *attrs, size_t n);
 
-typedef struct pprof_otel_stats {
-    int published;           /* 1: the process context is published */
-    uint64_t updates;        /* publications, the first included */
-    uint64_t failures;       /* publications that failed (no memory, payload over 64 KiB) */
-    uint64_t keys;           /* label keys in threadlocal.attribute_key_map (at most 256) */
-    uint64_t keys_refused;   /* label pairs left out of thread records: their key came past 256 */
-    uint64_t attrs_dropped;  /* label pairs left out: a value over 255 bytes, or past 228 bytes in all */
-} pprof_otel_stats;
-
-/* Counters of the publication. Thread-safe. */
-PPROF_API void pprof_otel_stats_get(pprof_otel_stats *out);
-
 /* ------------------------------------------------------------- recorders */
 
 /* A recorder is configured once, then started, snapshotted and stopped.
  * Several recorders of one kind may run at once; they share one sampler. */
 typedef struct pprof_recorder pprof_recorder;
+
+/* Begins a window: from now on the recorder collects samples. Fails with
+ * PPROF_EBUSY if it is running, PPROF_ERATE if its rate differs from the
+ * rate in force. Thread-safe; one thread at a time per recorder. */
+PPROF_API int pprof_recorder_start(pprof_recorder *r);
+/* Ends the window and returns its profile in *out (symbolized), or discards
+ * it when out is NULL. Thread-safe; one thread at a time per recorder. */
+PPROF_API int pprof_recorder_stop(pprof_recorder *r, pprof_profile **out);
+/* Returns the profile of the window so far and begins the next window with
+ * no gap: every sample lands in exactly one window. Thread-safe; one thread
+ * at a time per recorder. */
+PPROF_API int pprof_recorder_snapshot(pprof_recorder *r, pprof_profile **out);
+/* Instant kinds (heap, threads, threadcreate, custom; mutex and block give
+ * their totals): the profile of the state
+ * now, in *out. Windowed-only kinds (CPU, allocations) fail with
+ * PPROF_ENOTSUP. Thread-safe; one thread at a time per
+ * recorder. */
+PPROF_API int pprof_recorder_write_to(pprof_recorder *r, pprof_profile **out);
+/* The rate the recorder samples at: Hz for CPU (once started), bytes for
+ * heap kinds, the fraction for mutex and ns for block; 0 for kinds that do
+ * not sample, or NULL. Thread-safe. */
+PPROF_API int64_t pprof_recorder_rate(const pprof_recorder *r);
+
+/* How a recorder's profiles are symbolized. FULL: function names, files,
+ * lines and inlined frames (libdw reads the objects' DWARF); FUNCTIONS:
+ * function names only, from the symbol tables (no DWARF is read: far
+ * less memory and time in big programs); NONE: addresses, mappings and
+ * build IDs only, for go tool pprof with the binaries at hand, or a
+ * continuous profiler that symbolizes on its server. DEFAULT: the
+ * environment's LIBPPROF_SYMBOLIZE (full, functions or none; full when
+ * unset). */
+typedef enum pprof_symbolize {
+    PPROF_SYMBOLIZE_DEFAULT = 0,
+    PPROF_SYMBOLIZE_FULL,
+    PPROF_SYMBOLIZE_FUNCTIONS,
+    PPROF_SYMBOLIZE_NONE,
+} pprof_symbolize;
+
+/* Sets how the recorder's next profiles are symbolized. Returns 0 or
+ * PPROF_EINVAL. Thread-safe; one thread at a time per recorder. */
+PPROF_API int pprof_recorder_set_symbolize(pprof_recorder *r, pprof_symbolize how);
+
+/* Stops the recorder if running and frees it. NULL is allowed. Not while
+ * another thread uses the recorder. */
+PPROF_API void pprof_recorder_free(pprof_recorder *r);
+
+/* ------------------------------------------------------------------- CPU */
 
 #define PPROF_CPU_DEFAULT_HZ 100
 #define PPROF_CPU_MAX_HZ 10000
@@ -372,26 +434,16 @@ typedef struct pprof_cpu_config {
  * Thread-safe. */
 PPROF_API int pprof_cpu_recorder_new(const pprof_cpu_config *cfg, pprof_recorder **out);
 
-/* Begins a window: from now on the recorder collects samples. Fails with
- * PPROF_EBUSY if it is running, PPROF_ERATE if its rate differs from the
- * rate in force. Thread-safe; one thread at a time per recorder. */
-PPROF_API int pprof_recorder_start(pprof_recorder *r);
-/* Ends the window and returns its profile in *out (symbolized), or discards
- * it when out is NULL. Thread-safe; one thread at a time per recorder. */
-PPROF_API int pprof_recorder_stop(pprof_recorder *r, pprof_profile **out);
-/* Returns the profile of the window so far and begins the next window with
- * no gap: every sample lands in exactly one window. Thread-safe; one thread
- * at a time per recorder. */
-PPROF_API int pprof_recorder_snapshot(pprof_recorder *r, pprof_profile **out);
-/* The rate the recorder samples at: Hz for CPU (once started), bytes for
- * heap kinds, the fraction for mutex and ns for block; 0 for kinds that do
- * not sample, or NULL. Thread-safe. */
-PPROF_API int64_t pprof_recorder_rate(const pprof_recorder *r);
-/* Stops the recorder if running and frees it. NULL is allowed. Not while
- * another thread uses the recorder. */
-PPROF_API void pprof_recorder_free(pprof_recorder *r);
+/* Chooses the signal the CPU timers deliver: SIGPROF by default, or
+ * LIBPPROF_SIGNAL (a number) at start-up; for hosts that use SIGPROF
+ * themselves (a host handler on the profiling signal is still called for
+ * signals that are not libpprof's). Only before CPU profiling first
+ * starts: later, a different signal fails with PPROF_EBUSY. Signals the
+ * system keeps (SIGKILL, SIGSTOP, SIGSEGV, ...) fail with PPROF_EINVAL.
+ * Thread-safe. */
+PPROF_API int pprof_cpu_set_signal(int signo);
 
-/* ------------------------------------------------------- heap recorders
+/* ------------------------------------------------------------------ heap
  *
  * Heap profiling samples allocations from the moment the library is
  * loaded: malloc, calloc, realloc, the aligned variants and every C++
@@ -442,82 +494,8 @@ PPROF_API int pprof_alloc_recorder_new(const pprof_heap_config *cfg, pprof_recor
 /* An instant heap recorder: pprof_recorder_write_to gives the live heap
  * now, with every allocation since start-up as alloc_*. Thread-safe. */
 PPROF_API int pprof_heap_recorder_new(const pprof_heap_config *cfg, pprof_recorder **out);
-/* Instant kinds (heap, threads, threadcreate, custom; mutex and block give
- * their totals): the profile of the state
- * now, in *out. Windowed-only kinds (CPU, allocations) fail with
- * PPROF_ENOTSUP. Thread-safe; one thread at a time per
- * recorder. */
-PPROF_API int pprof_recorder_write_to(pprof_recorder *r, pprof_profile **out);
 
-/* ------------------------------------------------------------- merging
- *
- * Several pprof protobufs (gzipped or not), such as the profiles of the
- * processes of a tree, into one: samples, locations, functions and
- * mappings of each input stay its own (mappings of different processes
- * are not merged), every sample of input i gains the labels in[i].labels,
- * and the string tables become one. The sample types must be the same
- * (else PPROF_EINVAL, with the input named in pprof_last_error()); period
- * and period type are the first input's, the time the earliest, the
- * duration the longest, and the comments are all of them, each once. */
-typedef struct pprof_merge_input {
-    const void *data;          /* NULL with len 0: no profile, only the comment */
-    size_t len;
-    const pprof_label *labels; /* added to each of its samples */
-    size_t nlabels;
-    const pprof_num_label *num_labels; /* added to each of its samples (pid: numeric, so that
-                                          go tool pprof's -tagfocus=pid=N matches) */
-    size_t nnum_labels;
-    const char *comment;       /* added to the comments, or NULL */
-} pprof_merge_input;
-
-/* Writes the merge of n >= 1 inputs to w as a gzipped protobuf. Returns
- * 0, PPROF_EINVAL (a bad or mismatched input), PPROF_ENOMEM or PPROF_EIO.
- * Thread-safe. */
-PPROF_API int pprof_merge(const pprof_merge_input *in, size_t n, pprof_writer w);
-
-/* How a recorder's profiles are symbolized. FULL: function names, files,
- * lines and inlined frames (libdw reads the objects' DWARF); FUNCTIONS:
- * function names only, from the symbol tables (no DWARF is read: far
- * less memory and time in big programs); NONE: addresses, mappings and
- * build IDs only, for go tool pprof with the binaries at hand, or a
- * continuous profiler that symbolizes on its server. DEFAULT: the
- * environment's LIBPPROF_SYMBOLIZE (full, functions or none; full when
- * unset). */
-typedef enum pprof_symbolize {
-    PPROF_SYMBOLIZE_DEFAULT = 0,
-    PPROF_SYMBOLIZE_FULL,
-    PPROF_SYMBOLIZE_FUNCTIONS,
-    PPROF_SYMBOLIZE_NONE,
-} pprof_symbolize;
-
-/* Sets how the recorder's next profiles are symbolized. Returns 0 or
- * PPROF_EINVAL. Thread-safe; one thread at a time per recorder. */
-PPROF_API int pprof_recorder_set_symbolize(pprof_recorder *r, pprof_symbolize how);
-
-typedef struct pprof_heap_stats {
-    int64_t rate;              /* in force, 0 when off */
-    uint64_t sampled;          /* allocations sampled since start-up */
-    uint64_t unrecorded;       /* sampled but not recorded (tables full, or held by another thread's fork) */
-    uint64_t records;          /* distinct (stack, labels, size) records */
-    uint64_t live_sampled;     /* sampled objects not yet freed */
-    uint64_t table_bytes;      /* memory of the records */
-    uint64_t live_table_bytes; /* memory of the live-object table */
-    uint64_t frees_unseen;     /* frees of sampled objects lost during forks (no room to defer
-                                  them): those objects count as in use until their address is reused */
-    int64_t own_inuse_bytes;   /* the profiler's own live heap from the program's allocator (server,
-                                  encoders), estimated from its samples: left out of the heap profiles */
-    uint64_t own_heap_bytes;   /* the profiler's own heap, apart from the program's allocator (what
-                                  the symbolizer and the built-in server's threads allocate):
-                                  blocks in use */
-    uint64_t own_heap_mapped;  /* ... and the memory it has taken for them */
-    uint64_t own_heap_fallbacks; /* allocations it could not serve (given to the program's allocator) */
-} pprof_heap_stats;
-
-/* Counters of the heap sampler (own_inuse_bytes reads the records: not
- * for a hot path). Thread-safe. */
-PPROF_API void pprof_heap_stats_get(pprof_heap_stats *out);
-
-/* ---------------------------------------------------- thread recorders
+/* --------------------------------------------------------------- threads
  *
  * Go's goroutine profile, for threads: the stacks of all live threads,
  * goroutine/count per distinct (stack, labels). Taking it does not break
@@ -541,7 +519,7 @@ PPROF_API int pprof_threads_recorder_new(const pprof_threads_config *cfg, pprof_
  * otherwise show "[not created through pthread_create]". Thread-safe. */
 PPROF_API int pprof_threadcreate_recorder_new(pprof_recorder **out);
 
-/* ------------------------------------------------ contention recorders
+/* ------------------------------------------------------------ contention
  *
  * Mutex profile: contended acquisitions of pthread mutexes and rwlocks,
  * one in `fraction` kept (Go's SetMutexProfileFraction), counting
@@ -564,20 +542,6 @@ PPROF_API int pprof_block_set_rate(int64_t ns);
 PPROF_API int64_t pprof_mutex_fraction(void);
 PPROF_API int64_t pprof_block_rate(void);
 
-typedef struct pprof_contention_stats {
-    int64_t mutex_fraction;    /* in force, 0 when off */
-    int64_t block_rate;        /* in force (ns), 0 when off */
-    uint64_t mutex_records;    /* distinct (stack, labels) records */
-    uint64_t block_records;
-    uint64_t lost;             /* kept events not recorded: the tables were full, or held by
-                                  another thread's fork */
-    int64_t own_mutex_delay_ns; /* the profiler's own threads' waits, as recorded (sampled): left */
-    int64_t own_block_delay_ns; /* out of the mutex and block profiles */
-} pprof_contention_stats;
-
-/* Counters of the contention profiles. Thread-safe. */
-PPROF_API void pprof_contention_stats_get(pprof_contention_stats *out);
-
 typedef struct pprof_contention_config {
     /* Mutex: the fraction; block: the rate in ns. 0 joins the rate in
      * force; a rate while the profile is off turns it on until the last
@@ -594,7 +558,7 @@ typedef struct pprof_contention_config {
 PPROF_API int pprof_mutex_recorder_new(const pprof_contention_config *cfg, pprof_recorder **out);
 PPROF_API int pprof_block_recorder_new(const pprof_contention_config *cfg, pprof_recorder **out);
 
-/* ----------------------------------------------------- custom profiles
+/* ------------------------------------------------------- custom profiles
  *
  * Like Go's pprof.NewProfile: a program counts things of its own by the
  * stack that made them (open connections, file handles, cache entries).
@@ -627,16 +591,37 @@ PPROF_API size_t pprof_custom_count(pprof_custom *c);
  * difference of the counts). Thread-safe. */
 PPROF_API int pprof_custom_recorder_new(pprof_custom *c, pprof_recorder **out);
 
-/* Chooses the signal the CPU timers deliver: SIGPROF by default, or
- * LIBPPROF_SIGNAL (a number) at start-up; for hosts that use SIGPROF
- * themselves (a host handler on the profiling signal is still called for
- * signals that are not libpprof's). Only before CPU profiling first
- * starts: later, a different signal fails with PPROF_EBUSY. Signals the
- * system keeps (SIGKILL, SIGSTOP, SIGSEGV, ...) fail with PPROF_EINVAL.
- * Thread-safe. */
-PPROF_API int pprof_cpu_set_signal(int signo);
+/* --------------------------------------------------------------- symbols */
 
-/* ----------------------------------------------------------- statistics */
+/* Writes the name of the function containing `addr` (demangled) into buf,
+ * NUL-terminated and truncated to len. Returns 0, or PPROF_ENOTFOUND when
+ * no symbol covers addr (PPROF_EINVAL for a NULL or empty buf). Thread-safe. */
+PPROF_API int pprof_symbol_name(uint64_t addr, char *buf, size_t len);
+
+/* ------------------------------------------------------------ statistics */
+
+typedef struct pprof_labels_stats {
+    uint64_t live;            /* sets allocated and not yet freed */
+    uint64_t created;         /* sets ever created */
+    uint64_t freed;           /* sets ever freed */
+    uint64_t kept;            /* distinct sets kept by cumulative profiles */
+    uint64_t dropped;         /* records whose labels were dropped at the cap */
+} pprof_labels_stats;
+
+/* Counters of label-set memory. Thread-safe. */
+PPROF_API void pprof_labels_stats_get(pprof_labels_stats *out);
+
+typedef struct pprof_otel_stats {
+    int published;           /* 1: the process context is published */
+    uint64_t updates;        /* publications, the first included */
+    uint64_t failures;       /* publications that failed (no memory, payload over 64 KiB) */
+    uint64_t keys;           /* label keys in threadlocal.attribute_key_map (at most 256) */
+    uint64_t keys_refused;   /* label pairs left out of thread records: their key came past 256 */
+    uint64_t attrs_dropped;  /* label pairs left out: a value over 255 bytes, or past 228 bytes in all */
+} pprof_otel_stats;
+
+/* Counters of the publication. Thread-safe. */
+PPROF_API void pprof_otel_stats_get(pprof_otel_stats *out);
 
 #define PPROF_CPU_HIST_BUCKETS 64
 
@@ -666,12 +651,42 @@ typedef struct pprof_cpu_stats {
 /* Counters of the CPU sampler since the process started. Thread-safe. */
 PPROF_API void pprof_cpu_stats_get(pprof_cpu_stats *out);
 
-/* ------------------------------------------------------------ symbols */
+typedef struct pprof_heap_stats {
+    int64_t rate;              /* in force, 0 when off */
+    uint64_t sampled;          /* allocations sampled since start-up */
+    uint64_t unrecorded;       /* sampled but not recorded (tables full, or held by another thread's fork) */
+    uint64_t records;          /* distinct (stack, labels, size) records */
+    uint64_t live_sampled;     /* sampled objects not yet freed */
+    uint64_t table_bytes;      /* memory of the records */
+    uint64_t live_table_bytes; /* memory of the live-object table */
+    uint64_t frees_unseen;     /* frees of sampled objects lost during forks (no room to defer
+                                  them): those objects count as in use until their address is reused */
+    int64_t own_inuse_bytes;   /* the profiler's own live heap from the program's allocator (server,
+                                  encoders), estimated from its samples: left out of the heap profiles */
+    uint64_t own_heap_bytes;   /* the profiler's own heap, apart from the program's allocator (what
+                                  the symbolizer and the built-in server's threads allocate):
+                                  blocks in use */
+    uint64_t own_heap_mapped;  /* ... and the memory it has taken for them */
+    uint64_t own_heap_fallbacks; /* allocations it could not serve (given to the program's allocator) */
+} pprof_heap_stats;
 
-/* Writes the name of the function containing `addr` (demangled) into buf,
- * NUL-terminated and truncated to len. Returns 0, or PPROF_ENOTFOUND when
- * no symbol covers addr (PPROF_EINVAL for a NULL or empty buf). Thread-safe. */
-PPROF_API int pprof_symbol_name(uint64_t addr, char *buf, size_t len);
+/* Counters of the heap sampler (own_inuse_bytes reads the records: not
+ * for a hot path). Thread-safe. */
+PPROF_API void pprof_heap_stats_get(pprof_heap_stats *out);
+
+typedef struct pprof_contention_stats {
+    int64_t mutex_fraction;    /* in force, 0 when off */
+    int64_t block_rate;        /* in force (ns), 0 when off */
+    uint64_t mutex_records;    /* distinct (stack, labels) records */
+    uint64_t block_records;
+    uint64_t lost;             /* kept events not recorded: the tables were full, or held by
+                                  another thread's fork */
+    int64_t own_mutex_delay_ns; /* the profiler's own threads' waits, as recorded (sampled): left */
+    int64_t own_block_delay_ns; /* out of the mutex and block profiles */
+} pprof_contention_stats;
+
+/* Counters of the contention profiles. Thread-safe. */
+PPROF_API void pprof_contention_stats_get(pprof_contention_stats *out);
 
 /* The symbolizer's memory and what it gave back. Its tables (libdw's, the
  * per-module symbol arrays, the per-unit function indexes) are built on
@@ -694,7 +709,7 @@ typedef struct pprof_symbolizer_stats {
  * for one in progress). Thread-safe. */
 PPROF_API void pprof_symbolizer_stats_get(pprof_symbolizer_stats *out);
 
-/* ---------------------------------------------------------------- HTTP */
+/* ---------------------------------------------------------------- server */
 
 typedef struct pprof_server_config {
     const char *addr;          /* "HOST:PORT"; NULL: LIBPPROF_ADDR, else 127.0.0.1:6060 */
@@ -735,6 +750,8 @@ PPROF_API int pprof_server_stop(void);
  * when it is not running. Thread-safe. */
 PPROF_API int pprof_server_port(void);
 
+/* --------------------------------------------------------- process trees */
+
 /* Process trees without the built-in server (see docs/process-trees.md).
  * pprof_server_start makes its process the hub of its tree
  * unless no_tree; pprof_tree_start does the same for a program that
@@ -757,6 +774,8 @@ PPROF_API int pprof_tree_start(void);
  * profile failed), PPROF_EIO (w failed), with the reason in
  * pprof_last_error. Thread-safe; never from a pprof_http_done callback. */
 PPROF_API int pprof_tree_collect(const char *request, pprof_writer w);
+
+/* --------------------------------------------------------- HTTP handling */
 
 /* Transport-independent request handling, for a service that mounts the
  * endpoints on an HTTP server of its own. */
