@@ -32,7 +32,14 @@
  *    CHANGELOG.md lists what did.
  *  - Configuration structs are zero-initialisable: a zero field means "the
  *    default", so `(pprof_cpu_config){0}` is a valid configuration.
- *  - Every function states its thread safety.
+ *  - Every function states its thread safety. "Thread-safe": any thread
+ *    may call it at any time, while other threads call it or any other
+ *    function, within the limits its comment names ("one thread at a time
+ *    per recorder": calls on one recorder must not overlap; "not while
+ *    another thread reads the profile"). Calls that act on "the calling
+ *    thread's" labels or trace context change that thread's alone. Only
+ *    functions that say "async-signal-safe" may be called from a signal
+ *    handler.
  */
 #ifndef PPROF_H
 #define PPROF_H
@@ -111,12 +118,15 @@ typedef struct pprof_buffer {
 } pprof_buffer;
 
 /* A writer that writes everything to `fd` (retrying short writes and EINTR).
- * Thread safety: as the file descriptor's. */
+ * Thread-safe; writes through it from several threads at once may
+ * interleave, as write(2)'s on the descriptor would. */
 PPROF_API pprof_writer pprof_writer_fd(int fd);
-/* A writer that appends to `buf`. Thread safety: one writer per buffer. */
+/* A writer that appends to `buf`. Thread-safe; writes to one buffer: one
+ * thread at a time. */
 PPROF_API pprof_writer pprof_writer_buffer(pprof_buffer *buf);
-/* Frees the buffer's memory and zeroes it. Safe on a zeroed buffer. Not
- * while a writer of the buffer is in use on another thread. */
+/* Frees the buffer's memory and zeroes it. Safe on a zeroed buffer.
+ * Thread-safe; not while a writer of the buffer is in use on another
+ * thread. */
 PPROF_API void pprof_buffer_free(pprof_buffer *buf);
 
 /* -------------------------------------------------------------- profiles */
@@ -185,13 +195,15 @@ typedef struct pprof_sample {
 
 /* Accessors: thread-safe (a profile is read only); what they return
  * belongs to the profile and lives until pprof_profile_free. */
-/* The profile's sample types; *n receives their number. */
+/* The profile's sample types; *n receives their number. Thread-safe. */
 PPROF_API const pprof_value_type *pprof_profile_sample_types(const pprof_profile *p, size_t *n);
-/* The profile's samples; *n receives their number. */
+/* The profile's samples; *n receives their number. Thread-safe. */
 PPROF_API const pprof_sample *pprof_profile_samples(const pprof_profile *p, size_t *n);
-/* The profile's mappings, in address order; *n receives their number. */
+/* The profile's mappings, in address order; *n receives their number.
+ * Thread-safe. */
 PPROF_API const pprof_mapping *pprof_profile_mappings(const pprof_profile *p, size_t *n);
-/* Period type, period, start time (ns since the epoch) and duration (ns). */
+/* Period type, period, start time (ns since the epoch) and duration (ns).
+ * Thread-safe. */
 PPROF_API pprof_value_type pprof_profile_period_type(const pprof_profile *p);
 PPROF_API int64_t pprof_profile_period(const pprof_profile *p);
 PPROF_API int64_t pprof_profile_time_nanos(const pprof_profile *p);
@@ -231,7 +243,7 @@ PPROF_API int pprof_profile_write_folded(const pprof_profile *p, const pprof_fol
  * not a profile (pprof_last_error says what is wrong). Thread-safe. */
 PPROF_API int pprof_fold(const void *data, size_t len, const pprof_folded_config *cfg, pprof_writer w);
 /* Frees a profile and everything its accessors returned. NULL is allowed.
- * Not while another thread reads the profile. */
+ * Thread-safe; not while another thread reads the profile. */
 PPROF_API void pprof_profile_free(pprof_profile *p);
 
 /* --------------------------------------------------------------- merging
@@ -287,17 +299,22 @@ PPROF_API const pprof_label *pprof_labels_pairs(const pprof_labels *set, size_t 
 /* Runs fn(arg) with the calling thread's current set merged with `add`
  * (add's values override), then restores the previous set, as Go's
  * pprof.Do. Nests freely. Returns 0, or a code if the merge failed (then
- * fn is not run). */
+ * fn is not run). Thread-safe: it changes the calling thread's set alone,
+ * and fn runs on the calling thread. */
 PPROF_API int pprof_do(const pprof_labels *add, void (*fn)(void *arg), void *arg);
 
 /* The calling thread's current set, with a new reference (NULL for none):
  * capture it where work is submitted and run the work under it elsewhere
- * with pprof_labels_enter. New threads start with their creator's set. */
+ * with pprof_labels_enter. New threads start with their creator's set.
+ * Thread-safe (the calling thread's set). */
 PPROF_API pprof_labels *pprof_labels_current(void);
 /* Low-level set/restore for code that cannot use a callback (event loops,
  * coroutines): makes `set` (NULL: none) the thread's current set, replacing
  * (not merging with) what was there, and returns the previous set, which
- * the caller passes to pprof_labels_leave to restore it. */
+ * the caller passes to pprof_labels_leave to restore it. enter takes a
+ * reference of its own to `set` and hands the caller the previous set's;
+ * leave takes that one back. Thread-safe: both act on the calling
+ * thread's set alone, so a leave belongs on the thread of its enter. */
 PPROF_API pprof_labels *pprof_labels_enter(pprof_labels *set);
 PPROF_API void pprof_labels_leave(pprof_labels *previous);
 
@@ -335,11 +352,12 @@ typedef struct pprof_trace_context {
  * leaving cost a few stores: keep *ctx unchanged and alive until the
  * matching leave (a local of the scope does). Threads created meanwhile
  * start with a copy of it. Scopes nest like label scopes; each thread has
- * its own. Async-signal-safe; never allocates. */
+ * its own. Thread-safe (the calling thread's context); async-signal-safe;
+ * never allocates. */
 PPROF_API const pprof_trace_context *pprof_trace_enter(const pprof_trace_context *ctx);
 PPROF_API void pprof_trace_leave(const pprof_trace_context *previous);
 /* The calling thread's current trace context, or NULL. Valid until the
- * thread leaves it. Async-signal-safe. */
+ * thread leaves it. Thread-safe; async-signal-safe. */
 PPROF_API const pprof_trace_context *pprof_trace_current(void);
 
 /* --------------------------------------------------------- OpenTelemetry */
@@ -376,14 +394,14 @@ PPROF_API int pprof_recorder_stop(pprof_recorder *r, pprof_profile **out);
  * at a time per recorder. */
 PPROF_API int pprof_recorder_snapshot(pprof_recorder *r, pprof_profile **out);
 /* Instant kinds (heap, threads, threadcreate, custom; mutex and block give
- * their totals): the profile of the state
- * now, in *out. Windowed-only kinds (CPU, allocations) fail with
- * PPROF_ENOTSUP. Thread-safe; one thread at a time per
- * recorder. */
+ * their totals): the profile of the state now, in *out. Windowed-only
+ * kinds (CPU, allocations) fail with PPROF_ENOTSUP. Thread-safe; one
+ * thread at a time per recorder. */
 PPROF_API int pprof_recorder_write_to(pprof_recorder *r, pprof_profile **out);
 /* The rate the recorder samples at: Hz for CPU (once started), bytes for
  * heap kinds, the fraction for mutex and ns for block; 0 for kinds that do
- * not sample, or NULL. Thread-safe. */
+ * not sample, or NULL. Thread-safe; on a CPU recorder, not while another
+ * thread starts or stops it. */
 PPROF_API int64_t pprof_recorder_rate(const pprof_recorder *r);
 
 /* How a recorder's profiles are symbolized. FULL: function names, files,
@@ -405,8 +423,8 @@ typedef enum pprof_symbolize {
  * PPROF_EINVAL. Thread-safe; one thread at a time per recorder. */
 PPROF_API int pprof_recorder_set_symbolize(pprof_recorder *r, pprof_symbolize how);
 
-/* Stops the recorder if running and frees it. NULL is allowed. Not while
- * another thread uses the recorder. */
+/* Stops the recorder if running and frees it. NULL is allowed.
+ * Thread-safe; not while another thread uses the recorder. */
 PPROF_API void pprof_recorder_free(pprof_recorder *r);
 
 /* ------------------------------------------------------------------- CPU */

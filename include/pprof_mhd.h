@@ -19,14 +19,18 @@ extern "C" {
  * with MHD_ALLOW_SUSPEND_RESUME). Call it from the daemon's access handler
  * for every URL under the prefix, passing the handler's arguments through;
  * it returns an MHD_Result. Long profiles suspend the connection and resume
- * it when done. Thread-safe. */
+ * it when done. Thread-safe: libmicrohttpd calls it from its threads, one
+ * call at a time per connection. */
 struct MHD_Connection;
 PPROF_API int pprof_mhd_handle(const pprof_server_config *cfg, struct MHD_Connection *connection,
                                const char *url, const char *method,
                                const char *upload_data, size_t *upload_data_size,
                                void **con_cls);
 /* Companion for MHD_OPTION_NOTIFY_COMPLETED: frees per-request state and
- * cancels a profile whose connection closed. Pass `con_cls` through. */
+ * cancels a profile whose connection closed. Pass `con_cls` through.
+ * Thread-safe, from any of the daemon's threads, once per connection;
+ * when a library thread is handing the request its answer at that moment,
+ * it waits for that to end. */
 PPROF_API void pprof_mhd_completed(void **con_cls);
 /* Ends the profiles still pending on `daemon` and hands their connections
  * back to it. libmicrohttpd refuses to stop a daemon with suspended
