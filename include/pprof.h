@@ -19,9 +19,9 @@
  *
  * Conventions:
  *  - Functions that can fail return int: 0 on success, a negative PPROF_E*
- *    code otherwise; pprof_strerror() turns a code into its fixed text, and
- *    pprof_last_error() tells what the calling thread's last failure was,
- *    with its detail.
+ *    code otherwise; pprof_strerror() turns a code into its fixed text,
+ *    pprof_err_name() into its name, and pprof_last_error() tells what the
+ *    calling thread's last failure was, with its detail.
  *  - Rates, periods and fractions are int64_t everywhere.
  *  - Ownership: what a function returns through an `out` pointer belongs to
  *    the caller, who frees it with the matching *_free or *_unref; strings
@@ -92,6 +92,10 @@ enum {
 /* The fixed one-line text of `code` ("invalid argument"), the same on
  * every call. A static string. Thread-safe; async-signal-safe. */
 PPROF_API const char *pprof_strerror(int code);
+/* The name of `code` as in this header ("PPROF_EINVAL"; "PPROF_OK" for 0),
+ * for logs and tests; "PPROF_E?" for a code it does not define. A static
+ * string. Thread-safe; async-signal-safe. */
+PPROF_API const char *pprof_err_name(int code);
 /* The calling thread's last failure: its code's text and, where the call
  * said more, one line of detail ("sampling rate differs from the rate in
  * force: CPU profiling runs at 100 Hz; ask for that or 0"). Every failing

@@ -1,10 +1,12 @@
 /* error.c: error texts and the calling thread's last failure.
  *
- * pprof_strerror gives a code's fixed text. Every failing call records its
- * code on the calling thread, with one line of detail where it has one
- * (pp_error_detail: which rate is in force, which name is taken) or none
- * (pp_fail), so pprof_last_error never shows the detail of an earlier,
- * unrelated failure. Per thread, so concurrent failures do not mix.
+ * pprof_strerror gives a code's fixed text and pprof_err_name its name
+ * (both switches list every code of pprof.h's enum: a new code goes in
+ * both). Every failing call records its code on the calling thread, with
+ * one line of detail where it has one (pp_error_detail: which rate is in
+ * force, which name is taken) or none (pp_fail), so pprof_last_error
+ * never shows the detail of an earlier, unrelated failure. Per thread, so
+ * concurrent failures do not mix.
  */
 #include "error.h"
 
@@ -52,6 +54,26 @@ const char *pprof_strerror(int code)
     case PPROF_ELIMIT: return "limit reached";
     case PPROF_ENOTFOUND: return "not found";
     default: return "unknown error";
+    }
+}
+
+/* async-signal-safe */
+const char *pprof_err_name(int code)
+{
+    switch (code) {
+    case PPROF_OK: return "PPROF_OK";
+    case PPROF_EINVAL: return "PPROF_EINVAL";
+    case PPROF_ENOMEM: return "PPROF_ENOMEM";
+    case PPROF_EBUSY: return "PPROF_EBUSY";
+    case PPROF_ERATE: return "PPROF_ERATE";
+    case PPROF_ESTATE: return "PPROF_ESTATE";
+    case PPROF_ESYS: return "PPROF_ESYS";
+    case PPROF_EIO: return "PPROF_EIO";
+    case PPROF_ENOTSUP: return "PPROF_ENOTSUP";
+    case PPROF_EADDR: return "PPROF_EADDR";
+    case PPROF_ELIMIT: return "PPROF_ELIMIT";
+    case PPROF_ENOTFOUND: return "PPROF_ENOTFOUND";
+    default: return "PPROF_E?";
     }
 }
 

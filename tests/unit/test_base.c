@@ -2,6 +2,8 @@
  * test-labels: quick
  *
  * Errors: pprof_strerror is the code's fixed text whatever failed before;
+ * pprof_err_name is each code's name as the header spells it, a distinct
+ * one for every code, and "PPROF_E?" for a code the header does not define;
  * pprof_last_error is "" before any failure, carries a failing call's
  * detail, and a later failure without detail replaces it (no stale
  * detail), while successful calls leave it alone; each thread has its own.
@@ -57,6 +59,25 @@ int main(void)
     CHECK(!strcmp(pprof_last_error(), ""));
     CHECK(!strcmp(pprof_strerror(PPROF_ENOTFOUND), "not found"));
     CHECK(!strcmp(pprof_strerror(12345), "unknown error"));
+    static const struct { int code; const char *name; } codes[] = {
+#define CODE(c) {c, #c}
+        CODE(PPROF_OK), CODE(PPROF_EINVAL), CODE(PPROF_ENOMEM), CODE(PPROF_EBUSY),
+        CODE(PPROF_ERATE), CODE(PPROF_ESTATE), CODE(PPROF_ESYS), CODE(PPROF_EIO),
+        CODE(PPROF_ENOTSUP), CODE(PPROF_EADDR), CODE(PPROF_ELIMIT), CODE(PPROF_ENOTFOUND),
+#undef CODE
+    };
+    size_t ncodes = sizeof codes / sizeof *codes;
+    for (size_t i = 0; i < ncodes; i++) {
+        CHECK(!strcmp(pprof_err_name(codes[i].code), codes[i].name));
+        CHECK(strcmp(pprof_strerror(codes[i].code), "unknown error") != 0);
+        for (size_t j = 0; j < i; j++)
+            CHECK(strcmp(pprof_err_name(codes[i].code), pprof_err_name(codes[j].code)) != 0);
+    }
+    for (int code = 0; code >= PPROF_ENOTFOUND; code--) /* the codes run 0, -1, ... with no gap */
+        CHECK(strcmp(pprof_err_name(code), "PPROF_E?") != 0);
+    CHECK(!strcmp(pprof_err_name(PPROF_ENOTFOUND - 1), "PPROF_E?"));
+    CHECK(!strcmp(pprof_err_name(1), "PPROF_E?"));
+    CHECK(!strcmp(pprof_err_name(12345), "PPROF_E?"));
     pprof_recorder *r;
     CHECK(pprof_cpu_recorder_new(&(pprof_cpu_config){.hz = -5}, &r) == PPROF_EINVAL);
     CHECK(strstr(pprof_last_error(), "invalid argument: hz must be") == pprof_last_error());
