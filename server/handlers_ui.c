@@ -39,22 +39,17 @@ static const struct {
 static int check_params(pp_req *q)
 {
     int seen[NPARAMS] = {0};
-    char key[32], val[512];
-    for (const char *s = q->req->query; s && *s;) {
-        const char *amp = strchr(s, '&');
-        size_t len = amp ? (size_t)(amp - s) : strlen(s);
-        const char *eq = memchr(s, '=', len);
-        size_t klen = eq ? (size_t)(eq - s) : len;
-        long kl = pp_pct_decode(s, klen, key, sizeof key - 1, PP_PCT_PLUS);
-        long vl = eq ? pp_pct_decode(eq + 1, len - klen - 1, val, sizeof val - 1, PP_PCT_PLUS) : 0;
-        s += len + (amp != NULL);
-        if (kl < 0 || vl < 0)
+    char val[512];
+    pp_param p;
+    for (const char *s = q->req->query; pp_query_next(&s, &p);) {
+        long vl = pp_param_value(&p, val, sizeof val - 1);
+        if (p.key_len < 0 || vl < 0)
             return pp_reply_error(q, 400, "malformed query - bad %%-escape"), 1;
-        if (kl == 0 && len == 0)
+        if (p.len == 0)
             continue;
-        if (kl >= (long)sizeof key - 1)
+        if (p.key_len >= (long)sizeof p.key - 1)
             return pp_reply_error(q, 400, "unknown parameter for the flame-graph page"), 1;
-        key[kl] = 0;
+        const char *key = p.key;
         size_t i = 0;
         while (i < NPARAMS && strcmp(params[i].key, key))
             i++;

@@ -24,121 +24,24 @@
 
 #include "base/base.h"
 #include "pprof.h"
+#include "query.h"
+#include "reply.h"
+#include "request.h"
+#include "route.h"
+#include "sched.h"
 
 /* The built-in server's connections in libmicrohttpd, and the most it
  * may have (0 when it never ran). server.c */
 void pp_server_connections(int *live, int *cap);
 
-#define PP_DEFAULT_PREFIX "/debug/pprof/"
-#define PP_DEFAULT_MAX_SECONDS 600
-#define PP_DEFAULT_MAX_CONCURRENT 16
-#define PP_DEFAULT_SECONDS 30
 /* Largest request body the MHD adapter accepts (symbol POSTs); beyond: 413. */
 #define PP_MAX_BODY (1u << 20)
-
-/* ------------------------------------------------------------- requests */
-
-/* The parameters we understand; everything else in a query is ignored. */
-/* How a profile is written: ?format=proto|folded, and for folded
- * &sample_index= (a sample type's name or index) and &labels=1. */
-typedef struct pp_output {
-    int format;             /* 0: the endpoint's own (gzipped protobuf or text) */
-    int labels;
-    char sample_index[64];  /* "": the profile's default */
-} pp_output;
-#define PP_OUT_PROTO 1
-#define PP_OUT_FOLDED 2
-
-typedef struct pp_query {
-    int has_seconds, seconds; /* validated: 1..max_seconds */
-    pp_output out;
-    int has_debug, debug;
-    int has_gc, gc;
-    pprof_symbolize symbolize; /* symbolize=full|functions|none; DEFAULT when absent */
-} pp_query;
-
-/* One request inside pprof_http_handle. */
-typedef struct pp_req {
-    pprof_server_config cfg; /* with the defaults filled in */
-    const pprof_http_request *req;
-    const char *name;        /* the path under the prefix */
-    pp_query q;              /* parsed for endpoints with PP_EP_QUERY */
-    pprof_http_done done;
-    void *ctx;
-    pprof_http_call **call;  /* may be NULL */
-} pp_req;
-
-/* --------------------------------------------------------------- replies */
-
-/* A response under construction. Header values must outlive the reply
- * (string literals). */
-typedef struct pp_reply {
-    pprof_http_response resp;
-    int failed;              /* an allocation failed: send a bare 500 */
-} pp_reply;
-
-/* Starts a reply with `status` and the header every response carries
- * (X-Content-Type-Options: nosniff). */
-void pp_reply_init(pp_reply *r, int status);
-void pp_reply_header(pp_reply *r, const char *name, const char *value);
-void pp_reply_write(pp_reply *r, const void *data, size_t len);
-void pp_reply_printf(pp_reply *r, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-/* A writer that appends to the reply's body (for pprof_profile_write). */
-pprof_writer pp_reply_writer(pp_reply *r);
-/* Turns `r` into an error answer: status, text/plain, X-Go-Pprof: 1 and
- * the formatted message as one line ending in "\n". */
-void pp_reply_set_error(pp_reply *r, int status, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
-void pp_reply_set_errorv(pp_reply *r, int status, const char *fmt, va_list ap);
-/* Hands the reply to done(ctx, ...) and frees its body. */
-void pp_reply_deliver(pp_reply *r, pprof_http_done done, void *ctx);
-/* The same for the request's own done callback. Returns 0. */
-int pp_reply_send(pp_req *q, pp_reply *r);
-/* Builds and sends an error answer. Returns 0. */
-int pp_reply_error(pp_req *q, int status, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
-/* Why a call failed with rc: the calling thread's last failure, or rc's
- * own text when the failing call left none. */
-const char *pp_why(int rc);
-
-/* -------------------------------------------------------- deferred calls */
-
-/* Builds the reply of a deferred call when its window ends: stops `rec`
- * and writes its profile, or an error. Runs on the scheduler thread. */
-typedef void (*pp_finish_fn)(pprof_recorder *rec, const void *arg, const pp_output *o, pp_reply *out);
 
 /* Writes p into r as o asks (else gzipped protobuf with `disposition`, or
  * fmt's text): the body and its Content-Type, or the error (400 for a
  * sample_index the profile does not have). Frees p. */
 void pp_write_profile(pp_reply *r, pprof_profile *p, const pp_output *o, pprof_format fmt, const char *what,
                       const char *disposition);
-
-/* Reserves one of cfg.max_concurrent places for a deferred call. Returns 0
- * or PPROF_ELIMIT. Every successful reserve is followed by exactly one
- * pp_call_unreserve or a successful pp_call_defer. */
-int pp_call_reserve(const pp_req *q);
-void pp_call_unreserve(void);
-/* Completes the request `seconds` from now with finish(rec, arg, reply) on
- * the scheduler thread. Takes over the reservation and, on success, `rec`
- * (freed when the call ends). Returns 0 or PPROF_ENOMEM/PPROF_ESYS (then
- * the reservation is released and `rec` still belongs to the caller). */
-int pp_call_defer(pp_req *q, pprof_recorder *rec, int seconds, pp_finish_fn finish, const void *arg);
-
-/* Peer watching for transports that park a connection while a call is
- * pending (a suspended MHD connection is not polled): the scheduler checks
- * `fd` every ~250 ms and, when the peer has closed it, cancels the call and
- * runs closed(arg) on the scheduler thread instead of done. `owner` groups
- * calls for pp_http_cancel_owner. Returns 0, or PPROF_ESTATE when the call
- * is no longer pending (done is running or has run). The caller must know
- * the call is still alive (done has not finished). */
-int pp_http_watch(pprof_http_call *call, int fd, void (*closed)(void *arg), void *arg,
-                  const void *owner);
-/* Cancels every pending call of `owner`, running each one's closed hook,
- * and waits for owned calls whose done or closed callback is running. */
-void pp_http_cancel_owner(const void *owner);
-/* Finishes every pending call now, on the calling thread, each with what
- * its window holds so far (a process tree's member that is exiting), then
- * waits up to wait_ns for calls other threads are finishing. */
-void pp_http_finish_all_now(int64_t wait_ns);
 
 /* ---------------------------------------------------------- process tree
  * (tree.c) */
@@ -163,10 +66,6 @@ int pp_tree_handle(const pprof_server_config *cfg, const pprof_http_request *req
 /* The index's row about the tree (nothing when this process is no hub). */
 void pp_tree_write_index(pp_reply *r);
 
-/* Blocks the asynchronous signals a host handles itself (SIGINT, SIGTERM,
- * ...) in the calling thread, saving the old mask: threads created while
- * they are blocked inherit the mask and leave those signals to the host. */
-void pp_block_host_signals(sigset_t *old);
 
 /* ------------------------------------------------------------- endpoints */
 
@@ -238,8 +137,6 @@ void pp_write_html_escaped(pp_reply *r, const char *s);
 /* The {{PREFIX}} slot: the request's prefix, HTML-escaped. */
 void pp_write_prefix(pp_reply *r, const pp_req *q);
 
-/* A decimal integer within +-INT32_MAX filling s[0..n): 0 and *v, or -1. */
-int pp_parse_int(const char *s, size_t n, long long *v);
 
 int pp_h_ui(pp_req *q);
 

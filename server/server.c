@@ -5,7 +5,7 @@
  * call per request: it collects a POST body (at most PP_MAX_BODY bytes,
  * else 413), hands the request over and queues the answer. When the answer
  * is not ready at once (a profile of N seconds), it suspends the connection
- * and registers its socket with pp_http_watch; the done callback, on the
+ * and registers its socket with pp_call_watch; the done callback, on the
  * scheduler thread, turns the answer into an MHD response and resumes the
  * connection, and MHD's next access-handler call queues it. If the client
  * goes away meanwhile, the scheduler notices (suspended connections are not
@@ -330,7 +330,7 @@ static enum MHD_Result start_request(const pprof_server_config *cfg, pp_mhd_req 
     const union MHD_ConnectionInfo *fi =
         MHD_get_connection_info(st->conn, MHD_CONNECTION_INFO_CONNECTION_FD);
     const union MHD_ConnectionInfo *di = MHD_get_connection_info(st->conn, MHD_CONNECTION_INFO_DAEMON);
-    pp_http_watch(call, fi ? (int)fi->connect_fd : -1, mhd_closed, st, di ? di->daemon : NULL);
+    pp_call_watch(call, fi ? (int)fi->connect_fd : -1, mhd_closed, st, di ? di->daemon : NULL);
     pthread_mutex_unlock(&st->mu);
     return MHD_YES;
 }
@@ -455,9 +455,9 @@ void pprof_mhd_release(struct MHD_Daemon *daemon)
 {
     if (!daemon)
         return;
-    pp_http_cancel_owner(daemon);
+    pp_call_cancel_owner(daemon);
     nanosleep(&(struct timespec){.tv_nsec = 20000000}, NULL);
-    pp_http_cancel_owner(daemon);
+    pp_call_cancel_owner(daemon);
 }
 
 /* ========================================================== built-in server */
@@ -897,7 +897,7 @@ int pprof_server_stop(void)
     int64_t give_up = pp_now_ns(CLOCK_MONOTONIC) + 5000000000LL;
     int settled = 0;
     for (;;) {
-        pp_http_cancel_owner(srv.daemon);
+        pp_call_cancel_owner(srv.daemon);
         if (atomic_load(&srv.parked) <= 0 && atomic_load(&srv.handling) <= 0) {
             settled = 1;
             break;

@@ -638,7 +638,7 @@ static void member_exit(void)
     int joined = !hub_here && self->fd >= 0;
     pthread_mutex_unlock(&self->send_mu);
     if (joined)
-        pp_http_finish_all_now(2000000000LL);
+        pp_call_finish_all_now(2000000000LL);
 }
 
 static void tree_init_once(void)
