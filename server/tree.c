@@ -472,9 +472,11 @@ static int hub_gone(void)
         int64_t waited_ms = (pp_now_ns(CLOCK_MONOTONIC) - t0) / 1000000;
         int orphan = joined_ppid && (int)getppid() != joined_ppid;
         int64_t wait_ms = !pid_ended(hub_pid) ? 3000 : orphan ? 100 : 1000;
-        if (waited_ms >= wait_ms && take_hub() == 0) {
-            if (takeover_serve)
-                takeover_serve();
+        /* Only a process that can serve where the hub served (it forked
+         * from a server and kept its configuration) takes the hub's place;
+         * one that exec'd joins whoever does. */
+        if (takeover_serve && waited_ms >= wait_ms && take_hub() == 0) {
+            takeover_serve();
             return 0;
         }
         if (waited_ms > 15000 || pp_shutting_down())

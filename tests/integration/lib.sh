@@ -12,6 +12,8 @@
 #                            waits up to S seconds for a line matching RE
 #   pp_wait_http URL S       waits up to S seconds until URL answers over HTTP
 #   pp_pprof ARGS...         go tool pprof with a time limit
+#   pp_ticks PID [RE [NOT]]  CPU ticks of PID's threads named RE, not NOT
+#   pp_top_ms FILE           a CPU profile's total and "not sampled" ms
 #   pp_ok / pp_bad / pp_check / pp_skip / pp_note / pp_finish
 #                            count checks; pp_finish prints "N passed, M
 #                            failed" as the last line and exits non-zero on
@@ -256,4 +258,28 @@ pp_status() {
 # pp_in_range X LO HI: LO <= X <= HI for decimal numbers.
 pp_in_range() {
     awk -v x="$1" -v lo="$2" -v hi="$3" 'BEGIN { exit !(x != "" && x + 0 >= lo + 0 && x + 0 <= hi + 0) }'
+}
+
+# pp_ticks PID [RE [NOT]]: the CPU ticks (user + system) of the threads of
+# PID whose name matches the extended regex RE (every thread when empty)
+# and not NOT. Libpprof's threads: pp_ticks PID "$PP_OWN_THREADS".
+PP_OWN_THREADS='^(pprof-|MHD-)'
+pp_ticks() {
+    local t c sum=0
+    for t in /proc/"$1"/task/*; do
+        c=$(cat "$t/comm" 2>/dev/null) || continue
+        [[ -z "${2:-}" || "$c" =~ $2 ]] || continue
+        [[ -n "${3:-}" && "$c" =~ $3 ]] && continue
+        sum=$((sum + $(awk '{ print $14 + $15 }' "$t/stat" 2>/dev/null || echo 0)))
+    done
+    echo "$sum"
+}
+
+# pp_top_ms FILE: "TOTAL NOT_SAMPLED", the CPU profile's samples and its
+# "not sampled" frames' flat time, in milliseconds.
+pp_top_ms() {
+    pp_pprof -top -unit=ms -sample_index=cpu "$1" 2>&1 | awk '
+        /Total samples = / { v = $0; sub(/.*Total samples = /, "", v); n = v + 0; if (v ~ /^[0-9.]+s/) n *= 1000; total = n }
+        /not sampled/ { f = $4; sub(/ms$/, "", f); ns += f }
+        END { printf "%d %d\n", total, ns }'
 }

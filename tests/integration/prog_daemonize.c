@@ -10,6 +10,7 @@
  * SECONDS, writes "workers=A B" to STATUS_FILE, waits for them and exits.
  */
 #define _GNU_SOURCE
+#include "burn.h"
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -17,25 +18,8 @@
 #include <time.h>
 #include <unistd.h>
 
-static volatile double sink;
-
-static double now(void)
-{
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return t.tv_sec + t.tv_nsec / 1e9;
-}
-
 /* Not static: the test looks for it by name. */
-__attribute__((noinline)) void daemon_worker_burn(double seconds)
-{
-    double end = now() + seconds, x = 1;
-    while (now() < end) {
-        for (int i = 0; i < 20000; i++)
-            x = x * 1.0000001 + 0.5 / (x + i);
-        sink = x;
-    }
-}
+PP_BURN_FUNCTION(daemon_worker_burn)
 
 static void run_daemon(double seconds, const char *status)
 {

@@ -10,6 +10,7 @@
  * parent prints "child=PID" and waits for it.
  */
 #define _GNU_SOURCE
+#include "burn.h"
 #include <grp.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -19,25 +20,8 @@
 #include <time.h>
 #include <unistd.h>
 
-static volatile double sink;
-
-static double now(void)
-{
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return t.tv_sec + t.tv_nsec / 1e9;
-}
-
 /* Not static: the test looks for it by name. */
-__attribute__((noinline)) void dropped_burn(double seconds)
-{
-    double end = now() + seconds, x = 1;
-    while (now() < end) {
-        for (int i = 0; i < 20000; i++)
-            x = x * 1.0000001 + 0.5 / (x + i);
-        sink = x;
-    }
-}
+PP_BURN_FUNCTION(dropped_burn)
 
 int main(int argc, char **argv)
 {

@@ -12,32 +12,16 @@
  * waiting for the children.
  */
 #define _GNU_SOURCE
+#include "burn.h"
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <time.h>
 #include <unistd.h>
 
-static volatile double sink;
-
-static double now_seconds(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return ts.tv_sec + ts.tv_nsec / 1e9;
-}
-
-/* Spends `seconds` of wall time computing. Not static: the test looks for
- * it by name in a profile taken through LD_PRELOAD. */
-__attribute__((noinline)) void busy_loop_for_preload(double seconds)
-{
-    double end = now_seconds() + seconds, x = 1.0;
-    while (now_seconds() < end) {
-        for (int i = 0; i < 20000; i++)
-            x = x * 1.0000001 + 0.5 / (x + i);
-        sink = x;
-    }
-}
+/* Spends `seconds` of wall time computing; the test looks for it by name
+ * in a profile taken through LD_PRELOAD. */
+PP_BURN_FUNCTION(busy_loop_for_preload)
 
 static void spawn_children(double parent_left, double child_extra, const char *exec_stderr)
 {

@@ -163,27 +163,6 @@ memcached_daemon() {
     [ -n "$d" ] && kill -TERM "$d" 2>/dev/null
 }
 
-# ticks PID: the CPU ticks of every thread of PID not named pprof-* or
-# MHD-* (the program's own).
-ticks() {
-    local t sum=0
-    for t in /proc/"$1"/task/*; do
-        case "$(cat "$t/comm" 2>/dev/null)" in pprof-* | MHD-*) continue ;; esac
-        sum=$((sum + $(awk '{ print $14 + $15 }' "$t/stat" 2>/dev/null || echo 0)))
-    done
-    echo "$sum"
-}
-
-# libpprof_ticks PID: the CPU ticks of libpprof's threads in PID.
-libpprof_ticks() {
-    local t sum=0
-    for t in /proc/"$1"/task/*; do
-        case "$(cat "$t/comm" 2>/dev/null)" in pprof-* | MHD-*) ;; *) continue ;; esac
-        sum=$((sum + $(awk '{ print $14 + $15 }' "$t/stat" 2>/dev/null || echo 0)))
-    done
-    echo "$sum"
-}
-
 dnsmasq_daemon() {
     if ! command -v dnsmasq >/dev/null || ! command -v dig >/dev/null; then
         pp_skip "dnsmasq: dnsmasq (dnsmasq-base) or dig (dnsutils) is not installed"
@@ -210,9 +189,9 @@ dnsmasq_daemon() {
     curl -sf --max-time 20 -o "$TMP/dm.pb.gz" "$base/goroutine"
     pp_check "dnsmasq: go tool pprof reads its thread profile" \
         sh -c "timeout 120 go tool pprof -raw '$TMP/dm.pb.gz' 2>&1 | grep -q '^Samples:'"
-    c0=$(libpprof_ticks "$d")
+    c0=$(pp_ticks "$d" "$PP_OWN_THREADS")
     sleep 2
-    c1=$(libpprof_ticks "$d")
+    c1=$(pp_ticks "$d" "$PP_OWN_THREADS")
     pp_check "dnsmasq: libpprof's threads rest while it idles ($((c1 - c0)) ticks of $hz/s in 2 s, under 1%)" \
         test $(((c1 - c0) * 100)) -lt $((hz * 2))
     t0=$(date +%s%N)
@@ -230,7 +209,7 @@ rsyslog_daemon() {
         pp_skip "rsyslog: rsyslogd (rsyslog) or logger is not installed"
         return
     fi
-    local dir=$TMP/rsl rport base d ms c0 c1 t0 t1 top burn_ms not_ms total_ms own_ms lines flood
+    local dir=$TMP/rsl rport base d ms c0 c1 t0 t1 not_ms total_ms own_ms lines flood
     mkdir -p "$dir"
     rport=$(pp_free_port)
     PORT=$(pp_free_port)
@@ -252,16 +231,13 @@ RSL
         logger --tcp -n 127.0.0.1 -P "$rport" -t flood; done) &
     flood=$!
     sleep 0.3
-    c0=$(ticks "$d")
+    c0=$(pp_ticks "$d" "" "$PP_OWN_THREADS")
     t0=$(date +%s%N)
     curl -sf --max-time 20 -o "$TMP/rsl.pb.gz" "$base/profile?seconds=2"
     t1=$(date +%s%N)
-    c1=$(ticks "$d")
+    c1=$(pp_ticks "$d" "" "$PP_OWN_THREADS")
     wait "$flood"
-    top=$(pp_pprof -top -unit=ms "$TMP/rsl.pb.gz" 2>&1)
-    not_ms=$(printf '%s\n' "$top" | awk '/not sampled/ { sub(/ms$/, "", $4); s += $4 } END { print s + 0 }')
-    total_ms=$(printf '%s\n' "$top" | sed -n 's/.*Total samples = \([0-9.]*\)\(m\?s\).*/\1 \2/p' |
-        awk '{ print $2 == "s" ? $1 * 1000 : $1 }')
+    read -r total_ms not_ms < <(pp_top_ms "$TMP/rsl.pb.gz")
     own_ms=$(awk -v c=$((c1 - c0)) -v hz="$(getconf CLK_TCK)" -v w=$(((t1 - t0) / 1000000)) \
         'BEGIN { printf "%d", c * 1000 / hz * 2000 / w }')
     pp_check "rsyslogd: the CPU profile holds its threads' CPU (${total_ms:-0} ms, $own_ms ms counted from /proc, at least 95%)" \

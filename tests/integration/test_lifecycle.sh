@@ -34,16 +34,6 @@ pp_init "$1"
 LIB=$BUILD/libpprof.so
 hz=$(getconf CLK_TCK)
 
-# The CPU ticks (user + system) of every thread of $1 but the first.
-other_threads_ticks() {
-    local t sum=0
-    for t in /proc/"$1"/task/*; do
-        [ "${t##*/}" = "$1" ] && continue
-        sum=$((sum + $(awk '{ print $14 + $15 }' "$t/stat" 2>/dev/null || echo 0)))
-    done
-    echo "$sum"
-}
-
 closeall() { # MODE
     local mode=$1 dir=$TMP/files-$1 base t0 t1 c0 c1 ms
     mkdir -p "$dir"
@@ -61,9 +51,9 @@ closeall() { # MODE
         curl -sf --max-time 10 -o "$TMP/dump-$mode" "$base/goroutine?debug=1"
     pp_pprof -raw "$base/profile?seconds=1" >"$TMP/raw-$mode" 2>&1
     pp_check "$mode: go tool pprof reads a 1 s CPU profile after the close" grep -q '^Samples:' "$TMP/raw-$mode"
-    c0=$(other_threads_ticks "$PID")
+    c0=$(pp_ticks "$PID" "$PP_OWN_THREADS")
     sleep 2
-    c1=$(other_threads_ticks "$PID")
+    c1=$(pp_ticks "$PID" "$PP_OWN_THREADS")
     pp_check "$mode: the profiler's threads rest while the program sleeps ($((c1 - c0)) ticks of $hz/s in 2 s, under 1%)" \
         test $(((c1 - c0) * 100)) -lt $((hz * 2))
     t0=$(date +%s%N)
@@ -94,16 +84,6 @@ done
 
 quiet() { "$@" >/dev/null; }
 
-# The CPU ticks (user + system) of the threads of $1 named $2.
-named_threads_ticks() {
-    local t sum=0
-    for t in /proc/"$1"/task/*; do
-        [ "$(cat "$t/comm" 2>/dev/null)" = "$2" ] || continue
-        sum=$((sum + $(awk '{ print $14 + $15 }' "$t/stat" 2>/dev/null || echo 0)))
-    done
-    echo "$sum"
-}
-
 sigblock() {
     local base c0 c1 t0 t1 top burn_ms worker_ms not_ms total_ms
     PORT=$(pp_free_port)
@@ -111,16 +91,14 @@ sigblock() {
     base=http://127.0.0.1:$PORT/debug/pprof
     pp_wait_line "$TMP/sigblock.out" '^ready' 10 "$PID" >/dev/null
     pp_check "sigblock: the endpoint answers" pp_wait_http "$base/cmdline" 5 "$PID"
-    c0=$(named_threads_ticks "$PID" prog_sigblock)
+    c0=$(pp_ticks "$PID" "^prog_sigblock$")
     t0=$(date +%s%N)
     curl -sf --max-time 20 -o "$TMP/sigblock.pb.gz" "$base/profile?seconds=3"
     t1=$(date +%s%N)
-    c1=$(named_threads_ticks "$PID" prog_sigblock)
+    c1=$(pp_ticks "$PID" "^prog_sigblock$")
     top=$(pp_pprof -top -unit=ms -sample_index=cpu "$TMP/sigblock.pb.gz" 2>&1)
     burn_ms=$(printf '%s\n' "$top" | awk '$NF == "sigblock_worker_burn" { sub(/ms$/, "", $4); print $4 + 0 }')
-    not_ms=$(printf '%s\n' "$top" | awk '/not sampled/ { sub(/ms$/, "", $4); s += $4 } END { print s + 0 }')
-    total_ms=$(printf '%s\n' "$top" | sed -n 's/.*Total samples = \([0-9.]*\)\(m\?s\).*/\1 \2/p' |
-        awk '{ print $2 == "s" ? $1 * 1000 : $1 }')
+    read -r total_ms not_ms < <(pp_top_ms "$TMP/sigblock.pb.gz")
     # the workers' CPU in the 3 s window: their ticks over the request,
     # scaled to the window (they burn steadily)
     worker_ms=$(awk -v c=$((c1 - c0)) -v hz="$hz" -v w=$(((t1 - t0) / 1000000)) 'BEGIN { printf "%d", c * 1000 / hz * 3000 / w }')
