@@ -620,7 +620,16 @@ PPROF_API int pprof_custom_recorder_new(pprof_custom *c, pprof_recorder **out);
  * no symbol covers addr (PPROF_EINVAL for a NULL or empty buf). Thread-safe. */
 PPROF_API int pprof_symbol_name(uint64_t addr, char *buf, size_t len);
 
-/* ------------------------------------------------------------ statistics */
+/* ------------------------------------------------------------ statistics
+ *
+ * Counters of the library's parts, for dashboards and for the index page.
+ * Every *_stats struct ends in `reserved`, which its *_stats_get fills
+ * with zeros: a later version's new counters take its place, 8 bytes each
+ * (a uint64_t or int64_t), so the struct's size and its fields' offsets
+ * never change. A program built against an older header keeps reading the
+ * fields it knows; one built against a newer header, running with an
+ * older library, reads 0 in the fields that library does not fill, so a
+ * new counter is one whose 0 means "none" or "not known". */
 
 typedef struct pprof_labels_stats {
     uint64_t live;            /* sets allocated and not yet freed */
@@ -628,6 +637,7 @@ typedef struct pprof_labels_stats {
     uint64_t freed;           /* sets ever freed */
     uint64_t kept;            /* distinct sets kept by cumulative profiles */
     uint64_t dropped;         /* records whose labels were dropped at the cap */
+    uint64_t reserved[8];     /* zero; later fields take its place, so the struct's size never changes */
 } pprof_labels_stats;
 
 /* Counters of label-set memory. Thread-safe. */
@@ -640,6 +650,7 @@ typedef struct pprof_otel_stats {
     uint64_t keys;           /* label keys in threadlocal.attribute_key_map (at most 256) */
     uint64_t keys_refused;   /* label pairs left out of thread records: their key came past 256 */
     uint64_t attrs_dropped;  /* label pairs left out: a value over 255 bytes, or past 228 bytes in all */
+    uint64_t reserved[8];    /* zero; later fields take its place, so the struct's size never changes */
 } pprof_otel_stats;
 
 /* Counters of the publication. Thread-safe. */
@@ -668,6 +679,7 @@ typedef struct pprof_cpu_stats {
     /* handler_hist[i]: signals handled in [i*100, (i+1)*100) ns; the last
      * bucket also counts everything slower. */
     uint64_t handler_hist[PPROF_CPU_HIST_BUCKETS];
+    uint64_t reserved[8];    /* zero; later fields take its place, so the struct's size never changes */
 } pprof_cpu_stats;
 
 /* Counters of the CPU sampler since the process started. Thread-safe. */
@@ -690,6 +702,7 @@ typedef struct pprof_heap_stats {
                                   blocks in use */
     uint64_t own_heap_mapped;  /* ... and the memory it has taken for them */
     uint64_t own_heap_fallbacks; /* allocations it could not serve (given to the program's allocator) */
+    uint64_t reserved[8];      /* zero; later fields take its place, so the struct's size never changes */
 } pprof_heap_stats;
 
 /* Counters of the heap sampler (own_inuse_bytes reads the records: not
@@ -705,6 +718,7 @@ typedef struct pprof_contention_stats {
                                   another thread's fork */
     int64_t own_mutex_delay_ns; /* the profiler's own threads' waits, as recorded (sampled): left */
     int64_t own_block_delay_ns; /* out of the mutex and block profiles */
+    uint64_t reserved[8];      /* zero; later fields take its place, so the struct's size never changes */
 } pprof_contention_stats;
 
 /* Counters of the contention profiles. Thread-safe. */
@@ -725,6 +739,7 @@ typedef struct pprof_symbolizer_stats {
     uint64_t page_releases;    /* batches after which mapped file pages were given back */
     uint64_t idle_releases;    /* times everything was dropped for being idle */
     int loaded;                /* 1 while the tables are built */
+    uint64_t reserved[8];      /* zero; later fields take its place, so the struct's size never changes */
 } pprof_symbolizer_stats;
 
 /* The symbolizer's counters as of the end of its last batch (never waits

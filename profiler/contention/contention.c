@@ -19,6 +19,7 @@
 #include "unwind/unwind.h"
 
 #include <limits.h>
+#include <string.h>
 #include <time.h>
 
 pp_store pp_mutex_tab = PP_STORE_INIT(256ull << 20, 1u << 14);
@@ -149,6 +150,7 @@ void pprof_contention_stats_get(pprof_contention_stats *out)
 {
     if (!out)
         return;
+    memset(out, 0, sizeof *out); /* reserved included */
     out->mutex_fraction = atomic_load(&fraction);
     out->block_rate = atomic_load(&block_rate);
     pp_mutex_lock(&pp_mutex_tab.lock);

@@ -225,6 +225,7 @@ void pprof_heap_stats_get(pprof_heap_stats *out)
 {
     if (!out)
         return;
+    memset(out, 0, sizeof *out); /* reserved included */
     pp_heap_table_stats ts;
     pp_heap_table_stats_get(&ts);
     out->rate = atomic_load(&rate);

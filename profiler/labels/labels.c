@@ -206,6 +206,7 @@ void pprof_labels_stats_get(pprof_labels_stats *out)
 {
     if (!out)
         return;
+    memset(out, 0, sizeof *out); /* reserved included */
     out->created = atomic_load(&n_created);
     out->freed = atomic_load(&n_freed);
     out->live = out->created - out->freed;

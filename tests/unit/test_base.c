@@ -7,6 +7,8 @@
  * pprof_last_error is "" before any failure, carries a failing call's
  * detail, and a later failure without detail replaces it (no stale
  * detail), while successful calls leave it alone; each thread has its own.
+ * Statistics: every *_stats_get zeroes the struct's reserved space, and
+ * the structs keep their sizes (a new counter takes reserved space).
  * The hook lock: taken and released like the plain lock, it gives up only
  * when the lock is held while a fork is under way, and a waiter notices a
  * fork that begins while it waits. Shutdown hooks run once, in order,
@@ -93,6 +95,27 @@ int main(void)
     CHECK(strstr(other_thread_error, "a profile name is") != NULL);
     CHECK(!strcmp(pprof_last_error(), "invalid argument")); /* this thread's own */
     pprof_labels_unref(set);
+
+    /* statistics: reserved space zeroed, sizes fixed (LP64) */
+#define STATS(type, get, size)                                                        \
+    do {                                                                              \
+        type st;                                                                      \
+        memset(&st, 0xa5, sizeof st);                                                 \
+        get(&st);                                                                     \
+        int zero = 1;                                                                 \
+        for (size_t i = 0; i < sizeof st.reserved / sizeof st.reserved[0]; i++)       \
+            zero &= st.reserved[i] == 0;                                              \
+        CHECKF(zero, "%s leaves reserved space unzeroed", #get);                      \
+        CHECKF(sizeof(void *) != 8 || sizeof st == (size), "sizeof(%s) is %zu, not %d", \
+               #type, sizeof st, (size));                                             \
+    } while (0)
+    STATS(pprof_labels_stats, pprof_labels_stats_get, 104);
+    STATS(pprof_otel_stats, pprof_otel_stats_get, 112);
+    STATS(pprof_cpu_stats, pprof_cpu_stats_get, 664);
+    STATS(pprof_heap_stats, pprof_heap_stats_get, 160);
+    STATS(pprof_contention_stats, pprof_contention_stats_get, 120);
+    STATS(pprof_symbolizer_stats, pprof_symbolizer_stats_get, 128);
+#undef STATS
 
     /* the hook lock */
     CHECK(pp_mutex_lock_hook(&held) == 1);
