@@ -9,7 +9,7 @@
  *                          state per process: two scrapers of one path take
  *                          each other's deltas.
  */
-#include "http_internal.h"
+#include "endpoints.h"
 
 typedef int (*new_fn)(const pprof_contention_config *, pprof_recorder **);
 

@@ -11,7 +11,7 @@
  *                       in-use values live. One state per process: two
  *                       scrapers of it take each other's deltas.
  */
-#include "http_internal.h"
+#include "endpoints.h"
 
 static int serve(pp_req *q, const char *default_type, const char *disposition, const char *delta_disposition)
 {

@@ -8,7 +8,7 @@
  *   ...?seconds=N       the difference of the counts over N seconds
  *   threadcreate        the stacks that created the live threads
  */
-#include "http_internal.h"
+#include "endpoints.h"
 
 #include <pthread.h>
 #include <stdio.h>

@@ -12,7 +12,7 @@
  *                   seconds later
  *   pid=N, tree=0|1, gc=N, token=T   passed on to the profile's endpoint
  */
-#include "http_internal.h"
+#include "endpoints.h"
 
 #include <stdio.h>
 #include <string.h>

@@ -516,9 +516,27 @@ static void srv_fd_taken(int fd)
     pprof_server_stop();
 }
 
+/* The index's row about the connections (none before the first start). */
+static void write_index_row(pp_reply *r)
+{
+    int cap = srv.mhd_cap;
+    if (!cap)
+        return;
+    pp_heads_stats hs;
+    pp_heads_stats_get(&hs);
+    pp_reply_printf(r,
+                    "<tr><td>Connections</td><td>%d being answered of %d allowed; %d waiting for their "
+                    "request head of %d allowed; closed: %llu without a whole head within %d s, %llu "
+                    "to make room, %llu with a head over %d bytes (431)</td></tr>\n",
+                    atomic_load(&srv.mhd_live), cap, hs.held, hs.cap, (unsigned long long)hs.timed_out,
+                    PP_HEAD_SECONDS, (unsigned long long)hs.displaced, (unsigned long long)hs.too_large,
+                    PP_HEAD_MAX);
+}
+
 static void srv_init(void)
 {
     pthread_atfork(NULL, NULL, srv_after_fork_child);
+    pp_index_row_add(write_index_row);
     pp_fd_on_taken(srv_fd_taken);
 }
 
@@ -932,12 +950,6 @@ int pprof_server_stop(void)
     srv.running = 0;
     pthread_mutex_unlock(&srv.mu);
     return 0;
-}
-
-void pp_server_connections(int *live, int *cap)
-{
-    *live = atomic_load(&srv.mhd_live);
-    *cap = srv.mhd_cap;
 }
 
 /* Thread-safe. */

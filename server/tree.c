@@ -132,6 +132,7 @@ static int forking_pid;           /* the process that forks, in its prepare hand
 
 static pthread_once_t tree_once = PTHREAD_ONCE_INIT;
 static void tree_init_once(void);
+static void write_index_row(pp_reply *r);
 
 static int64_t mono_s(void)
 {
@@ -646,6 +647,7 @@ static void member_exit(void)
 static void tree_init_once(void)
 {
     pp_shutdown_hook_add(member_exit);
+    pp_index_row_add(write_index_row);
     for (int i = 0; i < MAX_MEMBERS; i++) {
         hub.members[i].fd = -1;
         pthread_mutex_init(&hub.members[i].send_mu, NULL);
@@ -725,16 +727,6 @@ static int count_param(const char *query, const char *key)
             s++;
     }
     return n;
-}
-
-/* The endpoints whose answers merge across processes. */
-static int mergeable(const char *name)
-{
-    static const char *const no[] = {"", "cmdline", "symbol", "symbolz", "trace", "ui"};
-    for (size_t i = 0; i < sizeof no / sizeof *no; i++)
-        if (!strcmp(name, no[i]))
-            return 0;
-    return 1;
 }
 
 typedef struct tree_call {
@@ -915,7 +907,7 @@ int pp_tree_handle(const pprof_server_config *cfg, const pprof_http_request *req
     pprof_http_request lreq = *req;
     lreq.query = query && *query ? query : NULL;
     int folding = formatted && !pid && !strcmp(fval, "folded");
-    if (!has_members || strncmp(req->path, prefix, plen) || !mergeable(req->path + plen) || !tree ||
+    if (!has_members || strncmp(req->path, prefix, plen) || !pp_endpoint_merges(req->path + plen) || !tree ||
         pid == (int)getpid() || (text && !pid) || (formatted && !pid && !folding && strcmp(fval, "proto")))
         return local(cfg, &lreq, done, ctx, call); /* (a bad format value: its 400) */
     const char *why = NULL;
@@ -1005,7 +997,8 @@ int pp_tree_handle(const pprof_server_config *cfg, const pprof_http_request *req
     return local(cfg, &lreq, tree_done, c, call);
 }
 
-void pp_tree_write_index(pp_reply *r)
+/* The index's row about the tree (nothing when this process is no hub). */
+static void write_index_row(pp_reply *r)
 {
     pthread_mutex_lock(&hub.mu);
     if (hub.is_hub) {
