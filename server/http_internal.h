@@ -30,23 +30,11 @@
 #include "request.h"
 #include "route.h"
 #include "sched.h"
-
-/* Largest request body the MHD adapter accepts (symbol POSTs); beyond: 413. */
-#define PP_MAX_BODY (1u << 20)
+#include "tree.h"
 
 /* ---------------------------------------------------------- process tree
  * (tree.c) */
 
-/* Makes this process the hub of its tree (unless LIBPPROF_TREE=0): a Unix
- * socket its forked children join. Returns 0 or PPROF_ESYS. */
-int pp_tree_start(void);
-/* Sets what a member that takes the hub's place calls to serve the
- * endpoint where the old hub served (server.c); 0 or a PPROF_E* code. */
-void pp_tree_set_takeover(int (*serve)(void));
-/* A process started by exec with the preload inherited: joins the hub
- * among its ancestors (up to 16 up), if there is one. 0 when it joined
- * (it then serves nothing itself), -1 when not. */
-int pp_tree_join_ancestor(void);
 /* Handles a request for the tree: fans it out to the members, runs it
  * here with `local`, and merges (or, with ?pid=N, forwards) the answers.
  * Without members, or for requests that do not merge, just `local`. */

@@ -17,7 +17,8 @@
  * itself is fine. (The profiler core stops its timers with its own hook.)
  */
 #define _GNU_SOURCE
-#include "http_internal.h"
+#include "pprof.h"
+#include "tree.h"
 
 #include <dlfcn.h>
 #include <limits.h>
