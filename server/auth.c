@@ -1,7 +1,7 @@
 /* auth.c: tokens, the access check, and refusals (see auth.h). */
 #define _GNU_SOURCE
 #include "auth.h"
-#include "http_internal.h"
+#include "base/base.h"
 
 #include <errno.h>
 #include <fcntl.h>

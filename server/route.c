@@ -6,10 +6,21 @@
  * /debug/pprof/ (go tool pprof asks there then). Each endpoint allows GET
  * and HEAD, some POST too; anything else is a 405. The endpoints that take
  * parameters get the query parsed (query.h), a bad one answered 400 here.
+ *
+ * The process tree's parameters (pid=, tree=) are taken out of the query
+ * first, for every process, and handed to the tree's front when a tree
+ * registered one: without it this process answers alone, and they mean
+ * nothing to the endpoints.
  */
-#include "http_internal.h"
 #include "route.h"
+#include "base/base.h"
+#include "endpoints.h"
+#include "query.h"
+#include "reply.h"
+#include "request.h"
 
+#include <stdatomic.h>
+#include <stdlib.h>
 #include <string.h>
 
 /* Thread-safe: each call works on its own request; shared state (the
@@ -78,16 +89,31 @@ int pp_route(const pprof_server_config *cfg, const pprof_http_request *req, ppro
     return ep->fn(&q);
 }
 
-/* Answering is the profiler's own work, on whichever thread it runs; a
- * hub answers for its process tree (tree.c). */
+static _Atomic pp_route_front_fn front;
+
+void pp_route_set_front(pp_route_front_fn fn)
+{
+    atomic_store(&front, fn);
+}
+
+/* Answering is the profiler's own work, on whichever thread it runs. */
 int pprof_http_handle(const pprof_server_config *cfg, const pprof_http_request *req,
                       pprof_http_done done, void *ctx, pprof_http_call **call)
 {
     if (!req || !req->method || !req->path || !done)
         return pp_route(cfg, req, done, ctx, call);
     pprof_labels *prev = pp_own_labels_begin();
-    int rc = pp_tree_handle(cfg, req, done, ctx, call, pp_route);
+    static const char *const tree_keys[] = {"pid", "tree"};
+    char v[32];
+    int pid = pp_query_find(req->query, "pid", v, sizeof v) ? atoi(v) : 0;
+    int whole = pp_query_find(req->query, "tree", v, sizeof v) ? strcmp(v, "0") != 0 : 1;
+    char *rest = pp_query_without(req->query, tree_keys, 2);
+    pprof_http_request r = *req;
+    r.query = rest ? rest : req->query;
+    r.query = r.query && *r.query ? r.query : NULL;
+    pp_route_front_fn f = atomic_load(&front);
+    int rc = f ? f(cfg, &r, pid, whole, done, ctx, call) : pp_route(cfg, &r, done, ctx, call);
+    free(rest);
     pp_own_labels_end(prev);
     return rc;
 }
-

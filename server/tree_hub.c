@@ -1,0 +1,450 @@
+/* tree_hub.c: the hub of a process tree (see tree_internal.h).
+ *
+ * The process that serves is the hub. It listens under its tree's name
+ * (tree_wire.c); a member connects, says hello, and stays until its
+ * connection ends. One hub thread polls the listening sockets and the
+ * members' sockets, reads every message and files each answer under its
+ * request; requests are sent from the requesting thread under the
+ * member's send lock. A request whose requester never comes back (its
+ * client went away, the hub's own call was cancelled) is dropped two
+ * minutes after its deadline.
+ *
+ * A hub that took the place of one that ended (tree_member.c) listens
+ * under the old hub's name and also under its own pid's, for the
+ * descendants it will exec. The index shows the members, those that left
+ * lately, and how many requests each answered in time (a row registered
+ * with index.c).
+ */
+#define _GNU_SOURCE
+#include "accept.h"
+#include "base/base.h"
+#include "endpoints.h"
+#include "tree_internal.h"
+
+#include <errno.h>
+#include <poll.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <time.h>
+#include <unistd.h>
+
+#define MAX_MEMBERS PP_TREE_MAX_MEMBERS
+
+typedef struct member {
+    int fd; /* -1: free */
+    int pid, ppid;
+    char name[16];
+    int64_t joined_s;
+    int asked, answered, late; /* requests it was asked, answered, and not in time (the index) */
+    pthread_mutex_t send_mu;
+} member;
+
+/* A member that has left, for the index. */
+typedef struct gone_member {
+    int pid, ppid, asked, answered, late;
+    char name[16];
+    int64_t joined_s, left_s;
+} gone_member;
+#define GONE_KEPT 8
+
+static struct {
+    pthread_mutex_t mu;       /* everything below */
+    char name[PP_TREE_NAME_MAX]; /* the tree's name, "" when no tree */
+    int is_hub;
+    int listen_fd;
+    int alias_fd;             /* a hub that took over: also its own pid's name, or -1 */
+    member members[MAX_MEMBERS];
+    gone_member gone[GONE_KEPT]; /* the last to leave, a ring */
+    unsigned ngone;
+    pp_hub_req *pending;
+    uint32_t next_id;
+    int thread_started;
+} hub = {.mu = PTHREAD_MUTEX_INITIALIZER, .listen_fd = -1, .alias_fd = -1};
+
+static pp_accept_state hub_accept; /* the hub thread's */
+
+/* ---------------------------------------------------------- the members */
+
+static void req_unref_locked(pp_hub_req *t)
+{
+    if (--t->refs)
+        return;
+    for (pp_hub_req **p = &hub.pending; *p; p = &(*p)->next)
+        if (*p == t) {
+            *p = t->next;
+            break;
+        }
+    for (int i = 0; i < t->nasked; i++)
+        pprof_buffer_free(&t->body[i]);
+    pthread_cond_destroy(&t->cv);
+    free(t);
+}
+
+static member *member_locked(int pid)
+{
+    for (int i = 0; i < MAX_MEMBERS; i++)
+        if (hub.members[i].fd >= 0 && hub.members[i].pid == pid)
+            return &hub.members[i];
+    return NULL;
+}
+
+/* A member's answer, or its end (status -1). */
+static void answered_locked(int pid, uint32_t id, int status, char *body, size_t len)
+{
+    member *m = status > 0 ? member_locked(pid) : NULL;
+    for (pp_hub_req *t = hub.pending; t; t = t->next) {
+        if (id && t->id != id)
+            continue;
+        for (int i = 0; i < t->nasked; i++) {
+            if (t->pids[i] != pid || t->status[i])
+                continue;
+            if (m)
+                m->answered++;
+            if (t->collected) /* too late: the requester has what came in time */
+                continue;
+            t->status[i] = status;
+            if (body && len) {
+                t->body[i] = (pprof_buffer){body, len, len + 1};
+                body = NULL;
+            }
+            t->nanswered++;
+            pthread_cond_broadcast(&t->cv);
+        }
+    }
+    free(body);
+}
+
+static void drop_member_locked(member *m)
+{
+    hub.gone[hub.ngone++ % GONE_KEPT] =
+        (gone_member){m->pid, m->ppid, m->asked, m->answered, m->late, {0}, m->joined_s, pp_tree_now_s()};
+    memcpy(hub.gone[(hub.ngone - 1) % GONE_KEPT].name, m->name, sizeof m->name);
+    pp_fd_close(m->fd);
+    m->fd = -1;
+    answered_locked(m->pid, 0, -1, NULL, 0);
+}
+
+/* Whether process pid descends from this one (up to 16 generations): a
+ * worker that changed its user after the fork (nginx's, as root) still
+ * joins its hub, which keeps out other users' processes. */
+static int descends(int pid)
+{
+    int me = (int)getpid();
+    for (int depth = 0; pid > 1 && depth < 16; depth++)
+        if ((pid = pp_tree_parent_of(pid)) == me)
+            return 1;
+    return 0;
+}
+
+static void accept_member(int listen_fd)
+{
+    int fd = pp_accept_one(&hub_accept, listen_fd, 0, NULL, NULL);
+    if (fd < 0)
+        return;
+    struct ucred cr;
+    socklen_t cl = sizeof cr;
+    pp_tree_msg m;
+    char *body = NULL;
+    struct timeval tv = {2, 0};
+    setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+    if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cr, &cl) || (cr.uid != getuid() && !descends(cr.pid)) ||
+        pp_tree_recv(fd, &m, &body) || m.type != PP_TREE_HELLO) {
+        free(body);
+        pp_fd_close(fd);
+        return;
+    }
+    free(body);
+    tv.tv_sec = 30; /* a response body in flight */
+    setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+    pthread_mutex_lock(&hub.mu);
+    member *slot = NULL;
+    for (int i = 0; i < MAX_MEMBERS && !slot; i++)
+        if (hub.members[i].fd < 0)
+            slot = &hub.members[i];
+    if (!slot) {
+        pthread_mutex_unlock(&hub.mu);
+        pp_fd_close(fd);
+        return;
+    }
+    slot->fd = fd;
+    slot->pid = cr.pid;
+    slot->ppid = m.status;
+    slot->joined_s = pp_tree_now_s();
+    slot->asked = slot->answered = slot->late = 0;
+    pp_tree_comm(cr.pid, slot->name);
+    pthread_mutex_unlock(&hub.mu);
+}
+
+/* Drops requests whose requester never came back (its client went away
+ * and the hub's own call was cancelled) two minutes after their deadline.
+ * The hub's own answer always comes long before then otherwise. */
+static void collect_abandoned_locked(void)
+{
+    int64_t now = pp_tree_now_s();
+    for (pp_hub_req *t = hub.pending, *next; t; t = next) {
+        next = t->next;
+        if (now > t->deadline_s + 120) {
+            free(t->owner);
+            req_unref_locked(t);
+        }
+    }
+}
+
+static void *hub_main(void *arg)
+{
+    (void)arg;
+    pthread_setname_np(pthread_self(), "pprof-hub");
+    pprof_labels_unref(pp_own_labels_begin());
+    struct pollfd pf[MAX_MEMBERS + 2];
+    int who[MAX_MEMBERS + 2];
+    for (;;) {
+        int n = 0;
+        pthread_mutex_lock(&hub.mu);
+        pf[n++] = (struct pollfd){hub.listen_fd, pp_accept_events(&hub_accept), 0};
+        pf[n++] = (struct pollfd){hub.alias_fd, hub.alias_fd >= 0 ? pp_accept_events(&hub_accept) : 0, 0};
+        for (int i = 0; i < MAX_MEMBERS; i++)
+            if (hub.members[i].fd >= 0) {
+                who[n] = i;
+                pf[n++] = (struct pollfd){hub.members[i].fd, POLLIN, 0};
+            }
+        collect_abandoned_locked();
+        pthread_mutex_unlock(&hub.mu);
+        if (poll(pf, (nfds_t)n, pp_accept_timeout(&hub_accept, 1000)) <= 0)
+            continue;
+        if (pf[0].revents & POLLIN)
+            accept_member(pf[0].fd);
+        if (pf[1].revents & POLLIN)
+            accept_member(pf[1].fd);
+        for (int k = 2; k < n; k++) {
+            if (!pf[k].revents)
+                continue;
+            member *m = &hub.members[who[k]];
+            pp_tree_msg h;
+            char *body = NULL;
+            int bad = pp_tree_recv(pf[k].fd, &h, &body) || h.type != PP_TREE_RES;
+            pthread_mutex_lock(&hub.mu);
+            if (m->fd == pf[k].fd) {
+                if (bad) {
+                    free(body);
+                    drop_member_locked(m);
+                } else {
+                    answered_locked(m->pid, h.id, h.status ? h.status : 500, body, h.len);
+                }
+            } else {
+                free(body);
+            }
+            pthread_mutex_unlock(&hub.mu);
+        }
+    }
+    return NULL;
+}
+
+/* The index's row about the tree (nothing when this process is no hub). */
+static void write_index_row(pp_reply *r)
+{
+    pthread_mutex_lock(&hub.mu);
+    if (hub.is_hub) {
+        int64_t now = pp_tree_now_s();
+        char self[16];
+        pp_tree_comm((int)getpid(), self);
+        pp_reply_printf(r, "<tr><td>Process tree</td><td>this process %d (%s) is the hub", (int)getpid(), self);
+        int n = 0;
+        for (int i = 0; i < MAX_MEMBERS; i++) {
+            member *m = &hub.members[i];
+            if (m->fd < 0)
+                continue;
+            pp_reply_printf(r,
+                            "%s<a href=\"goroutine?debug=2&amp;pid=%d\">%d</a> (%s, parent %d, %lld s, "
+                            "answered %d of %d requests, %d late)",
+                            n++ ? ", " : "; members: ", m->pid, m->pid, m->name, m->ppid,
+                            (long long)(now - m->joined_s), m->answered, m->asked, m->late);
+        }
+        pp_reply_printf(r, "%s; every profile answers for all of them (pid and process labels), ?pid=N for one, "
+                           "?tree=0 for the hub alone",
+                        n ? "" : "; no members");
+        for (unsigned k = 0; k < GONE_KEPT && k < hub.ngone; k++) {
+            const gone_member *g = &hub.gone[(hub.ngone - 1 - k) % GONE_KEPT];
+            pp_reply_printf(r, "%s%d (%s, parent %d, left %lld s ago after %lld s, answered %d of %d requests, %d late)",
+                            k ? ", " : "; left lately: ", g->pid, g->name, g->ppid, (long long)(now - g->left_s),
+                            (long long)(g->left_s - g->joined_s), g->answered, g->asked, g->late);
+        }
+        pp_reply_printf(r, "</td></tr>\n");
+    }
+    pthread_mutex_unlock(&hub.mu);
+}
+
+/* ------------------------------------------------------------- the hub */
+
+void pp_hub_init(void)
+{
+    pp_index_row_add(write_index_row);
+    for (int i = 0; i < MAX_MEMBERS; i++) {
+        hub.members[i].fd = -1;
+        pthread_mutex_init(&hub.members[i].send_mu, NULL);
+    }
+}
+
+void pp_hub_after_fork(void)
+{
+    hub.mu = (pthread_mutex_t)PTHREAD_MUTEX_INITIALIZER;
+    hub.listen_fd = -1; /* its descriptors are closed already (base/fds.h) */
+    for (int i = 0; i < MAX_MEMBERS; i++) {
+        hub.members[i].fd = -1;
+        hub.members[i].send_mu = (pthread_mutex_t)PTHREAD_MUTEX_INITIALIZER;
+    }
+    hub.pending = NULL; /* the parent's requests are not this process's (leaked) */
+    hub.ngone = 0;
+    hub.is_hub = 0;
+    hub.thread_started = 0;
+    hub.alias_fd = -1;
+}
+
+/* Starts the hub thread once (lock held); 0 or PPROF_ESYS. */
+static int start_thread_locked(void)
+{
+    if (hub.thread_started)
+        return 0;
+    int rc = pp_spawn_detached(hub_main, NULL);
+    hub.thread_started = rc == 0;
+    return rc;
+}
+
+int pp_hub_start(void)
+{
+    pthread_mutex_lock(&hub.mu);
+    if (hub.is_hub) {
+        pthread_mutex_unlock(&hub.mu);
+        return 0;
+    }
+    char name[PP_TREE_NAME_MAX];
+    pp_tree_name_of((int)getpid(), name);
+    int fd = pp_tree_listen(name);
+    if (fd < 0) {
+        pthread_mutex_unlock(&hub.mu);
+        return pp_error_detail(PPROF_ESYS, "cannot listen for the process tree: %s", strerror(errno));
+    }
+    hub.listen_fd = fd;
+    snprintf(hub.name, sizeof hub.name, "%s", name);
+    hub.is_hub = 1;
+    int rc = start_thread_locked();
+    pthread_mutex_unlock(&hub.mu);
+    return rc ? pp_fail(rc) : 0;
+}
+
+int pp_hub_take_over(void)
+{
+    pthread_mutex_lock(&hub.mu);
+    int fd = pp_tree_listen(hub.name);
+    if (fd < 0) {
+        pthread_mutex_unlock(&hub.mu);
+        return -1;
+    }
+    hub.listen_fd = fd;
+    char own[PP_TREE_NAME_MAX];
+    pp_tree_name_of((int)getpid(), own);
+    hub.alias_fd = strcmp(own, hub.name) != 0 ? pp_tree_listen(own) : -1;
+    hub.is_hub = 1;
+    start_thread_locked();
+    pthread_mutex_unlock(&hub.mu);
+    return 0;
+}
+
+int pp_hub_here(void)
+{
+    pthread_mutex_lock(&hub.mu);
+    int here = hub.is_hub;
+    pthread_mutex_unlock(&hub.mu);
+    return here;
+}
+
+int pp_hub_has_members(void)
+{
+    int has = 0;
+    pthread_mutex_lock(&hub.mu);
+    for (int i = 0; hub.is_hub && i < MAX_MEMBERS && !has; i++)
+        has = hub.members[i].fd >= 0;
+    pthread_mutex_unlock(&hub.mu);
+    return has;
+}
+
+void pp_hub_name(char out[PP_TREE_NAME_MAX])
+{
+    pthread_mutex_lock(&hub.mu);
+    memcpy(out, hub.name, sizeof hub.name);
+    pthread_mutex_unlock(&hub.mu);
+}
+
+void pp_hub_set_name(const char *name)
+{
+    pthread_mutex_lock(&hub.mu);
+    snprintf(hub.name, sizeof hub.name, "%s", name);
+    pthread_mutex_unlock(&hub.mu);
+}
+
+/* ------------------------------------------------------------ requests */
+
+pp_hub_req *pp_hub_ask(const char *wire, int pid, int64_t deadline_s, void *owner)
+{
+    pp_hub_req *t = calloc(1, sizeof *t);
+    if (!t)
+        return NULL;
+    pthread_condattr_t ca; /* its deadline is on the monotonic clock */
+    pthread_condattr_init(&ca);
+    pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+    pthread_cond_init(&t->cv, &ca);
+    pthread_condattr_destroy(&ca);
+    t->deadline_s = deadline_s;
+    t->owner = owner;
+    t->refs = 1;
+    pthread_mutex_lock(&hub.mu);
+    t->id = ++hub.next_id;
+    t->next = hub.pending;
+    hub.pending = t;
+    for (int i = 0; i < MAX_MEMBERS; i++) {
+        member *m = &hub.members[i];
+        if (m->fd < 0 || (pid && m->pid != pid))
+            continue;
+        t->pids[t->nasked] = m->pid;
+        memcpy(t->names[t->nasked], m->name, sizeof m->name);
+        t->nasked++;
+        m->asked++;
+        pthread_mutex_lock(&m->send_mu);
+        int bad = pp_tree_send(m->fd, PP_TREE_REQ, t->id, 0, wire, strlen(wire));
+        pthread_mutex_unlock(&m->send_mu);
+        if (bad)
+            answered_locked(m->pid, t->id, -1, NULL, 0);
+    }
+    pthread_mutex_unlock(&hub.mu);
+    return t;
+}
+
+void pp_hub_collect(pp_hub_req *t)
+{
+    pthread_mutex_lock(&hub.mu);
+    while (t->nanswered < t->nasked) {
+        struct timespec ts;
+        clock_gettime(CLOCK_MONOTONIC, &ts);
+        if (ts.tv_sec >= t->deadline_s)
+            break;
+        ts.tv_sec = t->deadline_s;
+        ts.tv_nsec = 0;
+        pthread_cond_timedwait(&t->cv, &hub.mu, &ts);
+    }
+    for (int i = 0; i < t->nasked; i++) { /* members that did not answer in time, for the index */
+        member *m = t->status[i] == 0 ? member_locked(t->pids[i]) : NULL;
+        if (m)
+            m->late++;
+    }
+    t->collected = 1;
+    pthread_mutex_unlock(&hub.mu);
+}
+
+void pp_hub_release(pp_hub_req *t)
+{
+    pthread_mutex_lock(&hub.mu);
+    req_unref_locked(t);
+    pthread_mutex_unlock(&hub.mu);
+}

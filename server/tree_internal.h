@@ -1,0 +1,124 @@
+/* tree_internal.h: what the files of the process tree share.
+ *
+ *   tree_wire.c    the messages between the hub and its members, the
+ *                  sockets' abstract names, and what /proc says of a process
+ *   tree_hub.c     the hub: the tree's name, the socket members join, the
+ *                  members, the thread that reads their answers, and the
+ *                  requests fanned out to them
+ *   tree_member.c  this process as a member: its agent, joining a hub, and
+ *                  what it does when its hub has gone (takes its place)
+ *   tree_merge.c   requests for the whole tree (routing's front): fan-out,
+ *                  merge or ?pid=N forwarding; the tree's entry points
+ *
+ * Calls go one way: tree_merge.c -> tree_member.c -> tree_hub.c ->
+ * tree_wire.c (tree_merge.c calls the hub and the wire too). Nothing
+ * here calls tree_merge.c: routing reaches it through the front it
+ * registers (route.h).
+ */
+#ifndef PP_TREE_INTERNAL_H
+#define PP_TREE_INTERNAL_H
+
+#include <pthread.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "pprof.h"
+#include "tree.h"
+
+#define PP_TREE_MAX_MEMBERS 256
+#define PP_TREE_NAME_MAX 108 /* an abstract socket name, with its NUL */
+
+/* ----------------------------------------------------------- tree_wire.c
+ * Both ways: a header {magic, type, id, status, len} and len bytes. Hub to
+ * member: REQ with "name?query". Member to hub: HELLO (its parent's pid in
+ * status), RES with the response's status and body. */
+enum { PP_TREE_HELLO = 1, PP_TREE_REQ, PP_TREE_RES };
+typedef struct pp_tree_msg {
+    uint32_t magic, type, id;
+    int32_t status;
+    uint64_t len;
+} pp_tree_msg;
+
+/* Sends one message; 0 or -1. */
+int pp_tree_send(int fd, uint32_t type, uint32_t id, int status, const void *body, size_t len);
+/* Reads one message; *body is malloc'd and NUL-terminated. 0 or -1. */
+int pp_tree_recv(int fd, pp_tree_msg *m, char **body);
+/* The name of the tree whose hub is process pid, "libpprof-tree-<pid>". */
+void pp_tree_name_of(int pid, char out[PP_TREE_NAME_MAX]);
+/* A socket listening under the abstract name `name`, or -1 (errno kept). */
+int pp_tree_listen(const char *name);
+/* A socket connected to the one listening under `name`, or -1. */
+int pp_tree_connect(const char *name);
+/* Whether LIBPPROF_TREE=0 turns process trees off. */
+int pp_tree_off(void);
+/* Process pid's name (comm), "" when unknown. */
+void pp_tree_comm(int pid, char out[16]);
+/* The parent of pid, from /proc, or 0. */
+int pp_tree_parent_of(int pid);
+/* Whether process pid has ended (gone, or a zombie). */
+int pp_tree_ended(int pid);
+/* CLOCK_MONOTONIC in seconds. */
+int64_t pp_tree_now_s(void);
+
+/* ------------------------------------------------------------ tree_hub.c */
+
+/* A request fanned out to the members. Until pp_hub_collect returns, the
+ * hub's thread files the members' answers here (under the hub's lock);
+ * after, nothing changes them, and the requester reads them freely. */
+typedef struct pp_hub_req {
+    struct pp_hub_req *next;
+    uint32_t id;
+    int refs;                 /* 1 while pending: the requester releases it */
+    int collected;            /* answers that come later are counted, not kept */
+    int nasked, nanswered;
+    int pids[PP_TREE_MAX_MEMBERS]; /* asked */
+    char names[PP_TREE_MAX_MEMBERS][16];
+    int status[PP_TREE_MAX_MEMBERS]; /* 0: no answer yet; -1: gone */
+    pprof_buffer body[PP_TREE_MAX_MEMBERS];
+    pthread_cond_t cv;
+    void *owner;              /* the requester's, freed with the request if it never comes back */
+    int64_t deadline_s;
+} pp_hub_req;
+
+/* Once: the members' places and the index's row about the tree. */
+void pp_hub_init(void);
+/* In a forked child: no hub and no members here (the tree's name stays). */
+void pp_hub_after_fork(void);
+/* Makes this process the hub of its own tree, named after its pid; 0 when
+ * it is one already. 0 or PPROF_ESYS (with the reason). */
+int pp_hub_start(void);
+/* Makes this process the hub of the tree it belonged to, under that
+ * tree's name (and its own pid's, for exec'd descendants): 0, or -1 when
+ * the name is taken (another member was first). */
+int pp_hub_take_over(void);
+/* Whether this process is a hub. */
+int pp_hub_here(void);
+/* Whether this process is a hub with members. */
+int pp_hub_has_members(void);
+/* The tree's name: the one this process is the hub of, or the one it
+ * joined; "" when none. */
+void pp_hub_name(char out[PP_TREE_NAME_MAX]);
+void pp_hub_set_name(const char *name);
+/* Sends wire ("name?query") to every member (only process pid when pid is
+ * not 0) and keeps the request for their answers until deadline_s.
+ * Returns it, or NULL when out of memory. */
+pp_hub_req *pp_hub_ask(const char *wire, int pid, int64_t deadline_s, void *owner);
+/* Waits for the answers until the request's deadline, counts the members
+ * that did not answer in time, and leaves the answers as they are. */
+void pp_hub_collect(pp_hub_req *r);
+/* The requester is done with r (its answers are freed). */
+void pp_hub_release(pp_hub_req *r);
+
+/* --------------------------------------------------------- tree_member.c */
+
+/* Once: the shutdown hook and the fork handlers of a member (and the
+ * hub's, pp_hub_init first). */
+void pp_member_init(void);
+/* Joins the hub among this process's ancestors (up to 16 up): 0, or -1
+ * when there is none. */
+int pp_member_join_ancestor(void);
+/* Whether this process is a member connected to its hub (and no hub
+ * itself). */
+int pp_member_joined(void);
+
+#endif /* PP_TREE_INTERNAL_H */

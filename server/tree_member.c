@@ -1,0 +1,258 @@
+/* tree_member.c: this process as a member of a process tree (see
+ * tree_internal.h).
+ *
+ * A child the hub forks, and its children, keep the tree's name: a fork
+ * handler starts an agent thread in each child (every signal blocked, the
+ * profiler's own work) that connects, says hello and answers the hub's
+ * requests with pprof_http_handle in its own process. A child that execs
+ * with the preload inherited finds the hub among its ancestors (the
+ * socket is named after the hub's pid) and joins it instead of serving.
+ * A member that exits (exit, or main returning) during a window finishes
+ * its calls at once and sends what they hold (a shutdown hook).
+ *
+ * When the connection to the hub ends, or cannot be made, while this
+ * process lives on, the agent decides what follows in one place, hub_gone
+ * below: join again, or take the hub's place (daemons: the process that
+ * served exits, its forked daemon lives on).
+ */
+#define _GNU_SOURCE
+#include "base/base.h"
+#include "request.h"
+#include "sched.h"
+#include "tree_internal.h"
+
+#include <pthread.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <time.h>
+#include <unistd.h>
+
+/* This process's connection to its hub. */
+static struct {
+    pthread_mutex_t send_mu; /* fd, and a message being sent on it */
+    int fd;                  /* -1: none */
+} self = {PTHREAD_MUTEX_INITIALIZER, -1};
+static int hub_pid, joined_ppid; /* this member's hub, and its parent when it joined */
+static int forking_pid;           /* the process that forks, in its prepare handler */
+static int (*takeover_serve)(void); /* the server's: serve where the old hub served */
+
+void pp_tree_set_takeover(int (*serve)(void))
+{
+    takeover_serve = serve;
+}
+
+/* A connection to the tree's hub that has said hello, or -1; it notes
+ * the hub's pid and this process's parent for a takeover. */
+static int hub_connect(void)
+{
+    char name[PP_TREE_NAME_MAX];
+    pp_hub_name(name);
+    int fd = pp_tree_connect(name);
+    if (fd < 0)
+        return -1;
+    if (pp_tree_send(fd, PP_TREE_HELLO, 0, (int)getppid(), NULL, 0)) {
+        pp_fd_close(fd);
+        return -1;
+    }
+    struct ucred cr;
+    socklen_t cl = sizeof cr;
+    hub_pid = getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cr, &cl) == 0 ? cr.pid : 0;
+    if (!joined_ppid) /* an exec'd member: its parent now (a forked one's: at the fork) */
+        joined_ppid = (int)getppid();
+    return fd;
+}
+
+static void set_connection(int fd)
+{
+    pthread_mutex_lock(&self.send_mu);
+    self.fd = fd;
+    pthread_mutex_unlock(&self.send_mu);
+}
+
+/* ------------------------------------------------------- the hub is gone
+ *
+ * The one place where a member learns that its hub has gone: the agent's
+ * connection ended, or could not be made, while this process lives on.
+ * It tries to join again under the tree's name. The hub's own pid serving
+ * again (an exec) is waited for up to 3 s; once the hub has ended, a
+ * member whose parent ended too (the daemon a double fork left) takes the
+ * hub's place after 100 ms, any other after 1 s (leaving the place to its
+ * parent): the first to bind the tree's name is the new hub, which also
+ * listens under its own pid's name and serves where the old hub served
+ * (the server's takeover hook); the others join it.
+ *
+ * Returns 1 when joined again (the connection in self.fd), 0 when the
+ * agent ends (this process is the hub now, or no hub came within 15 s).
+ */
+static int hub_gone(void)
+{
+    char name[PP_TREE_NAME_MAX];
+    pp_hub_name(name);
+    if (pp_shutting_down() || !name[0])
+        return 0;
+    int64_t t0 = pp_now_ns(CLOCK_MONOTONIC);
+    for (;;) {
+        int fd = hub_connect();
+        if (fd >= 0) {
+            set_connection(fd);
+            return 1;
+        }
+        int64_t waited_ms = (pp_now_ns(CLOCK_MONOTONIC) - t0) / 1000000;
+        int orphan = joined_ppid && (int)getppid() != joined_ppid;
+        int64_t wait_ms = !pp_tree_ended(hub_pid) ? 3000 : orphan ? 100 : 1000;
+        /* Only a process that can serve where the hub served (it forked
+         * from a server and kept its configuration) takes the hub's place;
+         * one that exec'd joins whoever does. */
+        if (takeover_serve && waited_ms >= wait_ms && pp_hub_take_over() == 0) {
+            takeover_serve();
+            return 0;
+        }
+        if (waited_ms > 15000 || pp_shutting_down())
+            return 0;
+        nanosleep(&(struct timespec){0, 50000000}, NULL);
+    }
+}
+
+/* ------------------------------------------------------------ the agent */
+
+static void agent_done(void *ctx, const pprof_http_response *resp)
+{
+    uintptr_t v = (uintptr_t)ctx;
+    pthread_mutex_lock(&self.send_mu);
+    if (self.fd >= 0)
+        pp_tree_send(self.fd, PP_TREE_RES, (uint32_t)v, resp->status, resp->body.data, resp->body.len);
+    pthread_mutex_unlock(&self.send_mu);
+}
+
+/* Answers one request of the hub ("name?query") in this process. */
+static void answer(uint32_t id, char *body)
+{
+    char path[256];
+    char *q = strchr(body, '?');
+    if (q)
+        *q++ = 0;
+    snprintf(path, sizeof path, "%s%s", PP_DEFAULT_PREFIX, body);
+    pprof_http_request req = {"GET", path, q, NULL, 0};
+    if (pprof_http_handle(NULL, &req, agent_done, (void *)(uintptr_t)id, NULL) != 0)
+        agent_done((void *)(uintptr_t)id, &(pprof_http_response){.status = 500});
+}
+
+static void *agent_main(void *arg)
+{
+    (void)arg;
+    pthread_setname_np(pthread_self(), "pprof-member");
+    pprof_labels_unref(pp_own_labels_begin());
+    if (self.fd < 0) { /* a forked child connects here, not in fork's path */
+        int fd = hub_connect();
+        set_connection(fd);
+        if (fd < 0 && !hub_gone())
+            return NULL;
+    }
+    for (;;) {
+        pp_tree_msg m;
+        char *body = NULL;
+        if (pp_tree_recv(self.fd, &m, &body) || m.type != PP_TREE_REQ) {
+            free(body);
+            pthread_mutex_lock(&self.send_mu);
+            pp_fd_close(self.fd);
+            self.fd = -1;
+            pthread_mutex_unlock(&self.send_mu);
+            if (hub_gone()) /* joined again */
+                continue;
+            return NULL;
+        }
+        answer(m.id, body);
+        free(body);
+    }
+}
+
+/* Joins the tree's hub and starts the agent; with `now`, the connection
+ * is made here (to learn whether there is a hub), else by the agent (a
+ * fork returns without waiting for it). 0 or -1. */
+static int join(int now)
+{
+    int fd = now ? hub_connect() : -1;
+    if (now && fd < 0)
+        return -1;
+    self.fd = fd;
+    if (pp_spawn_detached(agent_main, NULL) != 0) {
+        if (fd >= 0)
+            pp_fd_close(fd);
+        self.fd = -1;
+        return -1;
+    }
+    return 0;
+}
+
+int pp_member_join_ancestor(void)
+{
+    static pthread_mutex_t joining = PTHREAD_MUTEX_INITIALIZER;
+    for (int pid = getppid(), depth = 0; pid > 1 && depth < 16; pid = pp_tree_parent_of(pid), depth++) {
+        char name[PP_TREE_NAME_MAX];
+        pp_tree_name_of(pid, name);
+        pthread_mutex_lock(&joining);
+        pp_hub_set_name(name);
+        int rc = join(1);
+        if (rc)
+            pp_hub_set_name("");
+        pthread_mutex_unlock(&joining);
+        if (rc == 0)
+            return 0;
+    }
+    return -1;
+}
+
+int pp_member_joined(void)
+{
+    char name[PP_TREE_NAME_MAX];
+    pp_hub_name(name);
+    if (pp_hub_here() || !name[0])
+        return 0;
+    pthread_mutex_lock(&self.send_mu);
+    int joined = self.fd >= 0;
+    pthread_mutex_unlock(&self.send_mu);
+    return joined;
+}
+
+/* ------------------------------------------------------ exit and fork */
+
+/* A shutdown hook: a member that exits during a window answers with what
+ * the window holds so far, before its agent's connection closes. */
+static void member_exit(void)
+{
+    int hub_here = pp_hub_here();
+    pthread_mutex_lock(&self.send_mu);
+    int joined = !hub_here && self.fd >= 0;
+    pthread_mutex_unlock(&self.send_mu);
+    if (joined)
+        pp_call_finish_all_now(2000000000LL);
+}
+
+static void fork_prepare(void)
+{
+    forking_pid = (int)getpid();
+}
+
+/* In a forked child of a tree's process: the hub's state starts over, and
+ * the child joins the tree. */
+static void fork_child(void)
+{
+    pp_hub_after_fork();
+    self.send_mu = (pthread_mutex_t)PTHREAD_MUTEX_INITIALIZER;
+    self.fd = -1; /* its descriptors are closed already (base/fds.h) */
+    joined_ppid = forking_pid; /* getppid() may already say 1 */
+    char name[PP_TREE_NAME_MAX];
+    pp_hub_name(name);
+    if (name[0])
+        join(0);
+}
+
+void pp_member_init(void)
+{
+    pp_shutdown_hook_add(member_exit);
+    pp_hub_init();
+    pthread_atfork(fork_prepare, NULL, fork_child);
+}
