@@ -1,5 +1,5 @@
 /* listen.h: the address grammar of LIBPPROF_ADDR and the listening socket
- * (listen.c). Shared by the server (server.c) and the launcher
+ * (listen.c). Shared by the server (daemon.c) and the launcher
  * (tools/libpprof-run.c, which checks an address before it execs), so both
  * accept exactly the same addresses: "HOST:PORT", "[IPv6]:PORT" or ":PORT"
  * (every address: dual-stack "::" first, as Go's ":PORT"; a name: IPv4
