@@ -301,20 +301,18 @@ static void keep_for_takeover(const pprof_server_config *c, const char *addr, in
 }
 
 /* The takeover hook: serves where the old hub served, trying for 2 s
- * while its socket may still be closing. On the member's agent thread. */
+ * while its socket may still be closing. On the member's agent thread.
+ * The same endpoint at the same address: no new "serving" line, only one
+ * when it cannot be taken over. */
 static int serve_taken_over(void)
 {
     int rc = PPROF_EADDR;
     for (int i = 0; i < 40 && rc == PPROF_EADDR; i++)
         if ((rc = pprof_server_start(&taken)) == PPROF_EADDR)
             nanosleep(&(struct timespec){0, 50000000}, NULL);
-    const char *print = getenv("LIBPPROF_PRINT_ADDR");
     if (rc != 0)
         fprintf(stderr, "libpprof: pid %d could not take over the endpoint %s: %s\n", (int)getpid(), taken.addr,
                 pprof_last_error());
-    else if (print && !strcmp(print, "1"))
-        fprintf(stderr, "libpprof: serving %s (pid %d, in place of the process that served it)\n", taken.addr,
-                (int)getpid());
     return rc;
 }
 
