@@ -10,7 +10,7 @@
  * program, one of another architecture, one the dynamic loader runs in
  * secure-execution mode (setuid, setgid, file capabilities); then, the
  * program found fit, what would make the preload's server refuse to start
- * (server/server.c, pprof_server_start), so that the program would run
+ * (server/daemon.c, pprof_server_start), so that the program would run
  * unprofiled: a malformed address, a port in use, a token or TLS file it
  * cannot read, an address other than loopback with neither a token, a
  * client CA nor LIBPPROF_AUTH=none. Each is one line on stderr (never cut,

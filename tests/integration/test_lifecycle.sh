@@ -116,7 +116,7 @@ sigblock() {
 sigblock
 
 daemonize() {
-    local status=$TMP/daemon.status base d t0 ms pgid workers w n=0
+    local status=$TMP/daemon.status base d t0 ms pgid workers w n=0 idx
     PORT=$(pp_free_port)
     base=http://127.0.0.1:$PORT/debug/pprof
     pp_start daemonize env LD_PRELOAD="$LIB" LIBPPROF_ADDR=127.0.0.1:$PORT "$BUILD/tests/prog_daemonize" 20 "$status"
@@ -141,6 +141,16 @@ daemonize() {
         sleep 0.05
     done
     workers=$(sed -n 's/^workers=//p' "$status")
+    for t in $(seq 60); do # workers forked before the takeover join the new hub
+        idx=$(curl -s --max-time 5 "$base/")
+        n=0
+        for w in $workers; do
+            grep -q "pid=$w\"" <<<"$idx" && n=$((n + 1))
+        done
+        [ "$n" = 2 ] && break
+        sleep 0.05
+    done
+    n=0
     curl -sf --max-time 20 -o "$TMP/daemon.pb.gz" "$base/profile?seconds=2"
     pp_pprof -tags -focus=daemon_worker_burn "$TMP/daemon.pb.gz" >"$TMP/daemon.tags" 2>&1
     for w in $workers; do
