@@ -150,6 +150,9 @@ API void closefrom(int lowfd)
     pp_fd_bulk_end();
 }
 
+/* async-signal-safe but onto a descriptor of the profiler's, where the
+ * taken hook stops the server first (a program's handler never targets
+ * those numbers: they are not its) */
 API int dup2(int oldfd, int newfd)
 {
     if (oldfd != newfd && pp_fd_owned(newfd) && !profiler_call())
@@ -157,6 +160,7 @@ API int dup2(int oldfd, int newfd)
     return real_dup2 ? real_dup2(oldfd, newfd) : (int)syscall(SYS_dup2, oldfd, newfd);
 }
 
+/* as dup2 */
 API int dup3(int oldfd, int newfd, int flags)
 {
     if (oldfd != newfd && pp_fd_owned(newfd) && !profiler_call())

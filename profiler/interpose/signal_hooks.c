@@ -39,7 +39,7 @@ void pp_signal_hooks_init(void)
     real_sigprocmask = (sigmask_fn)pp_next_symbol("sigprocmask", NULL);
 }
 
-/* Whether `set` blocks signals wholesale. */
+/* Whether `set` blocks signals wholesale. async-signal-safe */
 static int wholesale(const sigset_t *set)
 {
     int n = 0;
@@ -49,7 +49,7 @@ static int wholesale(const sigset_t *set)
 }
 
 /* The set to pass on for (how, set): `set` itself, or *copy without the
- * profiling signal. */
+ * profiling signal. async-signal-safe */
 static const sigset_t *adjust(sigmask_fn real, int how, const sigset_t *set, sigset_t *copy)
 {
     int sig = pp_signal_number();
@@ -65,6 +65,7 @@ static const sigset_t *adjust(sigmask_fn real, int how, const sigset_t *set, sig
     return copy;
 }
 
+/* async-signal-safe once the constructor resolved the next definitions */
 API int pthread_sigmask(int how, const sigset_t *set, sigset_t *old)
 {
     if (!real_pthread_sigmask)
@@ -75,6 +76,7 @@ API int pthread_sigmask(int how, const sigset_t *set, sigset_t *old)
     return real_pthread_sigmask(how, adjust(real_pthread_sigmask, how, set, &copy), old);
 }
 
+/* async-signal-safe once the constructor resolved the next definitions */
 API int sigprocmask(int how, const sigset_t *set, sigset_t *old)
 {
     if (!real_sigprocmask)
