@@ -123,11 +123,3 @@ int pp_sym_open(const char *path)
         errno = err;
     return fd;
 }
-
-int pp_sym_kept_count(void)
-{
-    pp_mutex_lock(&lock);
-    int n = nkept + (maps_fd >= 0);
-    pp_mutex_unlock(&lock);
-    return n;
-}

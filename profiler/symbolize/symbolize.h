@@ -68,7 +68,5 @@ void pp_sym_end(pp_sym_session *s);
  * mapped now open, so that profiles taken after it keep their function
  * names (sym_keep.c). Thread-safe; not in a signal handler. */
 void pp_sym_keep_files(void);
-/* Files kept so far (the index and tests). Thread-safe. */
-int pp_sym_kept_count(void);
 
 #endif

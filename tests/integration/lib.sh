@@ -14,6 +14,8 @@
 #   pp_pprof ARGS...         go tool pprof with a time limit
 #   pp_ticks PID [RE [NOT]]  CPU ticks of PID's threads named RE, not NOT
 #   pp_top_ms FILE           a CPU profile's total and "not sampled" ms
+#   pp_check_rests LABEL PID libpprof's threads in PID use under 1% of a
+#                            core over 2 s
 #   pp_ok / pp_bad / pp_check / pp_skip / pp_note / pp_finish
 #                            count checks; pp_finish prints "N passed, M
 #                            failed" as the last line and exits non-zero on
@@ -282,4 +284,15 @@ pp_top_ms() {
         /Total samples = / { v = $0; sub(/.*Total samples = /, "", v); n = v + 0; if (v ~ /^[0-9.]+s/) n *= 1000; total = n }
         /not sampled/ { f = $4; sub(/ms$/, "", f); ns += f }
         END { printf "%d %d\n", total, ns }'
+}
+
+# pp_check_rests LABEL PID: a check that libpprof's threads in PID use
+# under 1% of a core over the next 2 s.
+pp_check_rests() {
+    local hz c0 c1
+    hz=$(getconf CLK_TCK)
+    c0=$(pp_ticks "$2" "$PP_OWN_THREADS")
+    sleep 2
+    c1=$(pp_ticks "$2" "$PP_OWN_THREADS")
+    pp_check "$1 ($((c1 - c0)) ticks of $hz/s in 2 s, under 1%)" test $(((c1 - c0) * 100)) -lt $((hz * 2))
 }
