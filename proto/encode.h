@@ -35,6 +35,17 @@ int pp_encode_merged(const void *profile, int gzip, pprof_writer w);
 struct pp_model_view;
 int pp_write_folded_view(const struct pp_model_view *v, const pprof_folded_config *cfg, pprof_writer w);
 
+/* Largest per-element counts, for sizing reused scratch arrays. */
+typedef struct pp_encode_maxima {
+    size_t lines;
+} pp_encode_maxima;
+
+/* Checks that a view is of a finished, self-consistent profile, so that
+ * encoding can only fail on memory or the writer; fills *mx. `need_values`:
+ * every sample has one value per sample type (the protobuf requires it).
+ * 0 or PPROF_EINVAL with a detail (encode.c). */
+int pp_encode_validate(const struct pp_model_view *v, int need_values, pp_encode_maxima *mx);
+
 /* Gunzips in into *out (malloc'd, *owned = 1), or gives in back as it is
  * when it is not gzip (*owned = 0) (merge.c). 0, PPROF_ENOMEM, or
  * PPROF_EINVAL for bad gzip data. */

@@ -12,7 +12,7 @@
  * overrides (next.h), the names the server reserves for its
  * endpoints (names.h), the LIBPPROF_* environment (env.h), an
  * arena for builders (arena.h), hex digits and percent-encoding
- * (hex.h), and the public writers (writer.c).
+ * (hex.h), protobuf varints (varint.h), and the public writers (writer.c).
  *
  * Invariants: lock.h and pp_fail are usable inside signal handlers and
  * malloc; nothing in base/ calls into another folder.
@@ -30,4 +30,5 @@
 #include "next.h"
 #include "own_labels.h"
 #include "process.h"
+#include "varint.h"
 #endif

@@ -14,6 +14,8 @@
  */
 #include "otel.h"
 
+#include "base/base.h"
+
 #include <string.h>
 
 #define WIRE_VARINT 0
@@ -24,16 +26,6 @@ typedef struct out {
     size_t cap, n;
 } out;
 
-static size_t varint_size(uint64_t v)
-{
-    size_t n = 1;
-    while (v >= 0x80) {
-        v >>= 7;
-        n++;
-    }
-    return n;
-}
-
 static void put_byte(out *o, uint8_t b)
 {
     if (o->buf && o->n < o->cap)
@@ -43,11 +35,10 @@ static void put_byte(out *o, uint8_t b)
 
 static void put_varint(out *o, uint64_t v)
 {
-    while (v >= 0x80) {
-        put_byte(o, (uint8_t)(v | 0x80));
-        v >>= 7;
-    }
-    put_byte(o, (uint8_t)v);
+    unsigned char b[10];
+    size_t n = (size_t)(pp_varint_to(b, v) - b);
+    for (size_t i = 0; i < n; i++)
+        put_byte(o, b[i]);
 }
 
 /* A field's key and, for a length-delimited one, its length. */
@@ -67,13 +58,13 @@ static void put_bytes(out *o, const char *s, size_t len)
 /* The size of a length-delimited field of `len` bytes (fields below 16). */
 static size_t field_size(size_t len)
 {
-    return 1 + varint_size(len) + len;
+    return 1 + pp_varint_size(len) + len;
 }
 
 /* AnyValue { string_value = 1 } or { int_value = 3 } */
 static size_t value_size(const pp_otel_attr *a)
 {
-    return a->is_int ? 1 + varint_size((uint64_t)a->int_value) : field_size(strlen(a->value));
+    return a->is_int ? 1 + pp_varint_size((uint64_t)a->int_value) : field_size(strlen(a->value));
 }
 
 static void put_value(out *o, const pp_otel_attr *a)
