@@ -203,7 +203,7 @@ static enum MHD_Result app(void *cls, struct MHD_Connection *c, const char *url,
 {
     (void)cls;
     (void)version;
-    if (strncmp(url, "/debug/pprof/", 13) == 0)
+    if (pprof_http_serves(NULL, url))
         return (enum MHD_Result)pprof_mhd_handle(NULL, c, url, method, upload, upload_size, con_cls);
     static const char page[] = "pprof-demo: see /debug/pprof/\n";
     struct MHD_Response *r = MHD_create_response_from_buffer(sizeof page - 1, (void *)page,

@@ -855,6 +855,12 @@ PPROF_API int pprof_http_handle(const pprof_server_config *cfg, const pprof_http
  * running on another thread, waits for it to return. Must not be called
  * from the call's own `done`. Thread-safe. */
 PPROF_API void pprof_http_cancel(pprof_http_call *call);
+/* Whether `path` is one pprof_http_handle (or pprof_mhd_handle) answers
+ * under cfg's prefix (cfg NULL: "/debug/pprof/"): a path under the prefix,
+ * the prefix without its slash (a 301 to the index) or, when the prefix
+ * lacks /debug/pprof/, "/symbolz". A host's server passes exactly these
+ * paths to it. 0 for an invalid prefix. Thread-safe. */
+PPROF_API int pprof_http_serves(const pprof_server_config *cfg, const char *path);
 
 /* The adapter for a service's own libmicrohttpd daemon is in pprof_mhd.h. */
 

@@ -3,7 +3,8 @@
  *
  * A service that already runs libmicrohttpd serves /debug/pprof/ from its
  * own daemon instead of starting libpprof's (pprof_server_start): its
- * access handler passes every URL under the prefix to pprof_mhd_handle.
+ * access handler passes every URL for which pprof_http_serves (pprof.h)
+ * says yes to pprof_mhd_handle.
  * The rest of the API is in pprof.h.
  */
 #ifndef PPROF_MHD_H
@@ -17,7 +18,9 @@ extern "C" {
 
 /* Adapter for a service's own libmicrohttpd daemon (which must be started
  * with MHD_ALLOW_SUSPEND_RESUME). Call it from the daemon's access handler
- * for every URL under the prefix, passing the handler's arguments through;
+ * for every URL pprof_http_serves(cfg, url) accepts (under the prefix, and
+ * the prefix without its slash, which answers 301), passing the handler's
+ * arguments through;
  * it returns an MHD_Result. Long profiles suspend the connection and resume
  * it when done. Thread-safe: libmicrohttpd calls it from its threads, one
  * call at a time per connection. */

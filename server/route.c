@@ -3,7 +3,8 @@
  * A path under the prefix names an endpoint of the table (handlers.c) or
  * a custom profile; the prefix without its slash is redirected to it, as
  * Go's mux does; /symbolz at the root serves symbol when the prefix lacks
- * /debug/pprof/ (go tool pprof asks there then). Each endpoint allows GET
+ * /debug/pprof/ (go tool pprof asks there then); pprof_http_serves tells a
+ * host's server which paths those are. Each endpoint allows GET
  * and HEAD, some POST too; anything else is a 405. The endpoints that take
  * parameters get the query parsed (query.h), a bad one answered 400 here.
  *
@@ -22,6 +23,34 @@
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
+
+enum { PATH_OTHER, PATH_UNDER, PATH_BARE, PATH_SYMBOLZ };
+
+/* Which of the paths the endpoints answer `path` is, for `prefix` (which
+ * starts and ends with '/'): one under the prefix, the prefix without its
+ * slash (redirected), /symbolz at the root (when the prefix lacks
+ * /debug/pprof/), or none of them. */
+static int path_kind(const char *prefix, const char *path)
+{
+    size_t plen = strlen(prefix);
+    if (strncmp(path, prefix, plen) == 0)
+        return PATH_UNDER;
+    if (plen > 1 && strlen(path) == plen - 1 && strncmp(path, prefix, plen - 1) == 0)
+        return PATH_BARE;
+    if (strcmp(path, "/symbolz") == 0 && !strstr(prefix, "/debug/pprof/"))
+        return PATH_SYMBOLZ;
+    return PATH_OTHER;
+}
+
+/* Thread-safe: reads its arguments only. */
+int pprof_http_serves(const pprof_server_config *cfg, const char *path)
+{
+    const char *prefix = cfg && cfg->prefix ? cfg->prefix : PP_DEFAULT_PREFIX;
+    size_t plen = strlen(prefix);
+    if (!path || plen == 0 || prefix[0] != '/' || prefix[plen - 1] != '/')
+        return 0;
+    return path_kind(prefix, path) != PATH_OTHER;
+}
 
 /* Thread-safe: each call works on its own request; shared state (the
  * pending calls) is behind the scheduler's lock. */
@@ -52,12 +81,13 @@ int pp_route(const pprof_server_config *cfg, const pprof_http_request *req, ppro
     q.call = call;
 
     const pp_endpoint *ep = NULL;
-    if (strncmp(req->path, q.cfg.prefix, plen) == 0) {
+    int where = path_kind(q.cfg.prefix, req->path);
+    if (where == PATH_UNDER) {
         q.name = req->path + plen;
         ep = pp_endpoint_find(q.name);
         if (!ep)
             return pp_reply_error(&q, 404, "Unknown profile");
-    } else if (plen > 1 && strlen(req->path) == plen - 1 && strncmp(req->path, q.cfg.prefix, plen - 1) == 0) {
+    } else if (where == PATH_BARE) {
         /* the prefix without its slash: where the index is, as Go's mux says */
         pp_reply r;
         pp_reply_init(&r, 301);
@@ -66,7 +96,7 @@ int pp_route(const pprof_server_config *cfg, const pprof_http_request *req, ppro
         pprof_writer w = pp_reply_writer(&r);
         w.write(w.ctx, "Moved Permanently\n", 18);
         return pp_reply_send(&q, &r);
-    } else if (strcmp(req->path, "/symbolz") == 0 && !strstr(q.cfg.prefix, "/debug/pprof/")) {
+    } else if (where == PATH_SYMBOLZ) {
         /* go tool pprof asks here when the profile URL lacks /debug/pprof/. */
         ep = pp_endpoint_find("symbol");
         q.name = "symbol";
