@@ -143,6 +143,17 @@ pp_alive() {
     kill -0 "$1" 2>/dev/null && [ "$(awk '{print $3}' "/proc/$1/stat" 2>/dev/null)" != Z ]
 }
 
+# pp_wait_gone PID TRIES STEP: waits until PID has ended (or is a zombie),
+# looking TRIES times, STEP seconds apart; fails when it is still there.
+pp_wait_gone() {
+    local i
+    for i in $(seq "$2"); do
+        pp_alive "$1" || return 0
+        sleep "$3"
+    done
+    ! pp_alive "$1"
+}
+
 # A TCP port on 127.0.0.1 with no listener: one the kernel chooses by binding
 # port 0 (then closed; pp_serve tries again should another take it meanwhile),
 # else a random one outside the ephemeral range.
@@ -241,6 +252,16 @@ pp_each_allocator() {
 
 pp_pprof() {
     timeout 120 go tool pprof "$@"
+}
+
+# pp_pprof_shows MESSAGE PATTERN ARGS...: a check that `go tool pprof
+# ARGS` prints a line matching the extended regular expression PATTERN
+# (its output is shown when not).
+pp_pprof_shows() {
+    local msg=$1 pat=$2 out
+    shift 2
+    out=$(pp_pprof "$@" 2>&1)
+    if grep -qE -- "$pat" <<<"$out"; then pp_ok "$msg"; else pp_bad "$msg" "$out"; fi
 }
 
 # pp_header FILE NAME: the value of header NAME in a curl -D dump (last

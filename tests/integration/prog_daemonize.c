@@ -10,7 +10,7 @@
  * SECONDS, writes "workers=A B" to STATUS_FILE, waits for them and exits.
  */
 #define _GNU_SOURCE
-#include "burn.h"
+#include "../burn.h"
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>

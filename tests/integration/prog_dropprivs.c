@@ -10,7 +10,7 @@
  * parent prints "child=PID" and waits for it.
  */
 #define _GNU_SOURCE
-#include "burn.h"
+#include "../burn.h"
 #include <grp.h>
 #include <stdio.h>
 #include <stdlib.h>

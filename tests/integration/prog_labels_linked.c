@@ -9,6 +9,7 @@
  */
 #define _GNU_SOURCE
 #include "pprof.h"
+#include "../burn.h"
 
 #include <fcntl.h>
 #include <pthread.h>
@@ -18,24 +19,12 @@
 #include <stdlib.h>
 #include <time.h>
 
-static volatile double sink;
 static double seconds;
 static _Atomic int done;
 
-static double cpu_now(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
-    return ts.tv_sec + ts.tv_nsec / 1e9;
-}
-
 __attribute__((noinline)) static void burn(double s)
 {
-    double end = cpu_now() + s, x = 1;
-    while (cpu_now() < end)
-        for (int i = 0; i < 500; i++)
-            x = x * 1.0000001 + 1.0 / (x + i);
-    sink += x;
+    burn_cpu(s, 1.0000001);
 }
 
 static void run_chunk(void *arg) { burn(*(double *)arg); }
@@ -48,7 +37,7 @@ static void *labeled(void *arg)
     pprof_labels_new(h, 1, &heavy);
     pprof_labels_new(l, 1, &light);
     unsigned seed = 12345;
-    while (cpu_now() < seconds) {
+    while (burn_thread_cpu_s() < seconds) {
         double chunk = 0.050 + (rand_r(&seed) % 1000) / 10000.0, three = 3 * chunk;
         pprof_do(heavy, run_chunk, &three);
         pprof_do(light, run_chunk, &chunk);

@@ -12,7 +12,7 @@
  * waiting for the children.
  */
 #define _GNU_SOURCE
-#include "burn.h"
+#include "../burn.h"
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>

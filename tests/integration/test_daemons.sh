@@ -27,9 +27,7 @@
 # Usage: test_daemons.sh BUILD_DIR
 . "$(dirname "$0")/lib.sh"
 pp_init "$1"
-LIB=$BUILD/libpprof.so
-HERE=$(cd "$(dirname "$0")" && pwd)
-. "$HERE/services/common.sh"
+. "$(dirname "$0")/services/common.sh"
 
 # serving PIDFILE BASE NAME: waits for the daemon's pid file and the
 # endpoint; prints "PID MS" (the daemon, the milliseconds from the command
@@ -191,10 +189,7 @@ dnsmasq_daemon() {
     pp_check_rests "dnsmasq: libpprof's threads rest while it idles" "$d"
     t0=$(date +%s%N)
     kill -TERM "$d"
-    for i in $(seq 100); do
-        pp_alive "$d" || break
-        sleep 0.01
-    done
+    pp_wait_gone "$d" 100 0.01 || true
     ms=$((($(date +%s%N) - t0) / 1000000))
     pp_check "dnsmasq: it exits within 1 s of SIGTERM ($ms ms)" test "$ms" -lt 1000
 }

@@ -50,12 +50,9 @@ pp_check "Go's sample types" grep -q 'alloc_objects/count alloc_space/bytes inus
 pp_check "period type space/bytes" grep -q '^PeriodType: space bytes' "$TMP/raw.txt"
 pp_check "period = the rate" grep -q '^Period: 65536' "$TMP/raw.txt"
 # the demo turns the contention profiles on: checkouts wait for the inventory lock
-pp_pprof -top "$base/mutex" >"$TMP/mutex.top" 2>&1
-pp_check "mutex: reserve_inventory waits for the inventory lock" grep -q 'reserve_inventory' "$TMP/mutex.top"
-pp_pprof -tags "$base/mutex" >"$TMP/mutex.tags" 2>&1
-pp_check "mutex: with the request's labels" grep -q '/checkout' "$TMP/mutex.tags"
-pp_pprof -top "$base/block" >"$TMP/block.top" 2>&1
-pp_check "block: reserve_inventory blocks" grep -q 'reserve_inventory' "$TMP/block.top"
+pp_pprof_shows "mutex: reserve_inventory waits for the inventory lock" reserve_inventory -top "$base/mutex"
+pp_pprof_shows "mutex: with the request's labels" /checkout -tags "$base/mutex"
+pp_pprof_shows "block: reserve_inventory blocks" reserve_inventory -top "$base/block"
 curl -sS --max-time 10 "$base/" >"$TMP/index.html"
 pp_check "index lists heap" grep -q 'href="heap?debug=1"' "$TMP/index.html"
 pp_check "index lists allocs" grep -q 'href="allocs?debug=1"' "$TMP/index.html"

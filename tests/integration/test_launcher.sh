@@ -103,10 +103,7 @@ period=$(pp_pprof -raw "$TMP/cpu.pb.gz" 2>/dev/null | awk '/^Period:/ { print $2
 pp_check "--cpu-hz=250 reached the library: period $period ns (want 4000000)" test "$period" = 4000000
 
 
-for i in $(seq 150); do
-    pp_alive "$main" || break
-    sleep 0.1
-done
+pp_wait_gone "$main" 150 0.1 || true
 { wait "$main"; } 2>/dev/null
 rc=$?
 n=$(grep -c '' "$TMP/main.err")

@@ -54,10 +54,7 @@ closeall() { # MODE
     pp_check_rests "$mode: the profiler's threads rest while the program sleeps" "$PID"
     t0=$(date +%s%N)
     touch "$dir/go"
-    for t in $(seq 100); do
-        pp_alive "$PID" || break
-        sleep 0.02
-    done
+    pp_wait_gone "$PID" 100 0.02 || true
     t1=$(date +%s%N)
     ms=$(((t1 - t0) / 1000000))
     pp_check "$mode: the program exits within 1 s of being told ($ms ms)" test "$ms" -lt 1000
@@ -121,10 +118,7 @@ daemonize() {
     [ -n "$d" ] || return
     pgid=$(awk '{ print $5 }' "/proc/$d/stat" 2>/dev/null)
     [ -n "$pgid" ] && PP_GROUPS+=("$pgid")
-    for t in $(seq 100); do
-        pp_alive "$PID" || break
-        sleep 0.02
-    done
+    pp_wait_gone "$PID" 100 0.02 || true
     t0=$(date +%s%N)
     pp_wait_http "$base/cmdline" 5
     ms=$((($(date +%s%N) - t0) / 1000000))

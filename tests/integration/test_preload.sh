@@ -129,10 +129,7 @@ fi
 # The first instance finishes; its forked child (still sleeping) takes the
 # endpoint over at the same address (docs/process-trees.md, "Takeover"),
 # with a listening socket of its own.
-for i in $(seq 100); do
-    pp_alive "$main" || break
-    sleep 0.1
-done
+pp_wait_gone "$main" 100 0.1 || true
 { wait "$main"; } 2>/dev/null
 rc=$?
 if [ $rc -eq 0 ] && [ "$(tail -1 "$TMP/main.out")" = "done" ] && [ ! -s "$TMP/main.err" ]; then

@@ -54,10 +54,7 @@
 . "$(dirname "$0")/lib.sh"
 pp_init "$1"
 
-LIB=$BUILD/libpprof.so
-HERE=$(cd "$(dirname "$0")" && pwd)
-
-. "$HERE/services/common.sh"
+. "$(dirname "$0")/services/common.sh"
 
 memcached_part() {
     if ! command -v memcached >/dev/null || ! command -v memcslap >/dev/null; then

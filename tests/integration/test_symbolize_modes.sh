@@ -110,11 +110,17 @@ pp_check "inflate budget 0: the profile says why prog_plain_gz has no lines" \
     grep -qE 'Comment: .*prog_plain_gz: its compressed debug sections would take [0-9]+ MB inflated, over LIBPPROF_SYMBOLIZER_INFLATE_MB \(0\)' "$TMP/gz0.raw"
 pp_check "inflate budget 0: functions only for it" \
     grep -qE 'prog_plain_gz [0-9a-f]+ \[FN\]$' "$TMP/gz0.raw"
-pp_check "inflate budget 0: busy_loop_for_preload named, without a file" \
-    grep -qE ' busy_loop_for_preload :0 ' "$TMP/gz0.raw"
-pp_check "inflate budget 128: lines from the inflated sections, no comment" \
-    test -n "$(grep -E ' busy_loop_for_preload \S*prog_plain\.c:[0-9]+ ' "$TMP/gz128.raw")" -a \
-    -z "$(grep 'Comment: .*prog_plain_gz' "$TMP/gz128.raw")"
+# budget_named_and_lines NAME WHAT: over the budget (0) busy_loop_for_preload
+# is named without a file; within it (128) it has lines and the profile no
+# comment about NAME.
+budget_named_and_lines() {
+    pp_check "$2, budget 0: busy_loop_for_preload named, without a file" \
+        grep -qE ' busy_loop_for_preload :0 ' "$TMP/${1}0.raw"
+    pp_check "$2, budget 128: lines, no comment" \
+        test -n "$(grep -E ' busy_loop_for_preload \S*prog_plain\.c:[0-9]+ ' "$TMP/${1}128.raw")" -a \
+        -z "$(grep "Comment: .*prog_plain_$1" "$TMP/${1}128.raw")"
+}
+budget_named_and_lines gz "compressed sections"
 
 # The same with the debug sections in a separate, compressed file found
 # through .gnu_debuglink (as distributions ship them), the program stripped
@@ -129,9 +135,5 @@ objcopy --only-keep-debug --compress-debug-sections=zlib "$SP" "$SP.debug" &&
 budget_profiles split "$SP"
 pp_check "separate debug file, budget 0: the comment names it" \
     grep -qE 'Comment: .*prog_plain_split\.debug: its compressed debug sections would take' "$TMP/split0.raw"
-pp_check "separate debug file, budget 0: busy_loop_for_preload named from its symbol table, without a file" \
-    grep -qE ' busy_loop_for_preload :0 ' "$TMP/split0.raw"
-pp_check "separate debug file, budget 128: lines, no comment" \
-    test -n "$(grep -E ' busy_loop_for_preload \S*prog_plain\.c:[0-9]+ ' "$TMP/split128.raw")" -a \
-    -z "$(grep 'Comment: .*prog_plain_split' "$TMP/split128.raw")"
+budget_named_and_lines split "separate debug file"
 pp_finish

@@ -22,7 +22,7 @@
 #define _GNU_SOURCE
 #include "pprof.h"
 #include "check.h"
-#include "burn.h"
+#include "../burn.h"
 
 #include <dirent.h>
 #include <pthread.h>

@@ -13,7 +13,7 @@
 #define _GNU_SOURCE
 #include "pprof.h"
 #include "check.h"
-#include "burn.h"
+#include "../burn.h"
 
 #include <dlfcn.h>
 #include <pthread.h>

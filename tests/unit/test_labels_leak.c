@@ -14,7 +14,7 @@
 #define _GNU_SOURCE
 #include "pprof.h"
 #include "check.h"
-#include "burn.h"
+#include "../burn.h"
 
 #include <stdio.h>
 #include <string.h>

@@ -12,7 +12,7 @@
 #define _GNU_SOURCE
 #include "pprof.h"
 #include "check.h"
-#include "burn.h"
+#include "../burn.h"
 
 #include <signal.h>
 #include <stdatomic.h>

@@ -1,6 +1,10 @@
 # common.sh: helpers of the tests that run Debian's services under
 # LD_PRELOAD (test_real_services.sh, test_daemons.sh); sourced after
-# lib.sh, never run.
+# lib.sh and pp_init, never run. It sets LIB (the library to preload) and
+# HERE (tests/integration).
+
+LIB=$BUILD/libpprof.so
+HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 
 # inuse_total FILE: the heap profile's in-use bytes, summed over samples.
 inuse_total() {
