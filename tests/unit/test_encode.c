@@ -15,9 +15,24 @@
 
 #include <errno.h>
 #include <inttypes.h>
+#include <stdbool.h>
 #include <stdio.h>
 
 /* -------------------------------------------------------------- the tests */
+
+/* Whether vt (maybe NULL) is type/unit. */
+static bool type_is(const Perftools__Profiles__Profile *pb, const Perftools__Profiles__ValueType *vt,
+                    const char *type, const char *unit)
+{
+    return vt && strcmp(str(pb, vt->type), type) == 0 && strcmp(str(pb, vt->unit), unit) == 0;
+}
+
+/* Whether l is the string label key=value. */
+static bool label_is(const Perftools__Profiles__Profile *pb, const Perftools__Profiles__Label *l,
+                     const char *key, const char *value)
+{
+    return strcmp(str(pb, l->key), key) == 0 && strcmp(str(pb, l->str), value) == 0;
+}
 
 /* Checks everything in a decoded copy of make_profile(). */
 static void check_decoded(const Perftools__Profiles__Profile *pb)
@@ -35,18 +50,12 @@ static void check_decoded(const Perftools__Profiles__Profile *pb)
     /* sample types */
     CHECK(pb->n_sample_type == 2);
     if (pb->n_sample_type == 2) {
-        CHECK(strcmp(str(pb, pb->sample_type[0]->type), "samples") == 0);
-        CHECK(strcmp(str(pb, pb->sample_type[0]->unit), "count") == 0);
-        CHECK(strcmp(str(pb, pb->sample_type[1]->type), "cpu") == 0);
-        CHECK(strcmp(str(pb, pb->sample_type[1]->unit), "nanoseconds") == 0);
+        CHECK(type_is(pb, pb->sample_type[0], "samples", "count"));
+        CHECK(type_is(pb, pb->sample_type[1], "cpu", "nanoseconds"));
     }
 
     /* scalars */
-    CHECK(pb->period_type != NULL);
-    if (pb->period_type) {
-        CHECK(strcmp(str(pb, pb->period_type->type), "cpu") == 0);
-        CHECK(strcmp(str(pb, pb->period_type->unit), "nanoseconds") == 0);
-    }
+    CHECK(type_is(pb, pb->period_type, "cpu", "nanoseconds"));
     CHECK(pb->period == 10000000);
     CHECK(pb->time_nanos == 1700000000123456789);
     CHECK(pb->duration_nanos == 2500000000);
@@ -66,10 +75,8 @@ static void check_decoded(const Perftools__Profiles__Profile *pb)
         CHECK(s->n_value == 2 && s->value[0] == 3 && s->value[1] == 30000000);
         CHECK(s->n_label == 2);
         if (s->n_label == 2) {
-            CHECK(strcmp(str(pb, s->label[0]->key), "handler") == 0);
-            CHECK(strcmp(str(pb, s->label[0]->str), "/api") == 0);
-            CHECK(strcmp(str(pb, s->label[1]->key), "req") == 0);
-            CHECK(strcmp(str(pb, s->label[1]->str), "42") == 0);
+            CHECK(label_is(pb, s->label[0], "handler", "/api"));
+            CHECK(label_is(pb, s->label[1], "req", "42"));
             CHECK(s->label[0]->num == 0 && s->label[0]->num_unit == 0);
         }
         s = pb->sample[1];
