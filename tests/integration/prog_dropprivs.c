@@ -43,13 +43,12 @@ int main(int argc, char **argv)
     if (strchr(argv[1], 'd'))
         prctl(PR_SET_DUMPABLE, 0);
     printf("dropped uid=%d dumpable=%d\n", (int)getuid(), prctl(PR_GET_DUMPABLE));
-    pid_t child = fork();
-    if (child == 0) {
-        dropped_burn(seconds);
-        _exit(0);
-    }
-    printf("child=%d\n", (int)child);
+    pid_t child = fork(); /* both burn; the parent says who the child is */
+    if (child > 0)
+        printf("child=%d\n", (int)child);
     dropped_burn(seconds);
+    if (child == 0)
+        _exit(0);
     waitpid(child, NULL, 0);
     return 0;
 }

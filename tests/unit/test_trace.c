@@ -75,17 +75,12 @@ static void *run_beta(void *arg)
     return NULL;
 }
 
-static pthread_mutex_t go_mu = PTHREAD_MUTEX_INITIALIZER;
-static pthread_cond_t go_cv = PTHREAD_COND_INITIALIZER;
-static int go;
+static pthread_barrier_t go; /* gamma works once its creator overwrote span_c */
 
 static void *run_gamma(void *arg)
 {
     (void)arg;
-    pthread_mutex_lock(&go_mu);
-    while (!go)
-        pthread_cond_wait(&go_cv, &go_mu);
-    pthread_mutex_unlock(&go_mu);
+    pthread_barrier_wait(&go);
     work_gamma(); /* under the copy of span_c taken at pthread_create */
     return NULL;
 }
@@ -148,16 +143,14 @@ static void samples(void)
     /* gamma's thread is created inside span_c; then its creator leaves the
      * span and overwrites the struct before the thread does its work. */
     pthread_t ta, tb, tc;
+    pthread_barrier_init(&go, NULL, 2);
     const pprof_trace_context *prev = pprof_trace_enter(&span_c);
     CHECK(pthread_create(&tc, NULL, run_gamma, NULL) == 0);
     pprof_trace_leave(prev);
     pprof_trace_context saved_c = span_c;
     memset(span_c.span_id, 0x99, sizeof span_c.span_id);
     span_c.span_name = "overwritten";
-    pthread_mutex_lock(&go_mu);
-    go = 1;
-    pthread_cond_broadcast(&go_cv);
-    pthread_mutex_unlock(&go_mu);
+    pthread_barrier_wait(&go);
 
     CHECK(pthread_create(&ta, NULL, run_alpha, NULL) == 0);
     CHECK(pthread_create(&tb, NULL, run_beta, NULL) == 0);
@@ -169,6 +162,7 @@ static void samples(void)
     pthread_join(ta, NULL);
     pthread_join(tb, NULL);
     pthread_join(tc, NULL);
+    pthread_barrier_destroy(&go);
     span_c = saved_c;
 
     pprof_profile *p, *q;
