@@ -63,7 +63,9 @@ static int load_locked(const char *path, char *why, size_t why_size)
         return 0;
     int fd = open(path, O_RDONLY | O_CLOEXEC);
     if (fd < 0) {
-        snprintf(why, why_size, "cannot read the token file %s: %s", path, strerror(errno));
+        int err = errno;
+        char e[PP_ELIDE_MAX];
+        snprintf(why, why_size, "cannot read the token file %s: %s", pp_elide(path, e), strerror(err));
         return -1;
     }
     char buf[MAX_TOKEN + 1];
@@ -80,7 +82,9 @@ static int load_locked(const char *path, char *why, size_t why_size)
     while (len && strchr(" \t\r\n", buf[len - 1]))
         len--;
     if (len == 0 || len > MAX_TOKEN - 1 || memchr(buf, '\n', len)) {
-        snprintf(why, why_size, "the token file %s must hold one token of 1 to %d bytes", path, MAX_TOKEN - 1);
+        char e[PP_ELIDE_MAX];
+        snprintf(why, why_size, "the token file %s must hold one token of 1 to %d bytes", pp_elide(path, e),
+                 MAX_TOKEN - 1);
         return -1;
     }
     memcpy(tok.token, buf, len);

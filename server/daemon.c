@@ -64,7 +64,7 @@ static struct {
     _Atomic int stopping;
     _Atomic int handling;        /* access-handler calls in progress */
     _Atomic int parked;      /* suspended connections of our daemon */
-    char error[256];         /* why the last start failed */
+    char error[PP_DETAIL_MAX]; /* why the last start failed: any reason whole (base/error.h) */
 } srv = {.mu = PTHREAD_MUTEX_INITIALIZER, .listen_fd = -1, .wake = {-1, -1}};
 
 static pthread_once_t srv_once = PTHREAD_ONCE_INIT;
@@ -394,10 +394,11 @@ static int start_listener(start *s)
     if (s->fd < 0)
         return PPROF_EADDR;
     if (!s->token_file && !srv.tls.client_ca && !s->access.auth_none && !pp_listen_is_loopback(s->fd)) {
+        char e[PP_ELIDE_MAX];
         snprintf(srv.error, sizeof srv.error,
                  "%s is not a loopback address and no token or client CA is set: set LIBPPROF_TOKEN_FILE "
                  "or LIBPPROF_TLS_CLIENT_CA, or LIBPPROF_AUTH=none to serve anyone who reaches it",
-                 s->addr);
+                 pp_elide(s->addr, e));
         return PPROF_EADDR;
     }
     return 0;

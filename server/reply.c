@@ -88,23 +88,35 @@ void pp_reply_printf(pp_reply *r, const char *fmt, ...)
 
 void pp_reply_set_errorv(pp_reply *r, int status, const char *fmt, va_list ap)
 {
-    char line[512];
+    char small[512], *line = small;
     pprof_buffer_free(&r->resp.body);
     pp_reply_init(r, status);
     pp_reply_header(r, "Content-Type", "text/plain; charset=utf-8");
     pp_reply_header(r, "X-Go-Pprof", "1");
     if (status == 503) /* every 503 here is a limit or a passing state */
         pp_reply_header(r, "Retry-After", "5");
-    int n = vsnprintf(line, sizeof line - 1, fmt, ap);
+    va_list again;
+    va_copy(again, ap);
+    int n = vsnprintf(small, sizeof small - 1, fmt, ap);
     if (n < 0)
         n = 0;
-    if ((size_t)n > sizeof line - 2)
-        n = (int)(sizeof line - 2);
+    if ((size_t)n > sizeof small - 2) { /* a long value quoted: the whole line, else as much as fits */
+        char *big = malloc((size_t)n + 2);
+        if (big && vsnprintf(big, (size_t)n + 1, fmt, again) == n)
+            line = big;
+        else
+            n = (int)(sizeof small - 2);
+        if (line != big)
+            free(big);
+    }
+    va_end(again);
     for (int i = 0; i < n; i++) /* one line, whatever the message holds */
         if (line[i] == '\n' || line[i] == '\r')
             line[i] = ' ';
     line[n++] = '\n';
     pp_reply_write(r, line, (size_t)n);
+    if (line != small)
+        free(line);
 }
 
 void pp_reply_set_error(pp_reply *r, int status, const char *fmt, ...)

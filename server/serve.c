@@ -6,6 +6,7 @@
  * asked: the endpoint's own format, ?format=proto, or folded stacks.
  */
 #include "auth.h"
+#include "base/base.h"
 #include "endpoints.h"
 #include "sched.h"
 
@@ -70,7 +71,7 @@ int pp_serve_window(pp_req *q, pprof_recorder *rec, int seconds, const char *wha
     pprof_recorder_set_symbolize(rec, q->q.symbolize);
     int rc = pprof_recorder_start(rec);
     if (rc != 0) {
-        char why[256];
+        char why[PP_ERROR_MAX];
         snprintf(why, sizeof why, "%s", pp_why(rc)); /* before free can touch it */
         pprof_recorder_free(rec);
         pp_call_unreserve();
@@ -147,7 +148,7 @@ int pp_serve_delta(pp_req *q, pprof_recorder **state, int (*make)(pprof_recorder
         pprof_recorder_set_symbolize(*state, q->q.symbolize);
     if (rc == 0)
         rc = pprof_recorder_snapshot(*state, &p);
-    char why[256];
+    char why[PP_ERROR_MAX];
     if (rc != 0)
         snprintf(why, sizeof why, "%s", pp_why(rc)); /* before the lock goes */
     delta_changing = NULL;

@@ -2,6 +2,7 @@
  * client-certificate check (see tls.h). */
 #define _GNU_SOURCE
 #include "tls.h"
+#include "base/base.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -19,7 +20,8 @@ static char *read_pem(const char *what, const char *path, char *why, size_t why_
 {
     int fd = open(path, O_RDONLY | O_CLOEXEC);
     if (fd < 0) {
-        snprintf(why, why_size, "cannot read the TLS %s %s: %s", what, path, strerror(errno));
+        char e[PP_ELIDE_MAX];
+        snprintf(why, why_size, "cannot read the TLS %s %s: %s", what, pp_elide(path, e), strerror(errno));
         return NULL;
     }
     char *buf = malloc(PEM_MAX + 1);
@@ -35,7 +37,8 @@ static char *read_pem(const char *what, const char *path, char *why, size_t why_
     int err = errno;
     close(fd);
     if (!buf || n < 0 || len == 0 || len == PEM_MAX) {
-        snprintf(why, why_size, "cannot read the TLS %s %s: %s", what, path,
+        char e[PP_ELIDE_MAX];
+        snprintf(why, why_size, "cannot read the TLS %s %s: %s", what, pp_elide(path, e),
                  !buf ? "out of memory" : n < 0 ? strerror(err) : len == 0 ? "empty" : "over 1 MiB");
         free(buf);
         return NULL;

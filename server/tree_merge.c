@@ -52,7 +52,7 @@ static int header_is(const pprof_http_response *r, const char *name, const char 
  * the error saying why it cannot be. */
 static void fold_reply(const tree_call *c, pprof_http_response *r)
 {
-    char error[256];
+    char error[PP_ERROR_MAX + 40];
     pprof_folded_config fc = {c->fold_sample[0] ? c->fold_sample : NULL, c->fold_labels};
     pprof_buffer text = {0};
     int rc = pprof_fold(r->body.data, r->body.len, &fc, pprof_writer_buffer(&text));

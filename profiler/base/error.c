@@ -6,7 +6,8 @@
  * one line of detail where it has one (pp_error_detail: which rate is in
  * force, which name is taken) or none (pp_fail), so pprof_last_error
  * never shows the detail of an earlier, unrelated failure. Per thread, so
- * concurrent failures do not mix.
+ * concurrent failures do not mix. The text is made whole when the failure
+ * is recorded, in a buffer that every detail libpprof makes fits (error.h).
  */
 #include "error.h"
 
@@ -15,27 +16,42 @@
 #include <string.h>
 
 static __thread int last_code;
-static __thread char last_detail[160];
-static __thread char message[256];
+static __thread char message[PP_ERROR_MAX]; /* "text: detail", "" without a detail */
 
 /* async-signal-safe */
 int pp_fail(int code)
 {
     if (code < 0) {
         last_code = code;
-        last_detail[0] = 0;
+        message[0] = 0;
     }
     return code;
 }
 
 int pp_error_detail(int code, const char *fmt, ...)
 {
+    int n = snprintf(message, sizeof message, "%s: ", pprof_strerror(code));
     va_list ap;
     va_start(ap, fmt);
-    vsnprintf(last_detail, sizeof last_detail, fmt, ap);
+    int d = vsnprintf(message + n, sizeof message - (size_t)n, fmt, ap);
     va_end(ap);
+    if (d < 0 || !message[n]) /* no detail after all */
+        message[0] = 0;
+    else if ((size_t)(n + d) >= sizeof message) /* never for libpprof's texts (error.h): said, not hidden */
+        memcpy(message + sizeof message - 4, "...", 4);
     last_code = code;
     return code;
+}
+
+const char *pp_elide(const char *s, char buf[PP_ELIDE_MAX])
+{
+    size_t len = strlen(s);
+    if (len < PP_ELIDE_MAX)
+        return s;
+    memcpy(buf, "...", 3);
+    memcpy(buf + 3, s + len - (PP_ELIDE_MAX - 4), PP_ELIDE_MAX - 4);
+    buf[PP_ELIDE_MAX - 1] = 0;
+    return buf;
 }
 
 const char *pprof_strerror(int code)
@@ -81,8 +97,5 @@ const char *pprof_last_error(void)
 {
     if (!last_code)
         return "";
-    if (!last_detail[0])
-        return pprof_strerror(last_code);
-    snprintf(message, sizeof message, "%s: %s", pprof_strerror(last_code), last_detail);
-    return message;
+    return message[0] ? message : pprof_strerror(last_code);
 }

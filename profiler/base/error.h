@@ -10,4 +10,18 @@ int pp_fail(int code);
  * `return pp_error_detail(PPROF_ERATE, "rate in force is %d Hz", hz);`.
  * Not async-signal-safe. */
 int pp_error_detail(int code, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+/* Room for pprof_last_error's text, NUL included: a code's text, ": " and
+ * a detail of up to PP_DETAIL_MAX bytes. Every detail libpprof makes fits
+ * whole: fixed texts are far shorter, and a path, address or name from
+ * outside goes in through pp_elide. A buffer that holds such a text for
+ * later is PP_ERROR_MAX bytes. */
+#define PP_DETAIL_MAX 440
+#define PP_ERROR_MAX (PP_DETAIL_MAX + 72)
+/* Room for what pp_elide writes, NUL included. */
+#define PP_ELIDE_MAX 161
+/* `s` as it goes into a message: s itself when under PP_ELIDE_MAX bytes,
+ * else "..." and its last bytes written to buf (its end says most: a
+ * file's name, an address's port). */
+const char *pp_elide(const char *s, char buf[PP_ELIDE_MAX]);
 #endif
