@@ -4,7 +4,8 @@
  * here, so a bad link answers 400 with the reason like every endpoint:
  *   profile=NAME    a profile of the index (default: profile, the CPU one)
  *   seconds=N       a window of N seconds (1..max_seconds; 0: a snapshot)
- *   sample_index=S  the value shown first, by name or index
+ *   sample_index=S  the value shown first, by name or index: one the
+ *                   profile has (checked against its sample types)
  *   focus=K=V,...   the label filter (key=regexp or key!=regexp terms)
  *   search=RE       frames to highlight
  *   inverted=0|1    callers below their callees
@@ -15,6 +16,7 @@
 #include "endpoints.h"
 
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 __attribute__((visibility("hidden"))) extern const unsigned char pp_web_ui_html[], pp_web_profile_js[],
@@ -35,11 +37,67 @@ static const struct {
 };
 #define NPARAMS (sizeof params / sizeof *params)
 
+/* The sample types of the profiles the page shows, in each profile's
+ * order (a custom profile's one type is its name). A new kind of profile
+ * adds its row: test_http_checks compares these with the profiles. */
+static const struct {
+    const char *names[5], *types[5];
+} kinds[] = {
+    {{"profile"}, {"samples", "cpu"}},
+    {{"heap", "allocs", "delta_heap"}, {"alloc_objects", "alloc_space", "inuse_objects", "inuse_space"}},
+    {{"mutex", "block", "delta_mutex", "delta_block"}, {"contentions", "delay"}},
+    {{"goroutine", "threads"}, {"goroutine"}},
+    {{"threadcreate"}, {"threadcreate"}},
+};
+
+/* The sample types of profile `name` (*n of them), or NULL when the page
+ * does not know them. */
+static const char *const *types_of(const char *name, const char *custom[1], size_t *n)
+{
+    for (size_t k = 0; k < sizeof kinds / sizeof *kinds; k++)
+        for (size_t i = 0; i < 5 && kinds[k].names[i]; i++)
+            if (!strcmp(kinds[k].names[i], name)) {
+                for (*n = 0; *n < 5 && kinds[k].types[*n]; ++*n)
+                    ;
+                return kinds[k].types;
+            }
+    if (!pprof_custom_find(name))
+        return NULL;
+    custom[0] = name;
+    *n = 1;
+    return custom;
+}
+
+/* 0 when `si` (a name or an index) is a sample type of profile `name`,
+ * or 1 after answering 400 with the ones it has. */
+static int check_sample_index(pp_req *q, const char *name, const char *si)
+{
+    const char *custom[1];
+    size_t n = 0;
+    const char *const *types = types_of(name, custom, &n);
+    if (!types)
+        return 0;
+    size_t digits = strspn(si, "0123456789");
+    if (si[digits] == 0 && digits < 4 && (size_t)atoi(si) < n)
+        return 0;
+    for (size_t i = 0; i < n; i++)
+        if (!strcmp(types[i], si))
+            return 0;
+    char list[256] = "";
+    size_t len = 0;
+    for (size_t i = 0; i < n; i++)
+        len += (size_t)snprintf(list + len, sizeof list - len, "%s%s", i == 0 ? "" : i + 1 < n ? ", " : " or ",
+                                types[i]);
+    pp_reply_error(q, 400, "invalid value for \"sample_index\" - the %s profile has %s (or an index from 0 to %zu)",
+                   name, list, n - 1);
+    return 1;
+}
+
 /* 0, or 1 after answering 400. */
 static int check_params(pp_req *q)
 {
     int seen[NPARAMS] = {0};
-    char val[512];
+    char val[512], sample_index[512] = "", name[512] = "profile";
     pp_param p;
     for (const char *s = q->req->query; pp_query_next(&s, &p);) {
         long vl = pp_param_value(&p, val, sizeof val - 1);
@@ -66,6 +124,7 @@ static int check_params(pp_req *q)
             if (!pp_profile_names(val, NULL, NULL))
                 return pp_reply_error(q, 400, "invalid value for \"profile\" - no profile is named \"%s\"", val),
                        1;
+            memcpy(name, val, (size_t)vl + 1);
             break;
         case 'b':
             if (strcmp(val, "0") && strcmp(val, "1"))
@@ -84,9 +143,11 @@ static int check_params(pp_req *q)
                 return pp_reply_error(q, 400, "invalid value for \"sample_index\" - must be a sample type's name "
                                               "or index"),
                        1;
+            if (i == P_INDEX)
+                memcpy(sample_index, val, (size_t)vl + 1);
         }
     }
-    return 0;
+    return sample_index[0] ? check_sample_index(q, name, sample_index) : 0;
 }
 
 static void write_prefix_json(pp_reply *r, const pp_req *q)
