@@ -74,6 +74,8 @@ static pthread_once_t srv_once = PTHREAD_ONCE_INIT;
 static void srv_after_fork_child(void)
 {
     pthread_mutex_init(&srv.mu, NULL); /* its descriptors are closed already (base/fds.h) */
+    pp_heads_forget(srv.heads);        /* the parent's holder: its memory, none of its numbers */
+    srv.heads = NULL;
     srv.wake[0] = srv.wake[1] = -1;
     srv.running = 0;
     srv.daemon = NULL;
@@ -82,9 +84,6 @@ static void srv_after_fork_child(void)
     srv.prefix = NULL;
     srv.unix_path = NULL; /* the parent's: it removes it */
     pp_tls_free(&srv.tls);
-    if (srv.running)
-        pp_heads_free(srv.heads); /* its copies would keep the parent's clients waiting */
-    srv.heads = NULL;
     atomic_store(&srv.mhd_live, 0);
     atomic_store(&srv.stopping, 0);
     atomic_store(&srv.parked, 0);

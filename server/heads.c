@@ -77,6 +77,14 @@ void pp_heads_free(pp_heads *h)
     free(h);
 }
 
+void pp_heads_forget(pp_heads *h)
+{
+    if (!h)
+        return;
+    free(h->w);
+    free(h);
+}
+
 int pp_heads_fd(const pp_heads *h)
 {
     return h->ep;

@@ -37,6 +37,10 @@ typedef void (*pp_heads_ready)(void *arg, int fd, const struct sockaddr_storage 
 pp_heads *pp_heads_new(int cap, int tls);
 /* Closes the connections still held, and the holder. */
 void pp_heads_free(pp_heads *h);
+/* Frees the holder and closes nothing: for a forked child, whose copies of
+ * its descriptors base/fds.c closed already (their numbers may be
+ * another's now). */
+void pp_heads_forget(pp_heads *h);
 /* The descriptor to poll for POLLIN: something here is ready. */
 int pp_heads_fd(const pp_heads *h);
 /* Takes a new connection (making room, see above). */

@@ -11,6 +11,7 @@
  * it) or the requested port is 0, one line on stderr says where it serves,
  * with the port actually bound:
  *     libpprof: serving http://127.0.0.1:41237/debug/pprof/ (pid 1234)
+ * once per process and address, exec or not (print_serving).
  *
  * At exit the server is stopped from an atexit handler registered by the
  * constructor; stopping is idempotent, so a program that stops the server
@@ -72,20 +73,33 @@ static int port_is_zero(const char *addr)
 }
 
 /* The line saying where the server listens: the host as given ("0.0.0.0"
- * when empty, as for every interface), the port bound. */
+ * when empty, as for every interface), the port bound. Once per process
+ * and address: a process that execs (a shim, a launcher script) and
+ * serves again at the same address is the same endpoint, so ANNOUNCED,
+ * carried across exec in the environment, holds "PID WHERE" of the last
+ * line; another process (a child) or another address prints its own. */
+#define ANNOUNCED "LIBPPROF_ANNOUNCED"
 static void print_serving(const char *addr)
 {
     const char *print = getenv("LIBPPROF_PRINT_ADDR");
     if (!(print && !strcmp(print, "1")) && !port_is_zero(addr))
         return;
+    char where[PATH_MAX + 64];
     if (!strncmp(addr, "unix:", 5)) {
-        fprintf(stderr, "libpprof: serving /debug/pprof/ on %s (pid %d)\n", addr, (int)getpid());
-        return;
+        snprintf(where, sizeof where, "/debug/pprof/ on %s", addr);
+    } else {
+        int hlen = (int)(strrchr(addr, ':') - addr);
+        const char *cert = getenv("LIBPPROF_TLS_CERT"); /* the server started: it serves HTTPS */
+        snprintf(where, sizeof where, "%s://%.*s:%d/debug/pprof/", cert && *cert ? "https" : "http",
+                 hlen ? hlen : 7, hlen ? addr : "0.0.0.0", pprof_server_port());
     }
-    int hlen = (int)(strrchr(addr, ':') - addr);
-    const char *cert = getenv("LIBPPROF_TLS_CERT"); /* the server started: it serves HTTPS */
-    fprintf(stderr, "libpprof: serving %s://%.*s:%d/debug/pprof/ (pid %d)\n", cert && *cert ? "https" : "http",
-            hlen ? hlen : 7, hlen ? addr : "0.0.0.0", pprof_server_port(), (int)getpid());
+    char mark[sizeof where + 16];
+    snprintf(mark, sizeof mark, "%d %s", (int)getpid(), where);
+    const char *before = getenv(ANNOUNCED);
+    if (before && !strcmp(before, mark))
+        return; /* this process said so before its exec */
+    setenv(ANNOUNCED, mark, 1);
+    fprintf(stderr, "libpprof: serving %s (pid %d)\n", where, (int)getpid());
 }
 
 __attribute__((constructor)) static void preload_init(void)
