@@ -38,12 +38,9 @@ static void read_env(void)
     const char *v = getenv("LIBPPROF_TOKEN_FILE");
     env.token_file = v && *v ? strdup(v) : NULL;
     env.token_in_query = pp_env_int("LIBPPROF_TOKEN_QUERY", 0, 0, 1);
-    v = getenv("LIBPPROF_AUTH");
-    env.auth_none = v && strcmp(v, "none") == 0;
-    if (v && *v && !env.auth_none)
-        fprintf(stderr, "libpprof: LIBPPROF_AUTH=%s is not understood (the one value is \"none\")\n", v);
-    v = getenv("LIBPPROF_CMDLINE");
-    env.no_cmdline = v && strcmp(v, "off") == 0;
+    static const char *const auth[] = {"none", NULL}, *const cmdline[] = {"on", "off", NULL};
+    env.auth_none = pp_env_word("LIBPPROF_AUTH", auth, -1, "no value (a token or a client CA off loopback)") == 0;
+    env.no_cmdline = pp_env_word("LIBPPROF_CMDLINE", cmdline, 0, "on") == 1;
 }
 
 void pp_access_resolve(const pprof_server_config *cfg, pp_access *out)

@@ -18,6 +18,7 @@
  * itself is fine. (The profiler core stops its timers with its own hook.)
  */
 #define _GNU_SOURCE
+#include "base/base.h"
 #include "pprof.h"
 #include "tree.h"
 
@@ -81,8 +82,7 @@ static int port_is_zero(const char *addr)
 #define ANNOUNCED "LIBPPROF_ANNOUNCED"
 static void print_serving(const char *addr)
 {
-    const char *print = getenv("LIBPPROF_PRINT_ADDR");
-    if (!(print && !strcmp(print, "1")) && !port_is_zero(addr))
+    if (!pp_env_int("LIBPPROF_PRINT_ADDR", 0, 0, 1) && !port_is_zero(addr))
         return;
     char where[PATH_MAX + 64];
     if (!strncmp(addr, "unix:", 5)) {

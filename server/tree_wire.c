@@ -106,8 +106,7 @@ int pp_tree_connect(const char *name)
 
 int pp_tree_off(void)
 {
-    const char *env = getenv("LIBPPROF_TREE");
-    return env && !strcmp(env, "0");
+    return !pp_env_int("LIBPPROF_TREE", 1, 0, 1);
 }
 
 /* Reads /proc/<pid>/<what> into buf (NUL-terminated): its length, or 0. */

@@ -1,8 +1,13 @@
 /* env.h: LIBPPROF_* environment variables (see env.c). */
 #ifndef PP_ENV_H
 #define PP_ENV_H
-/* The integer value of `name`, or `def` when unset or invalid (reported). */
+/* The integer value of `name`, or `def` when unset or invalid (reported
+ * once, in one line; a switch is min 0, max 1). */
 int pp_env_int(const char *name, int def, int min, int max);
+/* The index in `words` (NULL-terminated) of `name`'s value, or `def` when
+ * unset or none of them (reported once, in one line, with `def_text` as
+ * what is used instead). */
+int pp_env_word(const char *name, const char *const *words, int def, const char *def_text);
 /* Reads the variables kept here (start-up). */
 void pp_env_init(void);
 /* The default CPU rate: LIBPPROF_CPU_HZ or 100. */
