@@ -61,7 +61,9 @@ set(CPACK_GENERATOR DEB)
 set(CPACK_PACKAGE_NAME libpprof)
 set(CPACK_PACKAGE_VERSION ${PROJECT_VERSION})
 set(CPACK_PACKAGE_CONTACT "libpprof maintainers <maintainers@libpprof.invalid>")
-set(CPACK_PACKAGE_DESCRIPTION_SUMMARY "Go-compatible /debug/pprof profiling for C and C++ programs")
+# Each package's description is its own: a summary line, then the body
+# without leading spaces (CPackDeb indents it by one). No package-wide
+# summary is set, since CPackDeb would put it before every description.
 set(CPACK_DEB_COMPONENT_INSTALL ON)
 set(CPACK_COMPONENTS_ALL lib dev tools)
 set(CPACK_DEBIAN_FILE_NAME DEB-DEFAULT)
@@ -73,22 +75,51 @@ set(CPACK_DEBIAN_LIB_PACKAGE_DEPENDS
   "libc6 (>= 2.36), libmicrohttpd12 (>= 0.9.75), libprotobuf-c1 (>= 1.4.1), zlib1g (>= 1:1.2.13), libdw1 (>= 0.188), libgnutls30 (>= 3.7.9)")
 set(CPACK_DEBIAN_PACKAGE_GENERATE_SHLIBS ON)
 set(CPACK_DEBIAN_PACKAGE_GENERATE_SHLIBS_POLICY ">=")
-set(CPACK_COMPONENT_LIB_DESCRIPTION "Go-compatible /debug/pprof profiling for C and C++ programs (library)
- Linked into a program, or loaded with LD_PRELOAD, libpprof serves CPU, heap,
- allocation, mutex, block, thread and custom profiles over HTTP in the
- format of Go's net/http/pprof, for go tool pprof and continuous profilers.")
+set(CPACK_DEBIAN_LIB_DESCRIPTION "Go-compatible /debug/pprof profiling for C and C++ programs
+Linked into a program, or loaded with LD_PRELOAD, libpprof serves CPU,
+heap, allocation, mutex, block, thread and custom profiles over HTTP in
+the format of Go's net/http/pprof, for go tool pprof and continuous
+profilers.")
 set(CPACK_DEBIAN_DEV_PACKAGE_NAME libpprof-dev)
 set(CPACK_DEBIAN_DEV_PACKAGE_SECTION libdevel)
 set(PPROF_DEB_VERSION "${PROJECT_VERSION}-${CPACK_DEBIAN_PACKAGE_RELEASE}")
 set(CPACK_DEBIAN_DEV_PACKAGE_DEPENDS
   "libpprof0 (= ${PPROF_DEB_VERSION}), libmicrohttpd-dev, libprotobuf-c-dev, zlib1g-dev, libdw-dev, libgnutls28-dev")
-set(CPACK_COMPONENT_DEV_DESCRIPTION "Go-compatible /debug/pprof profiling for C and C++ programs (development files)
- Headers, static libraries (with and without malloc and lock hooks),
- pkg-config files and the CMake package of libpprof.")
+set(CPACK_DEBIAN_DEV_DESCRIPTION "Go-compatible /debug/pprof profiling for C and C++ (development files)
+Headers, static libraries (with and without the malloc and lock hooks),
+pkg-config files and the CMake package of libpprof, which serves
+Go-compatible profiles from inside C and C++ programs.")
 set(CPACK_DEBIAN_TOOLS_PACKAGE_NAME libpprof-tools)
 set(CPACK_DEBIAN_TOOLS_PACKAGE_SECTION devel)
-set(CPACK_DEBIAN_TOOLS_PACKAGE_DEPENDS "libpprof0 (= ${PPROF_DEB_VERSION}), libmicrohttpd12 (>= 0.9.75)")
-set(CPACK_COMPONENT_TOOLS_DESCRIPTION "Go-compatible /debug/pprof profiling for C and C++ programs (tools)
- libpprof-run starts any dynamically linked program with libpprof preloaded
- and its endpoint on; pprof-demo is a small service to try it on.")
+set(CPACK_DEBIAN_TOOLS_PACKAGE_DEPENDS "libc6 (>= 2.36), libpprof0 (= ${PPROF_DEB_VERSION}), libmicrohttpd12 (>= 0.9.75)")
+set(CPACK_DEBIAN_TOOLS_DESCRIPTION "launcher and demo service for libpprof profiling
+libpprof-run starts any dynamically linked program with libpprof preloaded
+and its Go-compatible /debug/pprof endpoint on; pprof-demo is a small
+service to try the endpoint and go tool pprof on.")
+# Debian's per-package documents (scripts/package.sh turns them on): the
+# copyright file and changelog.Debian.gz in /usr/share/doc/<package>, and
+# lintian overrides; the library package gets an ldconfig trigger instead
+# of maintainer scripts that run ldconfig.
+option(PPROF_DEBIAN_DOCS "install the Debian packages' own documents" OFF)
+if(PPROF_DEBIAN_DOCS)
+  set(deb_dir ${CMAKE_CURRENT_BINARY_DIR}/debian)
+  configure_file(packaging/debian/changelog.in ${deb_dir}/changelog @ONLY)
+  execute_process(COMMAND gzip -9nf ${deb_dir}/changelog RESULT_VARIABLE gz_rc)
+  if(NOT gz_rc EQUAL 0)
+    message(FATAL_ERROR "gzip of ${deb_dir}/changelog failed")
+  endif()
+  foreach(pc lib|libpprof0 dev|libpprof-dev tools|libpprof-tools)
+    string(REPLACE "|" ";" pc "${pc}")
+    list(GET pc 0 comp)
+    list(GET pc 1 PKG)
+    install(FILES packaging/debian/copyright DESTINATION share/doc/${PKG} COMPONENT ${comp})
+    install(FILES ${deb_dir}/changelog.gz DESTINATION share/doc/${PKG}
+      RENAME changelog.Debian.gz COMPONENT ${comp})
+    if(NOT comp STREQUAL dev)
+      configure_file(packaging/debian/overrides.in ${deb_dir}/overrides/${PKG} @ONLY)
+      install(FILES ${deb_dir}/overrides/${PKG} DESTINATION share/lintian/overrides COMPONENT ${comp})
+    endif()
+  endforeach()
+  set(CPACK_DEBIAN_LIB_PACKAGE_CONTROL_EXTRA ${CMAKE_CURRENT_SOURCE_DIR}/packaging/debian/triggers)
+endif()
 include(CPack)

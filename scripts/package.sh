@@ -10,7 +10,7 @@ cd "$(dirname "$0")/.."
 scripts/deps.sh
 dir=${1:-build/package}
 cmake -S . -B "$dir" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_INSTALL_PREFIX=/usr \
-    -DPPROF_TESTS=OFF -DPPROF_BENCH=OFF -DPPROF_DEMO=ON >/dev/null
+    -DPPROF_TESTS=OFF -DPPROF_BENCH=OFF -DPPROF_DEMO=ON -DPPROF_DEBIAN_DOCS=ON >/dev/null
 cmake --build "$dir" -j"$(nproc)" >/dev/null
 rm -f "$dir"/*.deb
 (cd "$dir" && cpack -G DEB >/dev/null)

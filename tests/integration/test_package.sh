@@ -88,8 +88,23 @@ for p in $PKGS; do
 done
 pp_check "libpprof0 depends on Debian 12's libmicrohttpd12, libprotobuf-c1, zlib1g and libdw1" \
     eval 'dpkg-deb -f "$TMP"/pkg/libpprof0_*.deb Depends | grep -q "libmicrohttpd12.*libprotobuf-c1.*zlib1g.*libdw1"'
-pp_check "libpprof0 runs ldconfig and has a shlibs file" \
-    eval 'dpkg-deb --ctrl-tarfile "$TMP"/pkg/libpprof0_*.deb | tar t | grep -q shlibs'
+pp_check "libpprof0 has an ldconfig trigger and a shlibs file" \
+    eval 'dpkg-deb --ctrl-tarfile "$TMP"/pkg/libpprof0_*.deb | tar t | grep -q shlibs &&
+        dpkg-deb -I "$TMP"/pkg/libpprof0_*.deb triggers | grep -qx "activate-noawait ldconfig"'
+# Descriptions as apt show renders them: a summary of each package's own,
+# and a body indented by exactly one space.
+summaries=$(for d in "$TMP"/pkg/*.deb; do dpkg-deb -f "$d" Description | head -1; done | sort -u | wc -l)
+pp_check "each package has a summary of its own ($summaries of 3)" test "$summaries" = 3
+pp_check "no description repeats its summary or indents its body by more than one space" \
+    eval 'for d in "$TMP"/pkg/*.deb; do dpkg-deb -f "$d" Description |
+        awk "NR == 1 { s = \$0; next } /^  / || index(\$0, s) { bad = 1 } END { exit bad }" || exit 1; done'
+if command -v lintian >/dev/null; then
+    lintian --allow-root "$TMP"/pkg/*.deb >"$TMP/lintian.out" 2>&1
+    pp_check "lintian reports no error on the packages" eval '! grep -q "^E: " "$TMP/lintian.out"'
+    grep '^W: ' "$TMP/lintian.out" | sed 's/^/# lintian: /'
+else
+    pp_skip "lintian is not installed"
+fi
 
 # --- a relocated install (cmake --install --prefix): nothing points at /usr
 PREFIX=$TMP/prefix
