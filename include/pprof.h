@@ -465,6 +465,48 @@ PPROF_API int pprof_cpu_recorder_new(const pprof_cpu_config *cfg, pprof_recorder
  * Thread-safe. */
 PPROF_API int pprof_cpu_set_signal(int signo);
 
+/* ------------------------------------------------------------ wall clock
+ *
+ * A wall-clock profile counts every live thread (of those the library
+ * knows: the main thread and threads started through pthread_create) `hz`
+ * times a second, whatever it does: running, ready to run, blocked in the
+ * kernel, waiting for a lock. Sample types samples/count and
+ * wall/nanoseconds (period type wall/nanoseconds), or with `fgprof` set
+ * samples/count and time/nanoseconds (period type wallclock/nanoseconds),
+ * as fgprof writes them. Each sample carries the thread's labels (a
+ * running thread's span too) and the label thread_state: "running", or
+ * the system call it waits in ("epoll_wait", "futex", "read",
+ * "clock_nanosleep", ..., else "syscall_<n>"). A thread that waits is
+ * walked from /proc with no signal, and one that has not run since it was
+ * last looked at is counted where it was, with no system call of its own:
+ * only threads that run get the profiling signal, as for a thread dump.
+ * One sampler serves every wall recorder, which share its rate. */
+
+#define PPROF_WALL_DEFAULT_HZ 99
+#define PPROF_WALL_MAX_HZ 1000
+
+/* Which samples a wall recorder keeps. */
+typedef enum pprof_wall_state {
+    PPROF_WALL_ALL = 0,     /* every thread, whatever it does */
+    PPROF_WALL_OFF_CPU = 1, /* threads waiting in a system call (off-CPU) */
+    PPROF_WALL_ON_CPU = 2,  /* threads running or ready to run */
+} pprof_wall_state;
+
+typedef struct pprof_wall_config {
+    /* Samples per second of wall time per thread (1..PPROF_WALL_MAX_HZ).
+     * 0: the rate in force if wall recorders are running, else 99 (as
+     * fgprof). A rate that differs from the rate in force fails with
+     * PPROF_ERATE. */
+    int64_t hz;
+    pprof_wall_state state;
+    /* 1: sample and period types as fgprof writes them (above). */
+    int fgprof;
+} pprof_wall_config;
+
+/* Creates a stopped wall recorder (start/snapshot/stop; snapshots leave
+ * no gap). `cfg` may be NULL for the defaults. Thread-safe. */
+PPROF_API int pprof_wall_recorder_new(const pprof_wall_config *cfg, pprof_recorder **out);
+
 /* ------------------------------------------------------------------ heap
  *
  * Heap profiling samples allocations from the moment the library is
@@ -684,6 +726,27 @@ typedef struct pprof_cpu_stats {
 
 /* Counters of the CPU sampler since the process started. Thread-safe. */
 PPROF_API void pprof_cpu_stats_get(pprof_cpu_stats *out);
+
+typedef struct pprof_wall_stats {
+    int64_t hz;              /* rate in force, 0 when idle */
+    int64_t threads;         /* threads the sampler follows now */
+    uint64_t ticks;          /* the sampler's wakes */
+    uint64_t samples;        /* samples counted (periods x threads) */
+    uint64_t still;          /* threads counted where they were, not looked at (no CPU since) */
+    uint64_t looks;          /* threads looked at (they ran since their last look) */
+    uint64_t walks;          /* of those, walked from /proc as they waited (no signal) */
+    uint64_t signals;        /* of those, sent the profiling signal as they ran */
+    uint64_t no_answer;      /* signals not answered in time */
+    uint64_t full_scans;     /* ticks that read every thread's CPU clock */
+    uint64_t late;           /* periods the sampler woke too late for (a busy machine): each
+                                thread's was counted where the next wake found it */
+    uint64_t sampler_ns;     /* CPU time of the sampler thread */
+    uint64_t reserved[8];    /* zero; later fields take its place */
+} pprof_wall_stats;
+
+/* Counters of the wall-clock sampler since the process started.
+ * Thread-safe. */
+PPROF_API void pprof_wall_stats_get(pprof_wall_stats *out);
 
 typedef struct pprof_heap_stats {
     int64_t rate;              /* in force, 0 when off */

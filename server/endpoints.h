@@ -4,7 +4,8 @@
  *                       the index, the flame-graph page and the process
  *                       tree read it), and the small endpoints: profile,
  *                       cmdline, symbol, trace
- *   handlers_heap.c, handlers_threads.c, handlers_contention.c
+ *   handlers_heap.c, handlers_threads.c, handlers_contention.c,
+ *   handlers_wall.c
  *                       the profile kinds' endpoints
  *   handlers_ui.c       the flame-graph page
  *   index.c             the index page, with the rows other parts of the
@@ -73,6 +74,8 @@ int pp_h_mutex(pp_req *q);        /* handlers_contention.c */
 int pp_h_block(pp_req *q);
 int pp_h_delta_mutex(pp_req *q);
 int pp_h_delta_block(pp_req *q);
+int pp_h_wall(pp_req *q);         /* handlers_wall.c */
+int pp_h_fgprof(pp_req *q);
 
 /* --------------------------------------------------------------- index */
 

@@ -158,6 +158,10 @@ static const pp_endpoint endpoints[] = {
      "heap now", PROFILE, pp_h_delta_heap},
     {"delta_mutex", "delta_mutex", "The mutex profile's change since the previous request of it",
      PROFILE, pp_h_delta_mutex},
+    {"fgprof", "fgprof?seconds=30",
+     "The wall-clock profile in fgprof's form (samples and time; format=pprof or folded), for the fgprof scrape "
+     "jobs of Grafana Alloy and Pyroscope",
+     PP_EP_PROFILE | PP_EP_MERGE, pp_h_fgprof},
     {"goroutine", "goroutine?debug=1",
      "Stack traces of all current threads (goroutine for Go tools). Use debug=2 as a query parameter "
      "to dump each thread with its id, name and state (<a href=\"goroutine?debug=2\">full thread dump</a>). "
@@ -183,6 +187,11 @@ static const pp_endpoint endpoints[] = {
      pp_h_goroutine},
     {"trace", "trace", "Execution trace: not supported by libpprof (answers 501)", 0, h_trace},
     {"ui", NULL, NULL, 0, pp_h_ui},
+    {"wall", "wall?seconds=30",
+     "Wall-clock profile: every thread, running or waiting, sampled 99 times a second (hz=), with the label "
+     "thread_state (running, or the system call it waits in); state=off-cpu keeps only the waits. Waiting "
+     "threads are read without a signal.",
+     PROFILE, pp_h_wall},
 };
 static const size_t nendpoints = sizeof endpoints / sizeof endpoints[0];
 

@@ -115,6 +115,18 @@ static void write_stats(pp_reply *r, const pp_req *q)
                     (unsigned long long)c.catch_ups,
                     c.handler_ns / 1e6,
                     c.collector_ns / 1e6);
+    pprof_wall_stats ws;
+    pprof_wall_stats_get(&ws);
+    if (ws.ticks)
+        pp_reply_printf(r,
+                        "<tr><td>Wall-clock sampling</td><td>%lld Hz now, %lld threads followed; %llu ticks "
+                        "(%llu periods late), %llu samples: %llu counted where they were (no CPU since), %llu "
+                        "looked at (%llu walked from /proc, %llu signalled, %llu did not answer); %llu full "
+                        "scans; sampler %.3f ms of CPU</td></tr>\n",
+                        (long long)ws.hz, (long long)ws.threads, (unsigned long long)ws.ticks,
+                        (unsigned long long)ws.late, (unsigned long long)ws.samples, (unsigned long long)ws.still,
+                        (unsigned long long)ws.looks, (unsigned long long)ws.walks, (unsigned long long)ws.signals,
+                        (unsigned long long)ws.no_answer, (unsigned long long)ws.full_scans, ws.sampler_ns / 1e6);
     if (c.handler_reclaimed)
         pp_reply_printf(r,
                         "<tr><td>Profiling signal</td><td>another handler replaced libpprof's %llu times; "

@@ -104,13 +104,29 @@ static int peek(uint64_t addr, uint64_t *v)
 
 /* The frame pointer of a thread stopped at sp: the first slot above sp
  * that holds a plausible saved frame pointer followed by a return
- * address just after a call. 0 when none is found. */
+ * address just after a call. 0 when none is found. The window is read
+ * one page at a time (a few system calls, not one per word); the scan
+ * ends where the stack does. */
 static uint64_t guess_fp(uint64_t sp)
 {
-    for (uint64_t x = sp & ~7ull; x < sp + SCAN_WINDOW; x += 8) {
-        uint64_t saved, ra;
-        if (!peek(x, &saved) || !peek(x + 8, &ra))
-            return 0;
+    uint64_t win[SCAN_WINDOW / 8 + 1];
+    uint64_t base = sp & ~7ull;
+    size_t got = 0;
+    while (got < sizeof win) {
+        uint64_t at = base + got;
+        size_t len = 4096 - (at & 4095);
+        if (len > sizeof win - got)
+            len = sizeof win - got;
+        struct iovec local = {(char *)win + got, len}, remote = {(void *)(uintptr_t)at, len};
+        ssize_t n = process_vm_readv(getpid(), &local, 1, &remote, 1, 0);
+        if (n <= 0)
+            break;
+        got += (size_t)n;
+        if ((size_t)n < len)
+            break;
+    }
+    for (size_t i = 0; i + 1 < got / 8; i++) {
+        uint64_t x = base + 8 * i, saved = win[i], ra = win[i + 1];
         if ((saved == 0 || (saved > x && saved < x + (1 << 20) && !(saved & 7))) && pp_unwind_after_call(ra))
             return x;
     }
@@ -196,7 +212,7 @@ static void *const *slot_of(const pp_thread_entry *reg, size_t nreg, int tid)
 
 /* A thread waiting in the kernel: walked from /proc, no signal. Returns 0
  * if the thread is not waiting (it must be asked with a signal). */
-static int walk_waiting(int tid, pp_thread_stack *t, void *const *slot)
+int pp_thread_walk_waiting(int tid, pp_thread_stack *t, void *const *slot)
 {
     char path[64], line[512];
     snprintf(path, sizeof path, "/proc/self/task/%d/syscall", tid);
@@ -220,6 +236,8 @@ static int walk_waiting(int tid, pp_thread_stack *t, void *const *slot)
         t->pcs[t->npcs++] = PP_PC_TRUNCATED;
     t->how = PP_DUMP_SYSCALL;
     t->syscall = nr;
+    t->sp = sp;
+    t->pc = pc;
     copy_labels(slot, t);
     /* Labels read while the thread ran on may belong to a set being freed:
      * keep them only if it is still in the same call. */
@@ -361,7 +379,7 @@ __attribute__((noinline)) int pp_thread_dump(pp_thread_stack **out, size_t *n)
             copy_set(pp_labels_current_peek(), s);
             continue;
         }
-        if (walk_waiting(tid, s, slot_of(reg, nreg, tid)))
+        if (pp_thread_walk_waiting(tid, s, slot_of(reg, nreg, tid)))
             continue;
         if (left <= 0) {
             s->how = PP_DUMP_TIME_LIMIT;
@@ -380,6 +398,13 @@ __attribute__((noinline)) int pp_thread_dump(pp_thread_stack **out, size_t *n)
     *out = t;
     *n = count;
     return 0;
+}
+
+void pp_thread_stack_free_labels(pp_thread_stack *t)
+{
+    free_labels(t->labels, t->nlabels);
+    t->labels = NULL;
+    t->nlabels = 0;
 }
 
 static void free_stack(pp_thread_stack *t)

@@ -19,6 +19,7 @@ typedef struct pp_thread_stack {
     int how;                 /* enum pp_dump_how */
     int syscall;             /* the system call it waits in, -1 if none */
     char state;              /* R, S, D, ... from /proc */
+    uint64_t sp, pc;         /* PP_DUMP_SYSCALL: where /proc shows it waiting */
     char name[16];
     int npcs;
     uint64_t pcs[PP_DUMP_FRAMES + 1]; /* leaf first; pseudo-PCs for the cases above */
@@ -31,6 +32,15 @@ typedef struct pp_thread_stack {
  * or PPROF_ENOMEM/PPROF_ESYS; free with pp_thread_dump_free. */
 int pp_thread_dump(pp_thread_stack **out, size_t *n);
 void pp_thread_dump_free(pp_thread_stack *t, size_t n);
+/* One thread, if it waits in the kernel: walked from the pc and stack
+ * pointer /proc shows, with no signal, into *t (tid, how, syscall, sp,
+ * pc, stack; its labels copied from `slot`, the thread's label slot, or
+ * none when NULL), as a dump walks it. Returns 1, or 0 when the thread
+ * runs (or is gone) and *t is left as it was. Free t->labels with
+ * pp_thread_stack_free_labels. Thread-safe; not for signal handlers. */
+int pp_thread_walk_waiting(int tid, pp_thread_stack *t, void *const *slot);
+/* Frees t->labels (copied by a dump or pp_thread_walk_waiting) and clears them. */
+void pp_thread_stack_free_labels(pp_thread_stack *t);
 /* fork handler (lifecycle.c): the child has no dump running. */
 void pp_thread_dump_fork_child(void);
 #endif

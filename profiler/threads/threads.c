@@ -96,6 +96,22 @@ pp_thread_entry *pp_threads_copy(size_t *n)
     return out;
 }
 
+int pp_threads_list(int *tids, void *const **slots, int max)
+{
+    int n = 0;
+    pp_mutex_lock(&reg_lock);
+    for (int i = 0; i < reg_high && n < max; i++)
+        if (registry[i].tid) {
+            if (tids)
+                tids[n] = registry[i].tid;
+            if (slots)
+                slots[n] = registry[i].labels_slot;
+            n++;
+        }
+    pp_mutex_unlock(&reg_lock);
+    return n;
+}
+
 /* The registered threads' ids (a pp_thread_lister for cpu/). */
 static int list_registered(int *tids, int max)
 {

@@ -34,6 +34,10 @@ void pp_threads_register_main(void);
 /* A copy of the registered threads (malloc'd; *n receives their number),
  * or NULL when out of memory. */
 pp_thread_entry *pp_threads_copy(size_t *n);
+/* The registered threads' ids and label slots (either array may be
+ * NULL), at most max; returns their number. No allocation; takes the
+ * registry's lock. Thread-safe; not for signal handlers. */
+int pp_threads_list(int *tids, void *const **slots, int max);
 /* A new thread's start (the creator's labels, the creating call's stack
  * from the call site of `caller`, fn and arg), made by the creating thread
  * for pp_threads_trampoline; NULL when out of memory. */

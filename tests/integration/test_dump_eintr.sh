@@ -8,7 +8,8 @@
 # EINTR before the handler learned to enter the wait again). After 2,000
 # goroutine?debug=2 dumps and 2,000 goroutine profiles, with a 1000 Hz CPU
 # profile running through them (its timer, window-end and catch-up
-# signals reach the same threads): not one EINTR.
+# signals reach the same threads) and a 99 Hz wall profile (which signals
+# the threads it finds running): not one EINTR.
 # Meanwhile the program breaks another thread's 10 s poll with its own
 # SIGUSR1 every 20 ms (once the previous one has ended the wait and the
 # thread is in poll again): those still end the wait with EINTR. One
@@ -31,6 +32,8 @@ N=2000
 
 curl -sS --max-time 60 -o "$TMP/cpu.pb.gz" -w '%{http_code}\n' "$base/profile?seconds=6" >"$TMP/cpu.code" 2>&1 &
 cpu=$!
+curl -sS --max-time 60 -o "$TMP/wall.pb.gz" -w '%{http_code}\n' "$base/wall?seconds=6&hz=99" >"$TMP/wall.code" 2>&1 &
+wall=$!
 for kind in "goroutine?debug=2" "goroutine"; do
     for i in $(seq $N); do
         printf 'url = "%s/%s"\noutput = /dev/null\n' "$base" "$kind"
@@ -41,8 +44,9 @@ for kind in "goroutine?debug=2" "goroutine"; do
         test "$(grep -c '^200$' "$TMP/codes")" = "$N"
 done
 
-wait $cpu
+wait $cpu $wall
 pp_check "a CPU profile ran through the dumps ($(cat "$TMP/cpu.code"))" test "$(cat "$TMP/cpu.code")" = 200
+pp_check "a 99 Hz wall profile ran through the dumps ($(cat "$TMP/wall.code"))" test "$(cat "$TMP/wall.code")" = 200
 pp_stop "$PID"
 line=$(grep '^eintr=' "$TMP/prog.out")
 eintr=$(sed -n 's/^eintr=\([0-9]*\).*/\1/p' <<<"$line")

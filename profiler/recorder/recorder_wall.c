@@ -1,0 +1,95 @@
+/* recorder_wall.c: the wall-clock recorder kind (pprof_wall_recorder_new).
+ *
+ * A window is a pprof_profile builder that the wall sampler (wall/) adds
+ * samples to; closing one is a swap in the sampler, which first counts
+ * every pending sample into the windows attached, so snapshots leave no
+ * gap and count nothing twice. Several wall recorders share one sampler
+ * and its rate, as CPU recorders do: the first sets it, later ones join
+ * it (rate 0 or the same rate) or fail with PPROF_ERATE.
+ */
+#define _GNU_SOURCE
+#include "recorder.h"
+#include "base/base.h"
+#include "model/model.h"
+#include "wall/wall.h"
+
+#include <stdlib.h>
+
+typedef struct wall_recorder {
+    pprof_recorder base;
+    pprof_wall_config cfg;
+    int hz;               /* in force while running */
+    pp_wall_window w;     /* the open window (the sampler's lock) */
+} wall_recorder;
+
+static pprof_profile *new_wall_window(const wall_recorder *c, int hz)
+{
+    static const pprof_value_type native[] = {{"samples", "count"}, {"wall", "nanoseconds"}};
+    static const pprof_value_type fg[] = {{"samples", "count"}, {"time", "nanoseconds"}};
+    int64_t period = 1000000000ll / hz;
+    return c->cfg.fgprof ? pp_profile_new(fg, 2, (pprof_value_type){"wallclock", "nanoseconds"}, period)
+                         : pp_profile_new(native, 2, (pprof_value_type){"wall", "nanoseconds"}, period);
+}
+
+static int wall_start(pprof_recorder *r)
+{
+    wall_recorder *c = (wall_recorder *)r;
+    int hz = pp_wall_hz();
+    if (hz && c->cfg.hz && c->cfg.hz != hz)
+        return pp_error_detail(PPROF_ERATE, "wall profiling is running at %d Hz; ask for %d or 0", hz, hz);
+    hz = c->cfg.hz ? (int)c->cfg.hz : hz ? hz : PPROF_WALL_DEFAULT_HZ;
+    c->w.state = (int)c->cfg.state;
+    c->w.profile = new_wall_window(c, hz);
+    if (!c->w.profile)
+        return pp_fail(PPROF_ENOMEM);
+    int rc = pp_wall_attach(&c->w, hz);
+    if (rc) {
+        pprof_profile_free(c->w.profile);
+        c->w.profile = NULL;
+        return rc;
+    }
+    c->hz = hz;
+    pp_recorder_window_begin(r);
+    return 0;
+}
+
+static int wall_end(pprof_recorder *r, int reopen, pprof_profile **out)
+{
+    wall_recorder *c = (wall_recorder *)r;
+    pprof_profile *next = NULL;
+    if (reopen && !(next = new_wall_window(c, c->hz)))
+        return pp_fail(PPROF_ENOMEM);
+    pprof_profile *p = pp_wall_swap(&c->w, next);
+    pp_recorder_window_end(r, p, reopen);
+    return pp_recorder_finish(r, p, out);
+}
+
+static int64_t wall_rate(const pprof_recorder *r)
+{
+    return r->running ? ((const wall_recorder *)r)->hz : 0;
+}
+
+static const pp_recorder_ops wall_ops = {.start = wall_start, .end = wall_end, .rate = wall_rate};
+
+/* Thread-safe. */
+int pprof_wall_recorder_new(const pprof_wall_config *cfg, pprof_recorder **out)
+{
+    if (!out)
+        return pp_fail(PPROF_EINVAL);
+    *out = NULL;
+    pprof_wall_config c = cfg ? *cfg : (pprof_wall_config){0};
+    if (c.hz < 0 || c.hz > PPROF_WALL_MAX_HZ)
+        return pp_error_detail(PPROF_EINVAL, "hz must be from 1 to %d (0: the rate in force), not %lld",
+                               PPROF_WALL_MAX_HZ, (long long)c.hz);
+    if (c.state != PPROF_WALL_ALL && c.state != PPROF_WALL_OFF_CPU && c.state != PPROF_WALL_ON_CPU)
+        return pp_error_detail(PPROF_EINVAL, "state must be PPROF_WALL_ALL, _OFF_CPU or _ON_CPU, not %d",
+                               (int)c.state);
+    if (c.fgprof != 0 && c.fgprof != 1)
+        return pp_error_detail(PPROF_EINVAL, "fgprof must be 0 or 1, not %d", c.fgprof);
+    wall_recorder *r = (wall_recorder *)pp_recorder_new(sizeof *r, &wall_ops);
+    if (!r)
+        return PPROF_ENOMEM;
+    r->cfg = c;
+    *out = &r->base;
+    return 0;
+}

@@ -1,0 +1,86 @@
+/* wall.h: the interface of wall/, the wall-clock sampler shared by all
+ * wall recorders.
+ *
+ * One sampler thread wakes `hz` times a second (absolute deadlines; a late
+ * wake weighs the periods it covers) and counts one sample per period for
+ * every live thread of the threads registry (threads/), whatever it does,
+ * with its stack, its labels and span, and the label thread_state:
+ * "running", or the system call it waits in (syscalls.c). How each thread
+ * is looked at (sampler.c):
+ *   - a thread that used no CPU since it was last looked at is where it
+ *     was: its last record is counted again, with no system call of its
+ *     own; that no thread outside the set that ran did run is told by the
+ *     process's CPU clock against the sum of that set's clocks, and when
+ *     it cannot be told, every thread's clock is read (a full scan);
+ *   - a thread that ran and now waits in the kernel is walked from the pc
+ *     and stack pointer /proc shows (threads/'s pp_thread_walk_waiting),
+ *     with no signal, so its wait is neither broken nor lengthened;
+ *   - a thread that runs is sent the profiling signal (signals/, a user
+ *     with its own value); its handler walks its own stack into a request
+ *     slot (answers.c).
+ * Counts are kept per thread until its record changes or a window ends,
+ * so a thread that sits still costs no profile work at all.
+ *
+ * Invariants: the handler side never allocates and takes no lock; the
+ * sampler lock (wall_lock) is never taken in a handler; windows receive
+ * exactly the periods ticked while they were attached (a swap flushes every
+ * pending count first): snapshots are gapless.
+ */
+#ifndef PP_WALL_H
+#define PP_WALL_H
+#include "pprof.h"
+#include "labels/labels.h"
+#include <stdint.h>
+
+#define PP_WALL_DEFAULT_HZ 99
+#define PP_WALL_MAX_HZ 1000
+#define PP_WALL_FRAMES 64
+
+/* Which samples a window keeps. */
+enum { PP_WALL_ALL = 0, PP_WALL_OFF_CPU = 1, PP_WALL_ON_CPU = 2 };
+
+/* A running wall recorder's window as the sampler fills it: each sample
+ * adds (periods, periods x period_ns). */
+typedef struct pp_wall_window {
+    int64_t period_ns;      /* set by pp_wall_attach */
+    int state;              /* PP_WALL_* */
+    pprof_profile *profile; /* unfinished; replaced by pp_wall_swap */
+} pp_wall_window;
+
+/* Attaches w (its profile set) to the sampler at `hz` (0: the rate in
+ * force, else PP_WALL_DEFAULT_HZ), starting the sampler thread if none
+ * runs. A different rate from the one in force fails with PPROF_ERATE.
+ * Returns 0 or a PPROF_E* code. Thread-safe. */
+int pp_wall_attach(pp_wall_window *w, int hz);
+/* Counts every pending sample into the attached windows, then makes
+ * `next` w's profile and returns the one it replaces; with next NULL, w
+ * is detached (the sampler stops with its last window). Thread-safe. */
+pprof_profile *pp_wall_swap(pp_wall_window *w, pprof_profile *next);
+/* The rate in force, 0 when no window is attached. Thread-safe. */
+int pp_wall_hz(void);
+/* The sampler's counters. Thread-safe. */
+void pp_wall_stats_fill(pprof_wall_stats *out);
+
+/* syscalls.c: the name of x86-64 system call `nr` for thread_state
+ * ("epoll_wait", "futex", ...), or "syscall_<nr>" written into buf
+ * (at least 24 bytes). Thread-safe. */
+const char *pp_wall_syscall_name(int nr, char *buf);
+
+/* answers.c: stacks of running threads, taken in their profiling-signal
+ * handler. */
+typedef struct pp_wall_answer {
+    int tid;
+    int ok;                 /* 1: the thread answered */
+    int npcs;               /* the stack, leaf first (a truncated one ends in PP_PC_TRUNCATED) */
+    uint64_t pcs[PP_WALL_FRAMES + 1];
+    const void *labels;     /* a reference to its label set (drop with pp_labels_unref), or NULL */
+    pp_trace_snap trace;    /* its span */
+} pp_wall_answer;
+/* At most this many threads are asked at once. */
+#define PP_WALL_MAX_ASK 64
+/* Sends the profiling signal to the n (<= PP_WALL_MAX_ASK) threads of
+ * a[i].tid and waits until each answered or `timeout_ns` passed; fills
+ * the rest of each a[i]. A thread that answers later is ignored. One
+ * caller at a time (the sampler). Thread-safe; not for signal handlers. */
+void pp_wall_ask(pp_wall_answer *a, int n, int64_t timeout_ns);
+#endif
