@@ -57,6 +57,10 @@ extern pp_next_ext pp_next_x;
  * for blocks too large to ask about (whole pages, as the sampled block
  * has). malloc-safe once pp_next_ready() */
 size_t pp_next_usable_for(size_t n);
+/* The same for any n, larger blocks too (probed by allocating one): the
+ * bytes an unsampled block of n bytes holds, as the allocator counts it.
+ * Needs pp_next_ready(). Not malloc-safe. */
+size_t pp_next_block_size(size_t n);
 /* 1 once pp_next is usable. malloc-safe */
 extern _Atomic int pp_next_state;
 static inline int pp_next_ready(void)
@@ -224,6 +228,10 @@ void pp_heap_sample_fork_child(void);
 pprof_profile *pp_heap_build(const pp_heap_snap *base, const pp_heap_snap *now, int64_t rate, int flags);
 
 /* --- start-up (heap_sample.c) --- */
-/* Reads LIBPPROF_HEAP_RATE and starts sampling. */
+/* Reads LIBPPROF_HEAP_RATE and LIBPPROF_HEAP_BYTES and starts sampling. */
 void pp_heap_init(void);
+/* LIBPPROF_HEAP_BYTES=requested: profiles count requested bytes, not the
+ * allocator's blocks (set at start-up; tests may set it before building a
+ * profile). */
+extern int pp_heap_bytes_requested;
 #endif

@@ -32,6 +32,7 @@
 #include <errno.h>
 #include <stdatomic.h>
 #include <string.h>
+#include <unistd.h>
 
 pp_next_alloc pp_next;
 pp_next_ext pp_next_x;
@@ -209,4 +210,39 @@ size_t pp_next_usable_for(size_t n)
     usable_n = n;
     usable_u = u;
     return u;
+}
+
+/* Whether the next malloc is glibc's (asked once). */
+static int next_is_glibc(void)
+{
+    static _Atomic int known = -1;
+    int k = atomic_load(&known);
+    if (k < 0) {
+        Dl_info info;
+        k = dladdr((void *)pp_next.malloc, &info) && info.dli_fname && strstr(info.dli_fname, "/libc.so");
+        atomic_store(&known, k);
+    }
+    return k;
+}
+
+/* Not for the hooks. A large block is not probed from glibc: freeing a
+ * mapped chunk would raise its mmap threshold for the program. Its usable
+ * size is computed instead, as glibc lays out a mapped chunk (the request
+ * plus an 8-byte header, 16-byte aligned, plus the next chunk's 8-byte
+ * size field, rounded to pages, less 16 bytes of header). */
+size_t pp_next_block_size(size_t n)
+{
+    if (n <= PROBE_MAX)
+        return pp_next_usable_for(n);
+    if (next_is_glibc()) {
+        size_t page = (size_t)sysconf(_SC_PAGESIZE);
+        size_t chunk = (((n + 8 + 15) & ~(size_t)15) + 8 + page - 1) & ~(page - 1);
+        return chunk - 16 < n ? n : chunk - 16;
+    }
+    void *q = pp_next.malloc(n);
+    if (!q)
+        return n;
+    size_t u = pp_next.usable_size(q);
+    pp_next.free(q);
+    return u < n ? n : u;
 }

@@ -10,8 +10,18 @@
  * A record is dropped only when every value it would show is zero, so an
  * object allocated before the window and still live keeps its in-use
  * values. Each pair is then unsampled as Go does, per record: records are
- * keyed by object size, so scale = 1 / (1 - e^(-size/rate)) exactly, and
- * the numeric label `bytes` is the size. Unlike Go, the estimates are not
+ * keyed by the requested size, which is what the countdown counted, so
+ * scale = 1 / (1 - e^(-requested/rate)) exactly, and the numeric label
+ * `bytes` is that size.
+ *
+ * Bytes are counted as the allocator counts them: each object is the
+ * block an unsampled request of its size gets (its usable size: a 204-byte
+ * request is a 208-byte block in glibc, 224 in jemalloc), as Go's heap
+ * profile (size classes) and jemalloc's own profiler do, so the totals
+ * reconcile with the allocator's statistics. Objects are estimated with
+ * the probability that their request was sampled and each weighs its
+ * block, so the byte totals stay unbiased. LIBPPROF_HEAP_BYTES=requested
+ * counts the requested bytes instead. Unlike Go, the estimates are not
  * truncated record by record (with many records of few samples that loses
  * half an object each: -2.4% of the objects in a churn of 10,000 sizes):
  * each value type carries its rounding remainder from record to record,
@@ -42,15 +52,23 @@ static int64_t carried(carry *c, double x)
     return v;
 }
 
-/* Go's scaleHeapSample: count objects of `size` bytes each, sampled at
- * `rate`, as estimated totals (objects, bytes), rounded through the
- * carries c[0] and c[1]. */
-static void unsample(int64_t count, uint64_t size, int64_t rate, carry *c, int64_t *v)
+/* Go's scaleHeapSample: count objects requested with `size` bytes each,
+ * sampled at `rate`, as estimated totals (objects, bytes of `block` each),
+ * rounded through the carries c[0] and c[1]. */
+static void unsample(int64_t count, uint64_t size, uint64_t block, int64_t rate, carry *c, int64_t *v)
 {
     double scale = rate <= 1 ? 1.0 : 1.0 / (1.0 - exp(-(double)size / (double)rate));
     double objects = size ? (double)count * scale : 0;
     v[0] = carried(&c[0], objects);
-    v[1] = carried(&c[1], objects * (double)size);
+    v[1] = carried(&c[1], objects * (double)block);
+}
+
+/* The bytes an object requested with `size` counts for. */
+static uint64_t block_bytes(uint64_t size)
+{
+    if (size == 0 || pp_heap_bytes_requested || !pp_next_ready())
+        return size;
+    return pp_next_block_size(size);
 }
 
 int64_t pp_heap_own_inuse(int64_t rate)
@@ -64,7 +82,7 @@ int64_t pp_heap_own_inuse(int64_t rate)
         const pp_rec *r = pp_heap_rec_get(s.c[i].rec);
         if (!pp_labels_is_own(r->labels))
             continue;
-        unsample(s.c[i].c[0] - s.c[i].c[1], r->key, rate, cr, v);
+        unsample(s.c[i].c[0] - s.c[i].c[1], r->key, block_bytes(r->key), rate, cr, v);
         total += v[1];
     }
     pp_heap_snap_free(&s);
@@ -94,10 +112,11 @@ pprof_profile *pp_heap_build(const pp_heap_snap *base, const pp_heap_snap *now, 
         int64_t alloc = c->c[0] - a0, inuse = c->c[0] - c->c[1];
         int64_t delta = inuse - (a0 - f0);
         int64_t v[6];
-        unsample(alloc, r->key, scale_rate, &cr[0], &v[0]);
-        unsample(inuse, r->key, scale_rate, &cr[2], &v[2]);
+        uint64_t block = block_bytes(r->key);
+        unsample(alloc, r->key, block, scale_rate, &cr[0], &v[0]);
+        unsample(inuse, r->key, block, scale_rate, &cr[2], &v[2]);
         if (change)
-            unsample(delta, r->key, scale_rate, &cr[4], &v[4]);
+            unsample(delta, r->key, block, scale_rate, &cr[4], &v[4]);
         int any = 0;
         for (size_t k = 0; k < ntypes; k++)
             any |= v[k] != 0;

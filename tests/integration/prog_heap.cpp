@@ -1,14 +1,21 @@
 // prog_heap.cpp: a program with a known heap, not linked with libpprof (it
 // is profiled through LD_PRELOAD, over whatever allocator is loaded).
 //
-//   keep_new      64 MiB live in 4 KiB arrays from operator new[]
-//   keep_malloc   32 MiB live in 1 KiB blocks from malloc
-//   churn        256 MiB of 256-byte objects from operator new, all freed
+//   keep_new      about 64 MiB live in 3,000-byte arrays from operator new[]
+//   keep_malloc   about 32 MiB live in 900-byte blocks from malloc
+//   churn         a million 256-byte objects from operator new, all freed
 //
-// Then it prints the allocator loaded (by its API) and the bytes that
-// allocator reports in use (jemalloc's stats.allocated, tcmalloc's
-// generic.current_allocated_bytes), "ready", and waits to be killed.
+// The sizes are none of the allocators' size classes, so the allocators'
+// bytes differ from the requested ones (900 bytes are a 1,024-byte block
+// in jemalloc and tcmalloc). Then it prints each function's bytes as the
+// allocator counts them (keep_new_bytes=, keep_malloc_bytes=: the sum of
+// malloc_usable_size over its live blocks; churn_bytes=: the count times
+// the usable size of one such block), the allocator loaded (by its API)
+// and the bytes that allocator reports in use (jemalloc's
+// stats.allocated, tcmalloc's generic.current_allocated_bytes), "ready",
+// and waits to be killed.
 #include <dlfcn.h>
+#include <malloc.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -19,10 +26,14 @@
 static std::vector<char *> kept_new;
 static std::vector<void *> kept_malloc;
 
+enum { NEW_SIZE = 3000, NEW_COUNT = 64 * 1048576 / NEW_SIZE };
+enum { MALLOC_SIZE = 900, MALLOC_COUNT = 32 * 1048576 / MALLOC_SIZE };
+enum { CHURN_COUNT = 1024 * 1024 };
+
 __attribute__((noinline)) static void keep_new()
 {
-    for (int i = 0; i < 64 * 256; i++) {
-        char *p = new char[4096];
+    for (int i = 0; i < NEW_COUNT; i++) {
+        char *p = new char[NEW_SIZE];
         p[0] = 1;
         kept_new.push_back(p);
     }
@@ -30,8 +41,8 @@ __attribute__((noinline)) static void keep_new()
 
 __attribute__((noinline)) static void keep_malloc()
 {
-    for (int i = 0; i < 32 * 1024; i++) {
-        void *p = malloc(1024);
+    for (int i = 0; i < MALLOC_COUNT; i++) {
+        void *p = malloc(MALLOC_SIZE);
         memset(p, 1, 16);
         kept_malloc.push_back(p);
     }
@@ -41,7 +52,7 @@ struct item { char data[256]; };
 
 __attribute__((noinline)) static void churn()
 {
-    for (int i = 0; i < 1024 * 1024; i++) {
+    for (int i = 0; i < CHURN_COUNT; i++) {
         item *volatile x = new item;
         x->data[0] = 1;
         delete x;
@@ -81,11 +92,20 @@ static long allocator_bytes()
 
 int main()
 {
-    kept_new.reserve(64 * 256);
-    kept_malloc.reserve(32 * 1024);
+    kept_new.reserve(NEW_COUNT);
+    kept_malloc.reserve(MALLOC_COUNT);
     keep_new();
     keep_malloc();
     churn();
+    size_t new_bytes = 0, malloc_bytes = 0;
+    for (char *p : kept_new)
+        new_bytes += malloc_usable_size(p);
+    for (void *p : kept_malloc)
+        malloc_bytes += malloc_usable_size(p);
+    item *one = new item;
+    size_t churn_bytes = CHURN_COUNT * malloc_usable_size(one);
+    delete one;
+    printf("keep_new_bytes=%zu\nkeep_malloc_bytes=%zu\nchurn_bytes=%zu\n", new_bytes, malloc_bytes, churn_bytes);
     printf("allocator=%s\nallocator_bytes=%ld\nready\n", allocator(), allocator_bytes());
     fflush(stdout);
     for (;;)

@@ -8,10 +8,15 @@
  *                    as a server stores values: a string whose slack (by
  *                    malloc_usable_size) is over a tenth of its length is
  *                    trimmed with realloc. Frees half, keeps count of the
- *                    bytes it requested for what is still live, prints
- *                    "own_bytes=N", the allocator's own count of its live
+ *                    bytes it requested for what is still live and of
+ *                    their usable sizes, prints "own_bytes=N",
+ *                    "own_usable=N", the allocator's own count of its live
  *                    bytes ("allocator_bytes=N HOW"), "ready", and waits
- *                    to be killed.
+ *                    to be killed. Over glibc, whose mallinfo2 counts
+ *                    chunks (8 bytes of header each beyond the usable
+ *                    size), allocator_bytes is uordblks + hblkhd less 8
+ *                    bytes for each object the program holds: the bytes
+ *                    the allocator gave it.
  */
 #define _GNU_SOURCE
 #include <dlfcn.h>
@@ -78,8 +83,8 @@ static unsigned long long allocator_bytes(const char **which)
         return tc_prop("generic.current_allocated_bytes", &v) ? v : 0;
     }
     struct mallinfo2 mi = mallinfo2();
-    *which = "glibc mallinfo2 uordblks+hblkhd";
-    return mi.uordblks + mi.hblkhd;
+    *which = "glibc mallinfo2 uordblks+hblkhd less 8 B per live object";
+    return mi.uordblks + mi.hblkhd - 8 * (STRINGS / 2 + 1);
 }
 
 static int sizes(void)
@@ -114,18 +119,20 @@ int main(int argc, char **argv)
         store(&strs[i]);
     }
     /* Half of them go away. */
-    uint64_t own = STRINGS * sizeof *strs;
+    uint64_t own = STRINGS * sizeof *strs, usable = malloc_usable_size(strs);
     for (int i = 0; i < STRINGS; i++) {
         if (i % 2) {
             free(strs[i].p);
             strs[i] = (str){0};
         } else {
             own += strs[i].req;
+            usable += malloc_usable_size(strs[i].p);
         }
     }
     const char *which = "";
     unsigned long long a = allocator_bytes(&which);
-    printf("own_bytes=%llu\nallocator_bytes=%llu %s\nready\n", (unsigned long long)own, a, which);
+    printf("own_bytes=%llu\nown_usable=%llu\nallocator_bytes=%llu %s\nready\n", (unsigned long long)own,
+           (unsigned long long)usable, a, which);
     fflush(stdout);
     for (;;)
         pause();

@@ -2,9 +2,16 @@
 # test-labels: timing
 # test_heap_preload.sh: heap profiles of an unmodified C++ program under
 # LD_PRELOAD, alone and on top of Debian's jemalloc and tcmalloc (libpprof
-# first in LD_PRELOAD, so it wraps them). With a 16 KiB rate:
-#   heap:   keep_new ~64 MiB and keep_malloc ~32 MiB in use (+-15%)
-#   allocs: churn ~256 MiB allocated, nothing in use
+# first in LD_PRELOAD, so it wraps them). With a 1 KiB rate:
+#   heap:   keep_new (about 64 MiB of operator new[]) and keep_malloc
+#           (about 32 MiB of malloc) in use within 3% of the bytes the
+#           allocator gave them, as the program sums them
+#           (malloc_usable_size; 900-byte requests are 1,024-byte blocks
+#           in jemalloc and tcmalloc);
+#   allocs: churn (a million operator new) allocated within 3% of its
+#           bytes, nothing in use.
+# The estimates' standard deviation is sqrt(rate / bytes): 0.55% for the
+# smallest (keep_malloc, 32 to 36 MiB), so 3% is 5.4 of them.
 # and, with jemalloc and tcmalloc, the allocator itself reports the kept
 # memory (the allocations went to it, not to glibc). Then the endpoints'
 # forms: debug=1 text, seconds=N windows (nothing allocated meanwhile:
@@ -28,7 +35,7 @@ mib() {
 
 run_one() { # NAME PRELOAD
     local name=$1 preload=$2
-    if ! pp_serve "$name" env LD_PRELOAD="$preload" LIBPPROF_ADDR=127.0.0.1:@PORT@ LIBPPROF_HEAP_RATE=16384 "$PROG"; then
+    if ! pp_serve "$name" env LD_PRELOAD="$preload" LIBPPROF_ADDR=127.0.0.1:@PORT@ LIBPPROF_HEAP_RATE=1024 "$PROG"; then
         pp_bad "$name: preloaded prog_heap did not serve" "$(cat "$TMP/$name.err" 2>/dev/null)"
         return
     fi
@@ -44,9 +51,16 @@ run_one() { # NAME PRELOAD
     km=$(mib "$TMP/$name.heap" inuse_space keep_malloc)
     ch=$(mib "$TMP/$name.allocs" alloc_space churn)
     chi=$(mib "$TMP/$name.allocs" inuse_space churn)
-    pp_check "$name: keep_new in use ${kn:-?} MiB (64 +-15%)" pp_in_range "$kn" 54.4 73.6
-    pp_check "$name: keep_malloc in use ${km:-?} MiB (32 +-15%)" pp_in_range "$km" 27.2 36.8
-    pp_check "$name: churn allocated ${ch:-?} MiB (256 +-15%)" pp_in_range "$ch" 217.6 294.4
+    local tn tm tc
+    tn=$(awk -F= '/^keep_new_bytes=/ { printf "%.3f", $2 / 1048576 }' "$TMP/$name.out")
+    tm=$(awk -F= '/^keep_malloc_bytes=/ { printf "%.3f", $2 / 1048576 }' "$TMP/$name.out")
+    tc=$(awk -F= '/^churn_bytes=/ { printf "%.3f", $2 / 1048576 }' "$TMP/$name.out")
+    pp_check "$name: keep_new in use ${kn:-?} MiB, the allocator's ${tn:-?} MiB (within 3%)" \
+        pp_in_range "${kn:-0}" "$(awk -v t="$tn" 'BEGIN { print t * 0.97 }')" "$(awk -v t="$tn" 'BEGIN { print t * 1.03 }')"
+    pp_check "$name: keep_malloc in use ${km:-?} MiB, the allocator's ${tm:-?} MiB (within 3%)" \
+        pp_in_range "${km:-0}" "$(awk -v t="$tm" 'BEGIN { print t * 0.97 }')" "$(awk -v t="$tm" 'BEGIN { print t * 1.03 }')"
+    pp_check "$name: churn allocated ${ch:-?} MiB, the allocator's ${tc:-?} MiB (within 3%)" \
+        pp_in_range "${ch:-0}" "$(awk -v t="$tc" 'BEGIN { print t * 0.97 }')" "$(awk -v t="$tc" 'BEGIN { print t * 1.03 }')"
     pp_check "$name: churn has nothing in use (${chi:-none})" test -z "$chi" -o "$chi" = 0
     local alloc bytes
     alloc=$(sed -n 's/^allocator=//p' "$TMP/$name.out")
@@ -62,7 +76,7 @@ run_one() { # NAME PRELOAD
         # the endpoints' other forms
         local t
         t=$(curl -sS --max-time 30 "$base/heap?debug=1")
-        pp_check "heap?debug=1 is Go's text format" grep -qE '^heap profile: [0-9]+: [0-9]+ \[[0-9]+: [0-9]+\] @ heap/32768$' <<<"$t"
+        pp_check "heap?debug=1 is Go's text format" grep -qE '^heap profile: [0-9]+: [0-9]+ \[[0-9]+: [0-9]+\] @ heap/2048$' <<<"$t"
         pp_check "heap?debug=1 names keep_new with its offset in a frame line" \
             grep -qP '^#\t0x[0-9a-f]+\tkeep_new(\(\))?\+0x[0-9a-f]+\t\S+prog_heap.cpp:[0-9]+$' <<<"$t"
         curl -sS --max-time 30 -D "$TMP/h400" -o "$TMP/b400" "$base/heap?seconds=1&debug=1"

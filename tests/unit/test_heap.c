@@ -3,7 +3,8 @@
  *
  * Distinct functions allocate known amounts in blocks of 1 KiB, 64 KiB and
  * 24 bytes; the profiles' unsampled values must be within the bounds below
- * of the truth. The parent re-runs this program twice with a fixed rate:
+ * of the truth, in the allocator's bytes (each block counts what
+ * malloc_usable_size says an unsampled block of its size holds). The parent re-runs this program twice with a fixed rate:
  *   4 KiB rate: each function 64 MiB, all live -> alloc and in-use +-5%;
  *     half freed -> in-use +-5% of what is left; a window in which one
  *     function allocates 32 MiB more shows only that as alloc_space while
@@ -23,6 +24,7 @@
 #include "pprof.h"
 #include "check.h"
 
+#include <malloc.h>
 #include <math.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -108,6 +110,16 @@ static int64_t sum_fn(const pprof_profile *p, const char *fn, int index)
 
 enum { ALLOC_SPACE = 1, INUSE_SPACE = 3 };
 
+/* The bytes `requested` bytes in blocks of n take, as the allocator counts
+ * them: its usable size for a block of n. */
+static int64_t in_blocks(int64_t requested, size_t n)
+{
+    void *b = malloc(n);
+    int64_t u = (int64_t)malloc_usable_size(b);
+    free(b);
+    return requested / (int64_t)n * u;
+}
+
 static void near(const pprof_profile *p, const char *fn, int index, int64_t truth, double tol, const char *what)
 {
     int64_t got = sum_fn(p, fn, index);
@@ -130,9 +142,9 @@ static pprof_profile *heap_now(void)
 
 static void check_three(const pprof_profile *p, int index, int64_t each, double tol, const char *what)
 {
-    near(p, "alloc_1k", index, each, tol, what);
-    near(p, "alloc_64k", index, each, tol, what);
-    near(p, "alloc_24", index, each / 24 * 24, tol, what);
+    near(p, "alloc_1k", index, in_blocks(each, 1024), tol, what);
+    near(p, "alloc_64k", index, in_blocks(each, 65536), tol, what);
+    near(p, "alloc_24", index, in_blocks(each, 24), tol, what);
 }
 
 /* One rate's run: allocate `each` bytes per function, check, free half,
@@ -180,11 +192,11 @@ static int rate_4k(void)
     alloc_1k(32 * MiB, &n1k);
     pprof_profile *p = NULL;
     CHECK(pprof_recorder_stop(w, &p) == 0);
-    near(p, "alloc_1k", ALLOC_SPACE, 32 * MiB, 0.05, "next window");
-    near(p, "alloc_1k", INUSE_SPACE, 64 * MiB, 0.05, "next window");
+    near(p, "alloc_1k", ALLOC_SPACE, in_blocks(32 * MiB, 1024), 0.05, "next window");
+    near(p, "alloc_1k", INUSE_SPACE, in_blocks(64 * MiB, 1024), 0.05, "next window");
     CHECK(sum_fn(p, "alloc_64k", ALLOC_SPACE) == 0 && sum_fn(p, "alloc_24", ALLOC_SPACE) == 0);
-    near(p, "alloc_64k", INUSE_SPACE, 32 * MiB, 0.05, "next window");
-    near(p, "alloc_24", INUSE_SPACE, 32 * MiB / 24 * 24, 0.05, "next window");
+    near(p, "alloc_64k", INUSE_SPACE, in_blocks(32 * MiB, 65536), 0.05, "next window");
+    near(p, "alloc_24", INUSE_SPACE, in_blocks(32 * MiB, 24), 0.05, "next window");
     pprof_profile_free(p);
     pprof_recorder_free(w);
     free_all(n1k, n64k);
@@ -199,8 +211,8 @@ static int rate_4k(void)
     }
     CHECK(pprof_recorder_stop(w, &p) == 0);
     printf("periodic: about %.0f samples of the small size\n", cycles * (1 - exp(-128.0 / 4096)));
-    near(p, "periodic_big", ALLOC_SPACE, cycles * 3968, 0.05, "periodic");
-    near(p, "periodic_small", ALLOC_SPACE, cycles * 128, 0.05, "periodic");
+    near(p, "periodic_big", ALLOC_SPACE, in_blocks(cycles * 3968, 3968), 0.05, "periodic");
+    near(p, "periodic_small", ALLOC_SPACE, in_blocks(cycles * 128, 128), 0.05, "periodic");
     pprof_profile_free(p);
     pprof_recorder_free(w);
 
@@ -219,7 +231,7 @@ static int rate_4k(void)
         if (s[i].nlabels == 1 && !strcmp(s[i].labels[0].value, "import") && s[i].nnum_labels == 1 &&
             s[i].num_labels[0].value == 65536)
             labeled_bytes += s[i].values[ALLOC_SPACE];
-    CHECKF(llabs(labeled_bytes - 64 * 65536) <= 65536, "labeled 64 KiB blocks: %lld bytes", (long long)labeled_bytes);
+    CHECKF(llabs(labeled_bytes - in_blocks(64 * 65536, 65536)) <= 65536, "labeled 64 KiB blocks: %lld bytes", (long long)labeled_bytes);
     pprof_profile_free(p);
     pprof_recorder_free(w);
     pprof_labels_unref(l);

@@ -10,7 +10,9 @@
  * are unsampled per record with Go's scale; raw keeps the counts; the
  * optional in-use change; labels and the numeric `bytes` label; unbiased
  * totals over many records of one sample each (truncating each record's
- * estimate, as Go does, loses half an object per record).
+ * estimate, as Go does, loses half an object per record). Bytes are the
+ * requested ones (LIBPPROF_HEAP_BYTES=requested), so the fake sizes are
+ * the bytes; the allocator's bytes are test_heap_hooks' and test_heap's.
  */
 #include "pprof.h"
 #include "check.h"
@@ -88,6 +90,7 @@ static int near(int64_t v, int64_t count, int64_t size, int bytes)
 
 int main(void)
 {
+    pp_heap_bytes_requested = 1; /* LIBPPROF_HEAP_BYTES=requested */
     pprof_labels *web;
     pprof_label pair = {"handler", "/web"};
     CHECK(pprof_labels_new(&pair, 1, &web) == 0);

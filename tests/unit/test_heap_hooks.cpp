@@ -5,7 +5,8 @@
 // Each function is called from its own function here, a known number of
 // times with a known size, and some of the objects are released by the
 // matching call; the heap profile must then show exactly those counts (at
-// rate 1 nothing is scaled), and each call must still behave as its
+// rate 1 nothing is scaled; bytes are the allocator's: each object counts
+// the usable size of a malloc'd block of its size), and each call must still behave as its
 // contract says: alignment, zeroing, contents kept across realloc, errors
 // for bad arguments, usable size, nothrow new.
 #include "pprof.h"
@@ -67,10 +68,13 @@ static void release(int i)
     operator delete[](objs[11][i], std::align_val_t(256));
 }
 
-static void check_site(pprof_profile *p, const char *fn, int64_t alloc, int64_t inuse, int64_t size)
+static void check_site(pprof_profile *p, const char *fn, int64_t alloc, int64_t inuse, int64_t requested)
 {
     int64_t a, u, b;
     counts(p, fn, &a, &u, &b);
+    void *block = malloc((size_t)requested);
+    int64_t size = (int64_t)malloc_usable_size(block);
+    free(block);
     CHECKF(a == alloc && u == inuse && b == inuse * size, "%s: alloc %lld in use %lld (%lld bytes), want %lld %lld (%lld)",
            fn, (long long)a, (long long)u, (long long)b, (long long)alloc, (long long)inuse, (long long)(inuse * size));
 }

@@ -6,6 +6,11 @@
 LIB=$BUILD/libpprof.so
 HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 
+# redis_memory PORT FIELD: one field of redis's INFO memory.
+redis_memory() {
+    redis-cli -p "$1" info memory | tr -d '\r' | sed -n "s/^$2://p"
+}
+
 # inuse_total FILE: the heap profile's in-use bytes, summed over samples.
 inuse_total() {
     pp_pprof -raw "$1" 2>/dev/null |
@@ -68,9 +73,10 @@ cpu_under_load() {
 }
 
 # redis_load PORT: redis-benchmark's SET requests/s (300,000 requests,
-# 300,000 keys, values of 1,018 bytes)
+# 300,000 keys, values of 200 bytes: strings that ask jemalloc for 204
+# bytes and get a 224-byte block)
 redis_load() {
-    timeout 120 redis-benchmark -p "$1" -t set -n 300000 -r 300000 -d 1018 -q 2>/dev/null |
+    timeout 120 redis-benchmark -p "$1" -t set -n 300000 -r 300000 -d 200 -q 2>/dev/null |
         tr '\r' '\n' | sed -n 's/^SET: \([0-9.]*\) requests per second.*/\1/p' | tail -1
 }
 
