@@ -10,7 +10,7 @@ install(TARGETS pprof EXPORT libpprofTargets
   LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR} COMPONENT lib NAMELINK_COMPONENT dev)
 install(TARGETS ${PPROF_LIBRARIES} EXPORT libpprofTargets
   ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR} COMPONENT dev)
-install(FILES include/pprof.h include/pprof_mhd.h DESTINATION ${CMAKE_INSTALL_INCLUDEDIR} COMPONENT dev)
+install(FILES include/pprof.h include/pprof_stats.h include/pprof_server.h include/pprof_mhd.h DESTINATION ${CMAKE_INSTALL_INCLUDEDIR} COMPONENT dev)
 install(TARGETS libpprof-run RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR} COMPONENT tools)
 if(TARGET pprof-demo)
   install(TARGETS pprof-demo RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR} COMPONENT tools)

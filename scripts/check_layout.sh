@@ -6,7 +6,7 @@
 #                 "X/X.h"; its other headers are its own, included by plain
 #                 name from inside the folder
 #   proto/        may include the interfaces of model/, otel/ and base/
-#   server/       keeps to include/ (pprof.h, pprof_mhd.h), its own headers
+#   server/       keeps to include/ (pprof*.h), its own headers
 #                 and base/base.h: it can do nothing an embedding program
 #                 could not
 #   tools/        keeps to include/ and the server's own listener (listen.h)

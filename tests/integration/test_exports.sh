@@ -28,7 +28,7 @@ pthread_cond_timedwait sem_wait sem_timedwait pthread_join pthread_create dlclos
 __libc_start_main close close_range closefrom dup2 dup3 epoll_create1 eventfd pthread_sigmask sigprocmask chroot
 otel_thread_ctx_v1"
 
-api=$(cat "$SRC/include/pprof.h" "$SRC/include/pprof_mhd.h" | tr '\n' ' ' |
+api=$(cat "$SRC"/include/pprof*.h | tr '\n' ' ' |
     grep -oE 'PPROF_API[^;]*;' | grep -oE 'pprof_[a-z0-9_]+ *\(' | tr -d ' (' | sort -u)
 expected=$( { echo "$api"; echo $INTERPOSED | tr ' ' '\n'; } | sort -u)
 actual=$(nm -D --defined-only "$LIB" | awk '{ print $3 }' | sort -u)

@@ -110,7 +110,7 @@ fi
 PREFIX=$TMP/prefix
 cmake --install "$TMP/pkg" --prefix "$PREFIX" >"$TMP/install.log" 2>&1 || pp_give_up "cmake --install" install "$TMP/install.log"
 libdir=$(dirname "$(find "$PREFIX" -name libpprof.so.0 | head -1)")
-for f in include/pprof.h include/pprof_mhd.h bin/libpprof-run bin/pprof-demo share/doc/libpprof/LICENSE \
+for f in include/pprof.h include/pprof_stats.h include/pprof_server.h include/pprof_mhd.h bin/libpprof-run bin/pprof-demo share/doc/libpprof/LICENSE \
     share/doc/libpprof/README.md; do
     pp_check "installed $f" test -e "$PREFIX/$f"
 done
