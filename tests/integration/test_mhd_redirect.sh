@@ -10,10 +10,9 @@
 pp_init "$1"
 DEMO=$BUILD/pprof-demo
 
+# own: the demo's own daemon; --builtin: libpprof's server
 for mode in own --builtin; do
-    arg=()
-    [ "$mode" = --builtin ] && arg=(--builtin)
-    pp_serve "demo$mode" env LIBPPROF_ADDR=127.0.0.1:@PORT@ "$DEMO" "${arg[@]}" ||
+    pp_serve "demo$mode" env LIBPPROF_ADDR=127.0.0.1:@PORT@ "$DEMO" ${mode#own} ||
         pp_give_up "[$mode] pprof-demo serves" "demo$mode"
     base=http://127.0.0.1:$PORT
     code=$(curl -s -D "$TMP/r$mode.h" -o "$TMP/r$mode" -w '%{http_code}' --max-time 10 "$base/debug/pprof")

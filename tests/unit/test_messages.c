@@ -71,39 +71,29 @@ static void long_path(char *out, size_t size, const char *name)
     snprintf(out + n, size - (size_t)n, "/%s", name);
 }
 
-static void test_server_texts(void)
+/* pprof_server_start(c) fails with `want`, its error text starting with
+ * `head`... and ending with `tail`. */
+static void start_fails(pprof_server_config c, int want, const char *head, const char *tail)
 {
-    pprof_server_config c = {.addr = "0.0.0.0:0"};
     int rc = pprof_server_start(&c);
     const char *e = pprof_last_error();
-    CHECKF(rc == PPROF_EADDR && strstr(e, "0.0.0.0:0 is not a loopback address") &&
-               ends_with(e, "or LIBPPROF_AUTH=none to serve anyone who reaches it"),
-           "%d %s", rc, e);
+    CHECKF(rc == want && strstr(e, head) && ends_with(e, tail), "%d %s", rc, e);
     if (rc == 0)
         pprof_server_stop();
+}
 
-    char path[400];
+static void test_server_texts(void)
+{
+    start_fails((pprof_server_config){.addr = "0.0.0.0:0"}, PPROF_EADDR, "0.0.0.0:0 is not a loopback address",
+                "or LIBPPROF_AUTH=none to serve anyone who reaches it");
+    char path[400], key[400];
     long_path(path, sizeof path, "token");
-    c = (pprof_server_config){.addr = "127.0.0.1:0", .token_file = path};
-    rc = pprof_server_start(&c);
-    e = pprof_last_error();
-    CHECKF(rc == PPROF_EINVAL && strstr(e, "cannot read the token file ...") &&
-               ends_with(e, "/directory/token: No such file or directory"),
-           "%d %s", rc, e);
-    if (rc == 0)
-        pprof_server_stop();
-
-    char key[400];
+    start_fails((pprof_server_config){.addr = "127.0.0.1:0", .token_file = path}, PPROF_EINVAL,
+                "cannot read the token file ...", "/directory/token: No such file or directory");
     long_path(path, sizeof path, "cert.pem");
     long_path(key, sizeof key, "key.pem");
-    c = (pprof_server_config){.addr = "127.0.0.1:0", .tls_cert_file = path, .tls_key_file = key};
-    rc = pprof_server_start(&c);
-    e = pprof_last_error();
-    CHECKF(rc == PPROF_EINVAL && strstr(e, "cannot read the TLS certificate ...") &&
-               ends_with(e, "/directory/cert.pem: No such file or directory"),
-           "%d %s", rc, e);
-    if (rc == 0)
-        pprof_server_stop();
+    start_fails((pprof_server_config){.addr = "127.0.0.1:0", .tls_cert_file = path, .tls_key_file = key},
+                PPROF_EINVAL, "cannot read the TLS certificate ...", "/directory/cert.pem: No such file or directory");
 }
 
 int main(void)
