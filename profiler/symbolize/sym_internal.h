@@ -95,6 +95,23 @@ typedef struct cu_index {
     bool deep;             /* includes functions found inside types */
 } cu_index;
 
+/* One row of a unit's line table (sym_lines.c): from addr to the next
+ * row's address the code is file:line; file LINE_END ends a sequence. */
+typedef struct line_row {
+    uint64_t addr;         /* DWARF address (module address - bias) */
+    uint32_t file, line;
+} line_row;
+#define LINE_END UINT32_MAX
+
+typedef struct cu_lines {
+    uint64_t key;          /* the unit DIE's address in .debug_info (pp_table) */
+    line_row *rows;        /* sorted by addr */
+    size_t nrows;
+    char **files;          /* by DWARF file index; NULL entries for none */
+    size_t nfiles;
+    bool ok;               /* read here; else libdw answers for the unit */
+} cu_lines;
+
 /* A module whose files a session read (sym_pages.c). */
 typedef struct read_module {
     uint64_t key;          /* the module's address (pp_table) */
@@ -129,6 +146,7 @@ struct pp_sym_session {
     pp_table modidx;       /* of sym_index */
     pp_arena sym_arena;    /* names stripped of version suffixes */
     pp_table cuidx;        /* of cu_index: function ranges per compile unit */
+    pp_table culines;      /* of cu_lines: line tables per compile unit */
     pp_table read_mods;    /* of read_module: read during this session */
 
     /* Counters for pprof_symbolizer_stats. */
@@ -141,7 +159,7 @@ struct pp_sym_session {
 };
 
 #define SESSION_INIT                                                                        \
-    {.mu = PTHREAD_MUTEX_INITIALIZER, .modidx = PP_TABLE_INIT(sym_index), .cuidx = PP_TABLE_INIT(cu_index), .read_mods = PP_TABLE_INIT(read_module), \
+    {.mu = PTHREAD_MUTEX_INITIALIZER, .modidx = PP_TABLE_INIT(sym_index), .cuidx = PP_TABLE_INIT(cu_index), .culines = PP_TABLE_INIT(cu_lines), .read_mods = PP_TABLE_INIT(read_module), \
      .cache = PP_TABLE_INIT(cache_slot), .dem = PP_TABLE_INIT(demangle_slot)}
 
 /* The program's __cxa_demangle, NULL when it has none (symbolize.c). */
@@ -203,4 +221,14 @@ bool pp_sym_pages_release(struct pp_sym_session *s);
 /* sym_resolve.c */
 int pp_sym_find_mapping(const struct pp_sym_session *s, uint64_t addr);
 int pp_sym_resolve(struct pp_sym_session *s, uint64_t addr, int functions_only, pp_sym_frame *frames);
+
+/* sym_lines.c: the unit's line table, read on first use; NULL when it
+ * cannot be read here (libdw's is used then). */
+const cu_lines *pp_sym_unit_lines(struct pp_sym_session *s, Dwarf_Die *cudie);
+/* The file and line of DWARF address pc; false when no row covers it. */
+bool pp_sym_unit_line_at(const cu_lines *t, uint64_t pc, const char **file, int *line);
+/* The name of DWARF file `index` (DW_AT_call_file), NULL for none. */
+const char *pp_sym_unit_file(const cu_lines *t, uint64_t index);
+/* Frees every unit's table (the Dwfl ends). */
+void pp_sym_unit_lines_free(struct pp_sym_session *s);
 #endif

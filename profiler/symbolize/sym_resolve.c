@@ -25,8 +25,9 @@ static const char *die_raw_name(Dwarf_Die *die)
     return n;
 }
 
-/* The caller's position recorded on an inlined-subroutine DIE. */
-static void call_site(Dwarf_Die *inl, const char **file, int *line)
+/* The caller's position recorded on an inlined-subroutine DIE; file names
+ * from the unit's table `t` (sym_lines.c), or libdw's when it is NULL. */
+static void call_site(const cu_lines *t, Dwarf_Die *inl, const char **file, int *line)
 {
     Dwarf_Attribute attr;
     Dwarf_Word v;
@@ -35,6 +36,10 @@ static void call_site(Dwarf_Die *inl, const char **file, int *line)
     if (dwarf_formudata(dwarf_attr(inl, DW_AT_call_line, &attr), &v) == 0)
         *line = (int)v;
     if (dwarf_formudata(dwarf_attr(inl, DW_AT_call_file, &attr), &v) == 0) {
+        if (t) {
+            *file = pp_sym_unit_file(t, v);
+            return;
+        }
         Dwarf_Die cu;
         Dwarf_Files *files;
         size_t nfiles;
@@ -285,8 +290,13 @@ int pp_sym_resolve(struct pp_sym_session *s, uint64_t addr, int functions_only, 
     int line = 0;
     Dwarf_Addr bias;
     Dwarf_Die *cudie = unit_of(mod, addr, &bias);
-    Dwfl_Line *dl = dwfl_module_getsrc(mod, addr);
-    if (dl) {
+    /* The unit's compact table (sym_lines.c), else libdw's, which keeps 80
+     * bytes for every row of the unit. */
+    const cu_lines *lines = cudie ? pp_sym_unit_lines(s, cudie) : NULL;
+    Dwfl_Line *dl;
+    if (lines) {
+        pp_sym_unit_line_at(lines, addr - bias, &file, &line);
+    } else if ((dl = dwfl_module_getsrc(mod, addr)) != NULL) {
         file = dwfl_lineinfo(dl, NULL, &line, NULL, NULL, NULL);
     } else if (cudie) { /* no .debug_aranges: the unit's own line table */
         Dwarf_Line *l = dwarf_getsrc_die(cudie, addr - bias);
@@ -308,7 +318,7 @@ int pp_sym_resolve(struct pp_sym_session *s, uint64_t addr, int functions_only, 
         for (int i = ninl - 1; i >= 0; i--) {
             if (n < PP_SYM_MAX_INLINE - 1)
                 set_frame(s, &frames[n++], die_raw_name(&inl[i]), file, line);
-            call_site(&inl[i], &file, &line);
+            call_site(lines, &inl[i], &file, &line);
         }
     }
 

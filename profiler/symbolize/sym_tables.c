@@ -86,7 +86,9 @@ static bool is_code_symbol(const GElf_Sym *sym, const char *name, GElf_Word shnd
 
 /* --- PLT stubs: no symbol covers them, so they are named as objdump and
  * perf name them, "<function>@plt", from the relocation of the GOT slot
- * each one jumps through. --- */
+ * each one jumps through. The stubs are read as the object's machine
+ * (e_machine) writes them: x86-64's `jmp *disp(%rip)`, arm64's
+ * `adrp x16, page; ldr x17, [x16, #off]; add x16, x16, #off; br x17`. --- */
 
 typedef struct got_name {
     uint64_t slot;         /* the GOT slot's link-time address */
@@ -104,11 +106,15 @@ static int cmp_got(const void *x, const void *y)
  * relocations fill, and the resolvers of those that irelative ones fill
  * (a library's calls to its own ifuncs, glibc's string functions among
  * them) (malloc'd, sorted by slot). */
-static got_name *got_names(Elf *elf, size_t *n)
+static got_name *got_names(Elf *elf, int machine, size_t *n)
 {
     *n = 0;
     size_t cap = 0;
     got_name *g = NULL;
+    int arm = machine == EM_AARCH64;
+    unsigned irelative = arm ? R_AARCH64_IRELATIVE : R_X86_64_IRELATIVE;
+    unsigned jump_slot = arm ? R_AARCH64_JUMP_SLOT : R_X86_64_JUMP_SLOT;
+    unsigned glob_dat = arm ? R_AARCH64_GLOB_DAT : R_X86_64_GLOB_DAT;
     for (Elf_Scn *scn = NULL; (scn = elf_nextscn(elf, scn));) {
         GElf_Shdr sh;
         if (!gelf_getshdr(scn, &sh) || sh.sh_type != SHT_RELA || !sh.sh_entsize)
@@ -122,11 +128,11 @@ static got_name *got_names(Elf *elf, size_t *n)
             GElf_Rela r;
             GElf_Sym sym;
             unsigned type = gelf_getrela(rel, (int)i, &r) ? (unsigned)GELF_R_TYPE(r.r_info) : 0;
-            if (type == R_X86_64_IRELATIVE && pp_reserve(&g, &cap, *n, sizeof *g) == 0) {
+            if (type == irelative && pp_reserve(&g, &cap, *n, sizeof *g) == 0) {
                 g[(*n)++] = (got_name){r.r_offset, NULL, (uint64_t)r.r_addend};
                 continue;
             }
-            if ((type != R_X86_64_JUMP_SLOT && type != R_X86_64_GLOB_DAT) || !GELF_R_SYM(r.r_info) ||
+            if ((type != jump_slot && type != glob_dat) || !GELF_R_SYM(r.r_info) ||
                 !gelf_getsym(syms, (int)GELF_R_SYM(r.r_info), &sym))
                 continue;
             const char *name = elf_strptr(elf, symsh.sh_link, sym.st_name);
@@ -155,6 +161,38 @@ static const char *name_at(const sym_cand *c, size_t n, uint64_t addr)
     return lo < n && c[lo].start == addr ? c[lo].name : NULL;
 }
 
+/* The GOT slot an arm64 PLT entry of `len` bytes at link-time address
+ * `at` loads its target from (adrp x16; ldr x17, [x16, #off]), or 0. */
+static uint64_t arm64_plt_slot(const unsigned char *code, size_t len, uint64_t at)
+{
+    for (size_t k = 0; k + 8 <= len; k += 4) {
+        uint32_t adrp, ldr;
+        memcpy(&adrp, code + k, 4);
+        memcpy(&ldr, code + k + 4, 4);
+        if ((adrp & 0x9f00001fu) != 0x90000010u || (ldr & 0xffc003ffu) != 0xf9400211u)
+            continue; /* adrp x16, ...; ldr x17, [x16, #imm12 * 8] */
+        int64_t pages = (int64_t)(((adrp >> 3) & 0x1ffffcu) | ((adrp >> 29) & 3));
+        if (pages & (1 << 20))
+            pages -= 1 << 21;
+        uint64_t page = ((at + k) & ~(uint64_t)4095) + (uint64_t)(pages * 4096);
+        return page + ((ldr >> 10) & 0xfff) * 8;
+    }
+    return 0;
+}
+
+/* The GOT slot an x86-64 PLT entry jumps through (jmp *disp(%rip)), or 0. */
+static uint64_t x86_plt_slot(const unsigned char *code, size_t len, uint64_t at)
+{
+    for (size_t k = 0; k + 6 <= len; k++) {
+        if (code[k] != 0xff || code[k + 1] != 0x25)
+            continue;
+        int32_t disp;
+        memcpy(&disp, code + k + 2, sizeof disp);
+        return at + k + 6 + (uint64_t)(int64_t)disp;
+    }
+    return 0;
+}
+
 /* Candidates for the stubs of .plt, .plt.sec and .plt.got: each entry
  * whose `jmp *disp(%rip)` goes through a named GOT slot, or an ifunc's
  * slot whose resolver is among the module's symbols c[0..nsorted),
@@ -165,8 +203,11 @@ static void add_plt_stubs(Dwfl_Module *mod, pp_arena *names, sym_cand **c, size_
     Dwarf_Addr bias;
     Elf *elf = dwfl_module_getelf(mod, &bias);
     size_t shstrndx, ng = 0;
-    if (!elf || elf_getshdrstrndx(elf, &shstrndx) != 0)
+    GElf_Ehdr eh;
+    if (!elf || elf_getshdrstrndx(elf, &shstrndx) != 0 || !gelf_getehdr(elf, &eh) ||
+        (eh.e_machine != EM_X86_64 && eh.e_machine != EM_AARCH64))
         return;
+    int arm = eh.e_machine == EM_AARCH64;
     got_name *g = NULL;
     for (Elf_Scn *scn = NULL; (scn = elf_nextscn(elf, scn));) {
         GElf_Shdr sh;
@@ -176,27 +217,23 @@ static void add_plt_stubs(Dwfl_Module *mod, pp_arena *names, sym_cand **c, size_
         Elf_Data *d = elf_getdata(scn, NULL);
         if (!d || !d->d_buf || d->d_size < sh.sh_size)
             continue;
-        if (!g && !(g = got_names(elf, &ng)))
+        if (!g && !(g = got_names(elf, eh.e_machine, &ng)))
             break;
         size_t stride = sh.sh_entsize ? sh.sh_entsize : 16;
         const unsigned char *code = d->d_buf;
         for (size_t off = 0; off + stride <= sh.sh_size; off += stride) {
-            for (size_t k = off; k + 6 <= off + stride; k++) {
-                if (code[k] != 0xff || code[k + 1] != 0x25)
-                    continue;
-                int32_t disp;
-                memcpy(&disp, code + k + 2, sizeof disp);
-                got_name key = {sh.sh_addr + k + 6 + (uint64_t)(int64_t)disp, NULL, 0};
-                const got_name *hit = bsearch(&key, g, ng, sizeof *g, cmp_got);
-                const char *fn = !hit ? NULL : hit->name ? hit->name : name_at(*c, nsorted, hit->resolver + bias);
-                size_t len = fn ? strcspn(fn, "@") : 0; /* without a version suffix */
-                char *name = fn ? pp_arena_alloc_aligned(names, len + 5, 1) : NULL;
-                if (name && pp_reserve(c, cap, *nc, sizeof **c) == 0) {
-                    memcpy(name, fn, len);
-                    memcpy(name + len, "@plt", 5);
-                    (*c)[(*nc)++] = (sym_cand){sh.sh_addr + off + bias, stride, 0, name, 1u << 9};
-                }
-                break;
+            uint64_t slot = (arm ? arm64_plt_slot : x86_plt_slot)(code + off, stride, sh.sh_addr + off);
+            if (!slot)
+                continue;
+            got_name key = {slot, NULL, 0};
+            const got_name *hit = bsearch(&key, g, ng, sizeof *g, cmp_got);
+            const char *fn = !hit ? NULL : hit->name ? hit->name : name_at(*c, nsorted, hit->resolver + bias);
+            size_t len = fn ? strcspn(fn, "@") : 0; /* without a version suffix */
+            char *name = fn ? pp_arena_alloc_aligned(names, len + 5, 1) : NULL;
+            if (name && pp_reserve(c, cap, *nc, sizeof **c) == 0) {
+                memcpy(name, fn, len);
+                memcpy(name + len, "@plt", 5);
+                (*c)[(*nc)++] = (sym_cand){sh.sh_addr + off + bias, stride, 0, name, 1u << 9};
             }
         }
     }
@@ -288,6 +325,7 @@ void pp_sym_indexes_clear(struct pp_sym_session *s)
     for (size_t i = 0; i < pp_table_count(&s->cuidx); i++)
         free(((cu_index *)pp_table_at(&s->cuidx, i))->r);
     pp_table_free(&s->cuidx);
+    pp_sym_unit_lines_free(s);
     pp_table_free(&s->read_mods); /* its modules go with the Dwfl */
     pp_sym_notes_clear();
 }
