@@ -87,8 +87,9 @@ typedef struct pprof_wall_stats {
     uint64_t signals;        /* of those, sent the profiling signal as they ran */
     uint64_t no_answer;      /* signals not answered in time */
     uint64_t full_scans;     /* ticks that read every thread's CPU clock */
-    uint64_t late;           /* periods the sampler woke too late for (a busy machine): each
-                                thread's was counted where the next wake found it */
+    uint64_t late;           /* periods the sampler woke too late for (a busy machine): counted
+                                half where each thread was at the wake before, half where the
+                                next wake found it */
     uint64_t sampler_ns;     /* CPU time of the sampler thread */
     uint64_t reserved[8];    /* zero; later fields take its place */
 } pprof_wall_stats;

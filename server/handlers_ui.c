@@ -48,6 +48,8 @@ static const struct {
     {{"mutex", "block", "delta_mutex", "delta_block"}, {"contentions", "delay"}},
     {{"goroutine", "threads"}, {"goroutine"}},
     {{"threadcreate"}, {"threadcreate"}},
+    {{"wall"}, {"samples", "wall"}},
+    {{"fgprof"}, {"samples", "time"}},
 };
 
 /* The sample types of profile `name` (*n of them), or NULL when the page

@@ -3,7 +3,10 @@
  * A path under the prefix names an endpoint of the table (handlers.c) or
  * a custom profile; the prefix without its slash is redirected to it, as
  * Go's mux does; /symbolz at the root serves symbol when the prefix lacks
- * /debug/pprof/ (go tool pprof asks there then); pprof_http_serves tells a
+ * /debug/pprof/ (go tool pprof asks there then); /debug/fgprof at the root
+ * serves fgprof whatever the prefix (where fgprof's Go handler is mounted,
+ * and where Grafana Alloy's and Pyroscope's fgprof scrape jobs ask, with
+ * seconds=N and no format: fgprof's default, pprof); pprof_http_serves tells a
  * host's server which paths those are. Each endpoint allows GET
  * and HEAD, some POST too; anything else is a 405. The endpoints that take
  * parameters get the query parsed (query.h), a bad one answered 400 here.
@@ -21,15 +24,18 @@
 #include "request.h"
 
 #include <stdatomic.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-enum { PATH_OTHER, PATH_UNDER, PATH_BARE, PATH_SYMBOLZ };
+enum { PATH_OTHER, PATH_UNDER, PATH_BARE, PATH_SYMBOLZ, PATH_FGPROF };
+
+#define FGPROF_PATH "/debug/fgprof"
 
 /* Which of the paths the endpoints answer `path` is, for `prefix` (which
  * starts and ends with '/'): one under the prefix, the prefix without its
  * slash (redirected), /symbolz at the root (when the prefix lacks
- * /debug/pprof/), or none of them. */
+ * /debug/pprof/), /debug/fgprof, or none of them. */
 static int path_kind(const char *prefix, const char *path)
 {
     size_t plen = strlen(prefix);
@@ -39,6 +45,8 @@ static int path_kind(const char *prefix, const char *path)
         return PATH_BARE;
     if (strcmp(path, "/symbolz") == 0 && !strstr(prefix, "/debug/pprof/"))
         return PATH_SYMBOLZ;
+    if (strcmp(path, FGPROF_PATH) == 0)
+        return PATH_FGPROF;
     return PATH_OTHER;
 }
 
@@ -100,6 +108,9 @@ int pp_route(const pprof_server_config *cfg, const pprof_http_request *req, ppro
         /* go tool pprof asks here when the profile URL lacks /debug/pprof/. */
         ep = pp_endpoint_find("symbol");
         q.name = "symbol";
+    } else if (where == PATH_FGPROF) {
+        ep = pp_endpoint_find("fgprof");
+        q.name = "fgprof";
     }
     if (!ep)
         return pp_reply_error(&q, 404, "404 page not found");
@@ -140,6 +151,15 @@ int pprof_http_handle(const pprof_server_config *cfg, const pprof_http_request *
     char *rest = pp_query_without(req->query, tree_keys, 2);
     pprof_http_request r = *req;
     r.query = rest ? rest : req->query;
+    /* /debug/fgprof is the prefix's fgprof, for a process tree's front too */
+    const char *prefix = cfg && cfg->prefix ? cfg->prefix : PP_DEFAULT_PREFIX;
+    char path[256];
+    size_t plen = strlen(prefix);
+    if (!strcmp(req->path, FGPROF_PATH) && plen > 1 && prefix[0] == '/' && prefix[plen - 1] == '/' &&
+        plen + sizeof "fgprof" <= sizeof path) {
+        snprintf(path, sizeof path, "%sfgprof", prefix);
+        r.path = path;
+    }
     r.query = r.query && *r.query ? r.query : NULL;
     pp_route_front_fn f = atomic_load(&front);
     int rc = f ? f(cfg, &r, pid, whole, done, ctx, call) : pp_route(cfg, &r, done, ctx, call);

@@ -227,7 +227,8 @@ static int tree_front(const pprof_server_config *cfg, const pprof_http_request *
     lreq.query = query && *query ? query : NULL;
     char sec[16];
     int seconds = pp_query_find(lreq.query, "seconds", sec, sizeof sec) ? atoi(sec) : 0;
-    if (!strcmp(req->path + plen, "profile") && seconds <= 0)
+    const char *name = req->path + plen;
+    if ((!strcmp(name, "profile") || !strcmp(name, "wall") || !strcmp(name, "fgprof")) && seconds <= 0)
         seconds = PP_DEFAULT_SECONDS;
     char wire[1200];
     snprintf(wire, sizeof wire, "%s%s%s", req->path + plen, lreq.query ? "?" : "", lreq.query ? lreq.query : "");

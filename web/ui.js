@@ -404,11 +404,13 @@ function keepBase() {
 
 for (const n of PP_PROFILES) $('name').add(new Option(n, n));
 $('name').value = params.get('profile') || 'profile';
-$('seconds').value = params.get('seconds') || ($('name').value === 'profile' ? 10 : 0);
+// the profiles that record a window (the others are the state now)
+const timed = n => n === 'profile' || n === 'wall' || n === 'fgprof';
+$('seconds').value = params.get('seconds') || (timed($('name').value) ? 10 : 0);
 $('focus').value = params.get('focus') || '';
 $('search').value = params.get('search') || '';
 $('invert').checked = params.get('inverted') === '1';
-$('name').onchange = () => { $('seconds').value = $('name').value === 'profile' ? 10 : 0; };
+$('name').onchange = () => { $('seconds').value = timed($('name').value) ? 10 : 0; };
 $('load').onclick = load;
 $('type').onchange = () => { st.type = +$('type').value; render(); };
 for (const id of ['focus', 'search']) $(id).oninput = render;

@@ -258,15 +258,23 @@ static int64_t cpu_rate(const pprof_recorder *r)
 
 static const pp_recorder_ops cpu_ops = {.start = cpu_start, .end = cpu_end, .rate = cpu_rate};
 
-int pprof_cpu_recorder_new(const pprof_cpu_config *cfg, pprof_recorder **out)
+int pp_recorder_check_new(pprof_recorder **out, int64_t hz, int max)
 {
     if (!out)
         return pp_fail(PPROF_EINVAL);
     *out = NULL;
+    if (hz < 0 || hz > max)
+        return pp_error_detail(PPROF_EINVAL, "hz must be from 1 to %d (0: the rate in force), not %lld", max,
+                               (long long)hz);
+    return 0;
+}
+
+int pprof_cpu_recorder_new(const pprof_cpu_config *cfg, pprof_recorder **out)
+{
     pprof_cpu_config c = cfg ? *cfg : (pprof_cpu_config){0};
-    if (c.hz < 0 || c.hz > PPROF_CPU_MAX_HZ)
-        return pp_error_detail(PPROF_EINVAL, "hz must be from 1 to %d (0: the rate in force), not %lld",
-                               PPROF_CPU_MAX_HZ, (long long)c.hz);
+    int rc = pp_recorder_check_new(out, c.hz, PPROF_CPU_MAX_HZ);
+    if (rc)
+        return rc;
     if (c.max_frames < 0 || c.max_frames > PPROF_MAX_FRAMES)
         return pp_error_detail(PPROF_EINVAL, "max_frames must be from 1 to %d (0: 64), not %d",
                                PPROF_MAX_FRAMES, c.max_frames);

@@ -48,6 +48,10 @@ struct pprof_recorder {
 /* A zeroed recorder of `size` bytes (the kind's struct) with its ops, or
  * NULL (PPROF_ENOMEM recorded). */
 pprof_recorder *pp_recorder_new(size_t size, const pp_recorder_ops *ops);
+/* The checks a sampling kind's constructor begins with: out is not NULL
+ * (*out is cleared) and hz is from 0 (the rate in force) to max. Returns
+ * 0 or PPROF_EINVAL (recorded). Thread-safe. */
+int pp_recorder_check_new(pprof_recorder **out, int64_t hz, int max);
 /* Marks the window's start, now, and the recorder running. */
 void pp_recorder_window_begin(pprof_recorder *r);
 /* As pp_recorder_window_begin, for a window that holds everything since

@@ -44,59 +44,6 @@ static pprof_profile *new_count_profile(const counts_recorder *c)
     return pp_profile_new(&t, 1, t, 1);
 }
 
-/* The name of a system call a thread may wait in (x86-64 numbers), or
- * NULL. */
-static const char *syscall_name(int nr)
-{
-    switch (nr) {
-    case 0: return "read";
-    case 1: return "write";
-    case 2: return "open";
-    case 7: return "poll";
-    case 17: return "pread64";
-    case 18: return "pwrite64";
-    case 19: return "readv";
-    case 20: return "writev";
-    case 23: return "select";
-    case 34: return "pause";
-    case 35: return "nanosleep";
-    case 42: return "connect";
-    case 43: return "accept";
-    case 44: return "sendto";
-    case 45: return "recvfrom";
-    case 46: return "sendmsg";
-    case 47: return "recvmsg";
-    case 61: return "wait4";
-    case 65: return "semop";
-    case 69: return "msgsnd";
-    case 70: return "msgrcv";
-    case 72: return "fcntl";
-    case 73: return "flock";
-    case 74: return "fsync";
-    case 75: return "fdatasync";
-    case 128: return "rt_sigtimedwait";
-    case 130: return "rt_sigsuspend";
-    case 202: return "futex";
-    case 208: return "io_getevents";
-    case 220: return "semtimedop";
-    case 230: return "clock_nanosleep";
-    case 232: return "epoll_wait";
-    case 240: return "mq_timedsend";
-    case 241: return "mq_timedreceive";
-    case 247: return "waitid";
-    case 257: return "openat";
-    case 270: return "pselect6";
-    case 271: return "ppoll";
-    case 281: return "epoll_pwait";
-    case 288: return "accept4";
-    case 299: return "recvmmsg";
-    case 307: return "sendmmsg";
-    case 426: return "io_uring_enter";
-    case 441: return "epoll_pwait2";
-    default: return NULL;
-    }
-}
-
 static int add_threads(pprof_profile *p, int per_thread)
 {
     pp_thread_stack *t;
@@ -113,7 +60,7 @@ static int add_threads(pprof_profile *p, int per_thread)
         char tid[16], state[64], sc[32];
         if (per_thread) {
             snprintf(tid, sizeof tid, "%d", t[i].tid);
-            const char *name = syscall_name(t[i].syscall);
+            const char *name = pp_syscall_name(t[i].syscall);
             if (t[i].syscall >= 0 && name)
                 snprintf(sc, sizeof sc, "%s", name);
             else if (t[i].syscall >= 0)

@@ -74,13 +74,10 @@ static const pp_recorder_ops wall_ops = {.start = wall_start, .end = wall_end, .
 /* Thread-safe. */
 int pprof_wall_recorder_new(const pprof_wall_config *cfg, pprof_recorder **out)
 {
-    if (!out)
-        return pp_fail(PPROF_EINVAL);
-    *out = NULL;
     pprof_wall_config c = cfg ? *cfg : (pprof_wall_config){0};
-    if (c.hz < 0 || c.hz > PPROF_WALL_MAX_HZ)
-        return pp_error_detail(PPROF_EINVAL, "hz must be from 1 to %d (0: the rate in force), not %lld",
-                               PPROF_WALL_MAX_HZ, (long long)c.hz);
+    int rc = pp_recorder_check_new(out, c.hz, PPROF_WALL_MAX_HZ);
+    if (rc)
+        return rc;
     if (c.state != PPROF_WALL_ALL && c.state != PPROF_WALL_OFF_CPU && c.state != PPROF_WALL_ON_CPU)
         return pp_error_detail(PPROF_EINVAL, "state must be PPROF_WALL_ALL, _OFF_CPU or _ON_CPU, not %d",
                                (int)c.state);

@@ -212,24 +212,43 @@ static void *const *slot_of(const pp_thread_entry *reg, size_t nreg, int tid)
 
 /* A thread waiting in the kernel: walked from /proc, no signal. Returns 0
  * if the thread is not waiting (it must be asked with a signal). */
-int pp_thread_walk_waiting(int tid, pp_thread_stack *t, void *const *slot)
+/* Parses a /proc/<tid>/syscall line: 1 with the call's number, stack
+ * pointer and pc when it waits in one, else 0. */
+static int parse_syscall(const char *text, int *nr, uint64_t *sp, uint64_t *pc)
 {
-    char path[64], line[512];
-    snprintf(path, sizeof path, "/proc/self/task/%d/syscall", tid);
-    if (read_file(path, line, sizeof line) <= 0 || !strncmp(line, "running", 7))
+    char line[512];
+    snprintf(line, sizeof line, "%s", text);
+    if (!strncmp(line, "running", 7))
         return 0;
-    char orig[512];
-    memcpy(orig, line, sizeof orig);
     char *fields[9];
     int nf = 0;
     for (char *save, *f = strtok_r(line, " \n", &save); f && nf < 9; f = strtok_r(NULL, " \n", &save))
         fields[nf++] = f;
     if (nf < 3)
         return 0;
-    int nr = atoi(fields[0]);
-    uint64_t sp = strtoull(fields[nf - 2], NULL, 0), pc = strtoull(fields[nf - 1], NULL, 0);
-    if (!sp || !pc)
+    *nr = atoi(fields[0]);
+    *sp = strtoull(fields[nf - 2], NULL, 0);
+    *pc = strtoull(fields[nf - 1], NULL, 0);
+    return *sp && *pc;
+}
+
+int pp_thread_syscall(int tid, int *nr, uint64_t *sp, uint64_t *pc)
+{
+    char path[64], line[512];
+    snprintf(path, sizeof path, "/proc/self/task/%d/syscall", tid);
+    return read_file(path, line, sizeof line) > 0 && parse_syscall(line, nr, sp, pc);
+}
+
+int pp_thread_walk_waiting(int tid, pp_thread_stack *t, void *const *slot)
+{
+    char path[64], line[512];
+    snprintf(path, sizeof path, "/proc/self/task/%d/syscall", tid);
+    int nr;
+    uint64_t sp, pc;
+    if (read_file(path, line, sizeof line) <= 0 || !parse_syscall(line, &nr, &sp, &pc))
         return 0;
+    char orig[512];
+    memcpy(orig, line, sizeof orig);
     int truncated;
     t->npcs = pp_unwind_remote(pc, sp, guess_fp(sp), t->pcs, PP_DUMP_FRAMES, &truncated);
     if (truncated)
@@ -245,6 +264,7 @@ int pp_thread_walk_waiting(int tid, pp_thread_stack *t, void *const *slot)
         free_labels(t->labels, t->nlabels);
         t->labels = NULL;
         t->nlabels = 0;
+        return 2;
     }
     return 1;
 }

@@ -35,10 +35,18 @@ void pp_thread_dump_free(pp_thread_stack *t, size_t n);
 /* One thread, if it waits in the kernel: walked from the pc and stack
  * pointer /proc shows, with no signal, into *t (tid, how, syscall, sp,
  * pc, stack; its labels copied from `slot`, the thread's label slot, or
- * none when NULL), as a dump walks it. Returns 1, or 0 when the thread
- * runs (or is gone) and *t is left as it was. Free t->labels with
+ * none when NULL), as a dump walks it. Returns 1, 2 when the thread
+ * left that wait while its labels were read (they are dropped then), or 0
+ * when the thread runs (or is gone) and *t is left as it was. Free t->labels with
  * pp_thread_stack_free_labels. Thread-safe; not for signal handlers. */
 int pp_thread_walk_waiting(int tid, pp_thread_stack *t, void *const *slot);
+/* Where thread `tid` waits, from /proc/self/task/<tid>/syscall: 1 with the
+ * system call's number, user stack pointer and pc, or 0 when it runs, is
+ * ready to run or is gone. Thread-safe; not for signal handlers. */
+int pp_thread_syscall(int tid, int *nr, uint64_t *sp, uint64_t *pc);
+/* syscalls.c: the name of system call `nr` ("epoll_wait", "futex", ...)
+ * among those a thread may wait in, or NULL. Thread-safe. */
+const char *pp_syscall_name(int nr);
 /* Frees t->labels (copied by a dump or pp_thread_walk_waiting) and clears them. */
 void pp_thread_stack_free_labels(pp_thread_stack *t);
 /* fork handler (lifecycle.c): the child has no dump running. */

@@ -6,19 +6,33 @@
  * when the thread exits and when a window is swapped or attached, so each
  * window gets exactly the periods ticked while it was attached.
  *
- * Each tick:
+ * Each tick (one per period, at a random point of it: see sampler_main):
  *   1. the registry's list (threads/): new threads are added, gone ones
  *      flushed and dropped;
- *   2. which threads ran since their last look: each thread that ran at
- *      its previous look has its CPU clock read; the process's CPU clock,
- *      less their use and the sampler's own, says whether any other thread
- *      ran. That rest accumulates (a tick's reading skew is given back at
- *      the next), and past SCAN_SLACK_NS, or when threads came or went,
- *      every thread's clock is read;
- *   3. a thread that did not run is counted on its record as it is; one
- *      that ran is looked at: walked from /proc when it waits (no signal),
+ *   2. which threads ran since their last look: the active threads (those
+ *      that ran within KEEP_ACTIVE_NS) have their CPU clocks read; the
+ *      process's CPU clock, less their use and the sampler's own, says
+ *      whether any other thread ran. That rest accumulates (a tick's
+ *      reading skew is given back at the next), and past SCAN_SLACK_NS, or
+ *      when threads came or went, every thread's clock is read;
+ *   3. a thread that did not run is counted on its record as it is (an
+ *      active one only if /proc still shows it in the same call at the
+ *      same place: one woken and waiting for a CPU is running); one that
+ *      ran is looked at: walked from /proc when it waits (no signal),
  *      asked with the profiling signal when it runs (answers.c);
  *   4. every thread's pending count grows by the periods the tick covers.
+ * What the measurements behind these rules showed (a thread cycling
+ * through 3-5 ms of computing, a 3 ms poll, a contended mutex and a short
+ * sleep, at 400 Hz; docs/wall.md): the process's CPU clock adds a running
+ * thread's time only at the kernel's scheduler tick (4 ms at HZ=250) or
+ * when the thread stops, so read before the threads' clocks it hid up to
+ * that much of a thread that had just started running, which was then
+ * counted on its last wait (poll +6 to +14 points); a thread woken but not
+ * yet running has used no CPU, and was counted on the wait it had left.
+ * Reading the process's clock after the threads' (reading a running
+ * thread's clock brings its share up to date), following the threads
+ * that ran lately by their own clocks, and checking /proc for those that
+ * did not, removed both.
  * All under wall_lock, which pp_wall_swap takes too. Lock order: wall_lock,
  * then the threads registry's lock.
  */
@@ -32,8 +46,11 @@
 #include <pthread.h>
 #include <signal.h>
 #include <stdatomic.h>
+#include <stddef.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
@@ -41,6 +58,7 @@
 #define MAX_WINDOWS 64
 #define SCAN_SLACK_NS 4000 /* unexplained CPU time (beyond the reading skew) that makes a tick read every
                              thread's clock: less than a wake-up and a system call */
+#define KEEP_ACTIVE_NS 100000000ll /* a thread that ran is followed by its own clock this long */
 #define RUNNING (-1)         /* a record's state: running */
 
 /* What a thread is counted on. */
@@ -57,6 +75,8 @@ typedef struct wthread {
     uint32_t seen;        /* the tick that last listed it */
     void *const *slot;    /* its label slot */
     int have_cpu, active, valid;
+    int still_ticks;      /* consecutive ticks it did not run */
+    uint64_t sp, pc;      /* where /proc showed it waiting at its last walk */
     uint64_t cpu_ns;      /* its CPU clock at its last look */
     uint64_t cpu_now;     /* read this tick */
     wrec rec;             /* valid: what it is counted on */
@@ -70,7 +90,6 @@ static int rate;          /* in force while windows are attached */
 static int running;       /* the sampler thread exists */
 static int self_tid;
 static int trace_id;
-static clockid_t sampler_clock;
 static uint64_t sampler_ns_done;
 
 static wthread **th;      /* the known threads */
@@ -83,8 +102,14 @@ static uint64_t proc_prev, self_prev;
 static int64_t unexplained_acc, skew_prev, skew_reset;
 static int have_prev;
 
-static _Atomic uint64_t st_late, st_ticks, st_samples, st_looks, st_walks, st_signals, st_no_answer, st_full_scans,
-    st_still;
+/* The counters of pprof_wall_stats, in its order (stats_field). */
+enum { ST_TICKS, ST_SAMPLES, ST_STILL, ST_LOOKS, ST_WALKS, ST_SIGNALS, ST_NO_ANSWER, ST_FULL_SCANS, ST_LATE, ST_N };
+static const size_t stats_field[ST_N] = {
+    offsetof(pprof_wall_stats, ticks),     offsetof(pprof_wall_stats, samples),   offsetof(pprof_wall_stats, still),
+    offsetof(pprof_wall_stats, looks),     offsetof(pprof_wall_stats, walks),     offsetof(pprof_wall_stats, signals),
+    offsetof(pprof_wall_stats, no_answer), offsetof(pprof_wall_stats, full_scans), offsetof(pprof_wall_stats, late)};
+static _Atomic uint64_t stats[ST_N];
+#define COUNT(which, n) atomic_fetch_add_explicit(&stats[which], (n), memory_order_relaxed)
 
 static uint64_t clock_ns(clockid_t c, int *ok)
 {
@@ -131,7 +156,11 @@ static void flush_thread(wthread *t)
     pprof_label l[70];
     size_t n = 0, k = 0;
     char buf[24];
-    const char *state = t->rec.nr == RUNNING ? "running" : pp_wall_syscall_name(t->rec.nr, buf);
+    const char *state = t->rec.nr == RUNNING ? "running" : pp_syscall_name(t->rec.nr);
+    if (!state) {
+        snprintf(buf, sizeof buf, "syscall_%d", t->rec.nr);
+        state = buf;
+    }
     for (; k < t->rec.nlabels && n < 64 && strcmp(t->rec.labels[k].key, "thread_state") < 0; k++)
         l[n++] = t->rec.labels[k];
     l[n++] = (pprof_label){"thread_state", state};
@@ -145,7 +174,7 @@ static void flush_thread(wthread *t)
         int64_t v[2] = {(int64_t)t->pending, (int64_t)t->pending * w->period_ns};
         pp_profile_add(w->profile, t->rec.pcs, (size_t)t->rec.npcs, v, l, n);
     }
-    atomic_fetch_add_explicit(&st_samples, t->pending, memory_order_relaxed);
+    COUNT(ST_SAMPLES, t->pending);
     t->pending = 0;
 }
 
@@ -280,19 +309,23 @@ static int list_threads(uint32_t stamp)
 }
 
 /* Step 2: reads the clocks that must be read, into cpu_now. The process's
- * clock is read before and after the active threads' (P1, P2): an active
- * thread's clock read after P1 includes up to P2 - P1 that P1 does not,
- * and the tick before left the same kind of error the other way, so the
- * rest is the CPU of threads not followed within D = the two ticks' P2 -
- * P1. It accumulates (the skews cancel from tick to tick, but for the
- * one at the last full scan) until it exceeds SCAN_SLACK_NS + those
- * skews: then some thread outside the set ran, and every thread's clock
- * is read. */
+ * clock is read before and after the active threads' (P1, P2), and P2 is
+ * the one used: the kernel adds a running thread's CPU time to the
+ * process's clock only at its scheduler tick, or when one of the thread's
+ * clocks is read, so P2 includes every active thread's time up to its
+ * read. An active thread that runs on between its read and P2 adds up to
+ * P2 - P1 that its read does not, and the tick before left the same kind
+ * of error the other way, so the rest is the CPU of threads not followed
+ * within D = the two ticks' P2 - P1. It accumulates (the skews cancel
+ * from tick to tick, but for the one at the last full scan) until it
+ * exceeds SCAN_SLACK_NS + those skews: then some thread outside the set
+ * ran, and every thread's clock is read. A thread outside the set that
+ * runs on without stopping shows in the process's clock at the next
+ * scheduler tick, so it is seen a few milliseconds late at most. */
 static void read_clocks(int changed)
 {
     int ok;
-    uint64_t proc = clock_ns(CLOCK_PROCESS_CPUTIME_ID, &ok);
-    uint64_t self = clock_ns(CLOCK_THREAD_CPUTIME_ID, &ok);
+    uint64_t p1 = clock_ns(CLOCK_PROCESS_CPUTIME_ID, &ok);
     int64_t explained = 0;
     for (size_t i = 0; i < nth; i++) {
         wthread *t = th[i];
@@ -306,7 +339,10 @@ static void read_clocks(int changed)
             explained += (int64_t)(c - t->cpu_ns);
         t->cpu_now = c;
     }
-    int64_t skew = (int64_t)(clock_ns(CLOCK_PROCESS_CPUTIME_ID, &ok) - proc);
+    /* After the threads' clocks (see above). */
+    uint64_t proc = clock_ns(CLOCK_PROCESS_CPUTIME_ID, &ok);
+    uint64_t self = clock_ns(CLOCK_THREAD_CPUTIME_ID, &ok);
+    int64_t skew = (int64_t)(proc - p1);
     if (have_prev)
         unexplained_acc += (int64_t)(proc - proc_prev) - explained - (int64_t)(self - self_prev);
     proc_prev = proc;
@@ -319,8 +355,7 @@ static void read_clocks(int changed)
         return;
     have_prev = 1;
     unexplained_acc = 0;
-    skew_reset = skew;
-    atomic_fetch_add_explicit(&st_full_scans, 1, memory_order_relaxed);
+    COUNT(ST_FULL_SCANS, 1);
     for (size_t i = 0; i < nth; i++) {
         wthread *t = th[i];
         if (t->active)
@@ -329,6 +364,10 @@ static void read_clocks(int changed)
         if (ok)
             t->cpu_now = c;
     }
+    /* The scan's reads are the baseline of the next tick's difference. */
+    proc_prev = clock_ns(CLOCK_PROCESS_CPUTIME_ID, &ok);
+    self_prev = clock_ns(CLOCK_THREAD_CPUTIME_ID, &ok);
+    skew_reset = (int64_t)(proc_prev - proc);
 }
 
 /* A waiting thread's record from /proc; 0 if it runs. */
@@ -336,14 +375,21 @@ static int look_waiting(wthread *t)
 {
     pp_thread_stack st;
     memset(&st, 0, sizeof st);
-    if (!pp_thread_walk_waiting(t->tid, &st, t->slot))
+    int rc = pp_thread_walk_waiting(t->tid, &st, t->slot);
+    if (!rc)
         return 0;
-    atomic_fetch_add_explicit(&st_walks, 1, memory_order_relaxed);
+    COUNT(ST_WALKS, 1);
+    t->sp = st.sp;
+    t->pc = st.pc;
     wrec r = {.nr = st.syscall, .npcs = st.npcs};
     if (r.npcs > PP_WALL_FRAMES + 1)
         r.npcs = PP_WALL_FRAMES + 1;
     memcpy(r.pcs, st.pcs, (size_t)r.npcs * sizeof *r.pcs);
-    r.labels = copy_pairs(st.labels, st.nlabels, &r.nlabels);
+    if (rc == 2 && t->valid) /* it left the call as its labels were read: it waited there at the tick, with
+                                the labels it had at its last look (its own are safe to read only while it waits) */
+        r.labels = copy_pairs(t->rec.labels, t->rec.nlabels, &r.nlabels);
+    else
+        r.labels = copy_pairs(st.labels, st.nlabels, &r.nlabels);
     pp_thread_stack_free_labels(&st);
     set_rec(t, &r);
     return 1;
@@ -354,9 +400,9 @@ static void take_answers(wthread **who, pp_wall_answer *a, int n)
 {
     for (int i = 0; i < n; i++) {
         wthread *t = who[i];
-        atomic_fetch_add_explicit(&st_signals, 1, memory_order_relaxed);
+        COUNT(ST_SIGNALS, 1);
         if (!a[i].ok) {
-            atomic_fetch_add_explicit(&st_no_answer, 1, memory_order_relaxed);
+            COUNT(ST_NO_ANSWER, 1);
             if (t->valid && t->rec.nr == RUNNING)
                 continue; /* counted where it ran last */
             wrec r = {.nr = RUNNING, .npcs = 1, .pcs = {PP_PC_NO_ANSWER}}; /* with its last labels */
@@ -382,6 +428,14 @@ static void tick(uint64_t periods, int64_t period_ns)
 {
     uint32_t stamp = ++tick_no;
     int changed = list_threads(stamp);
+    /* A late tick: the periods it missed are counted half on what each
+     * thread was at the last tick, half on what it is now. Lateness comes
+     * with busy CPUs, when threads are more often running than on time:
+     * counting them all on the state now would favour running. */
+    uint64_t before = (periods - 1) / 2;
+    for (size_t i = 0; before && i < nth; i++)
+        if (th[i]->valid)
+            th[i]->pending += before;
     read_clocks(changed);
     static pp_wall_answer ask[PP_WALL_MAX_ASK];
     static wthread *who[PP_WALL_MAX_ASK];
@@ -390,18 +444,27 @@ static void tick(uint64_t periods, int64_t period_ns)
      * does not wait for it longer than a fifth of a period (at least 1 ms):
      * its state is what /proc said, its stack its last running one. */
     int64_t timeout = period_ns / 5 < 1000000 ? 1000000 : period_ns / 5;
+    int keep = (int)(KEEP_ACTIVE_NS / period_ns) + 1;
     for (size_t i = 0; i < nth; i++) {
         wthread *t = th[i];
         int moved = !t->have_cpu || t->cpu_now != t->cpu_ns;
         t->cpu_ns = t->cpu_now;
         t->have_cpu |= t->cpu_now != 0;
+        if (t->valid && !moved && t->active && t->rec.nr != RUNNING) {
+            /* Followed closely, and no CPU since: where it waited, unless
+             * woken and waiting for a CPU (then it is running). */
+            int nr;
+            uint64_t sp, pc;
+            moved = !pp_thread_syscall(t->tid, &nr, &sp, &pc) || nr != t->rec.nr || sp != t->sp || pc != t->pc;
+        }
         if (t->valid && !moved) { /* where it was: no look */
-            t->active = 0;
-            atomic_fetch_add_explicit(&st_still, 1, memory_order_relaxed);
+            t->active = ++t->still_ticks < keep;
+            COUNT(ST_STILL, 1);
             continue;
         }
         t->active = 1;
-        atomic_fetch_add_explicit(&st_looks, 1, memory_order_relaxed);
+        t->still_ticks = 0;
+        COUNT(ST_LOOKS, 1);
         if (look_waiting(t))
             continue;
         ask[nask].tid = t->tid;
@@ -418,9 +481,69 @@ static void tick(uint64_t periods, int64_t period_ns)
     }
     for (size_t i = 0; i < nth; i++)
         if (th[i]->valid)
-            th[i]->pending += periods;
-    atomic_fetch_add_explicit(&st_ticks, 1, memory_order_relaxed);
-    atomic_fetch_add_explicit(&st_late, periods - 1, memory_order_relaxed);
+            th[i]->pending += periods - before;
+    COUNT(ST_TICKS, 1);
+    COUNT(ST_LATE, periods - 1);
+}
+
+/* A uniform draw in [0, 1) (xorshift64*; the sampler's own state). */
+static double uniform(uint64_t *x)
+{
+    *x ^= *x >> 12;
+    *x ^= *x << 25;
+    *x ^= *x >> 27;
+    return (double)((*x * 0x2545f4914f6cdd1dull) >> 11) / 9007199254740992.0;
+}
+
+/* Asks the scheduler for a short slice (Linux 6.12 and later: a fair
+ * thread with a shorter slice than the running one preempts it when it
+ * wakes), so that a tick is taken when it is due rather than when a busy
+ * CPU's current thread ends its slice. The thread's weight is unchanged;
+ * older kernels ignore or refuse it, and the tick is then later on busy
+ * machines. */
+static void ask_short_slice(void)
+{
+    struct {
+        uint32_t size, policy;
+        uint64_t flags;
+        int32_t nice;
+        uint32_t priority;
+        uint64_t runtime, deadline, period;
+    } attr = {.size = 48, .policy = SCHED_OTHER, .runtime = 100000};
+    errno = 0;
+    int nice = getpriority(PRIO_PROCESS, 0);
+    if (errno == 0)
+        attr.nice = nice;
+    (void)syscall(SYS_sched_setattr, 0, &attr, 0);
+}
+
+/* Ticks are stratified: period k of the rate is [t0 + kP, t0 + (k+1)P) and
+ * its tick falls at a uniformly drawn point of it, so a thread whose work
+ * keeps step with the rate is not always seen in the same phase, and each
+ * period is still counted exactly once. A tick that wakes in a later
+ * period counts the periods since the last tick's (every thread at its
+ * state now). */
+/* The periods (see sampler_main): period k is [slot_t0 + k slot_ns,
+ * slot_t0 + (k + 1) slot_ns); slot_k is the last one counted. Under
+ * wall_lock. */
+static int64_t slot_t0, slot_k, slot_ns;
+
+/* Counts the periods that ended since the last one counted, on each
+ * thread's record as it is (the last tick's), so that a window swapped or
+ * attached while the sampler is late gets every period of its time (the
+ * sampler's next tick counts from the next one on). Under wall_lock. */
+static void catch_up(int64_t now)
+{
+    if (!running || !slot_ns || slot_ns != 1000000000ll / rate)
+        return;
+    int64_t done = (now - slot_t0) / slot_ns - 1; /* the last period that ended */
+    if (done <= slot_k)
+        return;
+    for (size_t i = 0; i < nth; i++)
+        if (th[i]->valid)
+            th[i]->pending += (uint64_t)(done - slot_k);
+    COUNT(ST_LATE, (uint64_t)(done - slot_k));
+    slot_k = done;
 }
 
 static void *sampler_main(void *arg)
@@ -428,9 +551,14 @@ static void *sampler_main(void *arg)
     (void)arg;
     pthread_setname_np(pthread_self(), "pprof-wall");
     pprof_labels_unref(pp_own_begin()); /* the profiler's own work */
+    ask_short_slice();
     pp_mutex_lock(&wall_lock);
     self_tid = (int)syscall(SYS_gettid);
-    int64_t next = pp_now_ns(CLOCK_MONOTONIC) + 1000000000ll / rate;
+    slot_t0 = pp_now_ns(CLOCK_MONOTONIC);
+    slot_k = -1;
+    slot_ns = 1000000000ll / rate;
+    uint64_t seed = ((uint64_t)slot_t0 ^ (uint64_t)self_tid << 32) | 1;
+    int64_t next = slot_t0 + (int64_t)(uniform(&seed) * (double)slot_ns);
     pp_mutex_unlock(&wall_lock);
     for (;;) {
         struct timespec ts = {next / 1000000000, next % 1000000000};
@@ -446,36 +574,28 @@ static void *sampler_main(void *arg)
             return NULL;
         }
         int64_t period = 1000000000ll / rate, now = pp_now_ns(CLOCK_MONOTONIC);
-        uint64_t periods = 1;
-        if (now > next + period)
-            periods += (uint64_t)((now - next) / period);
-        next += (int64_t)periods * period;
+        if (period != slot_ns) { /* a new rate (windows detached and attached meanwhile): new periods */
+            slot_t0 = now;
+            slot_k = -1;
+            slot_ns = period;
+        }
+        int64_t j = (now - slot_t0) / period; /* the period it woke in */
+        if (j <= slot_k)
+            j = slot_k + 1;
+        uint64_t periods = (uint64_t)(j - slot_k);
+        slot_k = j;
         tick(periods, period);
+        next = slot_t0 + (slot_k + 1) * period + (int64_t)(uniform(&seed) * (double)period);
         pp_mutex_unlock(&wall_lock);
     }
 }
 
 static int start_locked(void)
 {
-    pthread_t t;
-    pthread_attr_t attr;
-    pthread_attr_init(&attr);
-    pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
-    /* Every asynchronous signal is left to the host's threads. */
-    sigset_t all, old;
-    sigfillset(&all);
-    sigdelset(&all, SIGSEGV);
-    sigdelset(&all, SIGBUS);
-    sigdelset(&all, SIGFPE);
-    sigdelset(&all, SIGILL);
-    sigdelset(&all, SIGABRT);
-    pthread_sigmask(SIG_BLOCK, &all, &old);
-    int rc = pthread_create(&t, &attr, sampler_main, NULL);
-    pthread_sigmask(SIG_SETMASK, &old, NULL);
-    pthread_attr_destroy(&attr);
-    if (rc)
+    self_tid = 0; /* the thread sets them */
+    slot_ns = 0;
+    if (pp_spawn_detached(sampler_main, NULL))
         return pp_error_detail(PPROF_ESYS, "cannot start the wall-clock sampler thread");
-    pthread_getcpuclockid(t, &sampler_clock);
     running = 1;
     return 0;
 }
@@ -489,6 +609,7 @@ static void fork_child(void)
     nwins = 0;
     running = 0;
     sampler_ns_done = 0;
+    slot_ns = 0;
     drop_all();
 }
 
@@ -517,6 +638,7 @@ int pp_wall_attach(pp_wall_window *w, int hz)
     }
     if (!running && (rc = start_locked()) != 0)
         goto out;
+    catch_up(pp_now_ns(CLOCK_MONOTONIC));
     flush_all(); /* what was ticked before belongs to the windows already attached */
     w->period_ns = 1000000000ll / rate;
     wins[nwins++] = w;
@@ -528,6 +650,7 @@ out:
 pprof_profile *pp_wall_swap(pp_wall_window *w, pprof_profile *next)
 {
     pp_mutex_lock(&wall_lock);
+    catch_up(pp_now_ns(CLOCK_MONOTONIC));
     flush_all();
     pprof_profile *p = w->profile;
     w->profile = next;
@@ -552,20 +675,13 @@ int pp_wall_hz(void)
 void pp_wall_stats_fill(pprof_wall_stats *out)
 {
     memset(out, 0, sizeof *out);
-    out->ticks = atomic_load(&st_ticks);
-    out->samples = atomic_load(&st_samples);
-    out->looks = atomic_load(&st_looks);
-    out->still = atomic_load(&st_still);
-    out->walks = atomic_load(&st_walks);
-    out->signals = atomic_load(&st_signals);
-    out->no_answer = atomic_load(&st_no_answer);
-    out->full_scans = atomic_load(&st_full_scans);
-    out->late = atomic_load(&st_late);
+    for (int i = 0; i < ST_N; i++)
+        *(uint64_t *)(void *)((char *)out + stats_field[i]) = atomic_load(&stats[i]);
     pp_mutex_lock(&wall_lock);
     int ok;
     out->hz = nwins ? rate : 0;
     out->threads = (int64_t)nth;
-    out->sampler_ns = sampler_ns_done + (running ? clock_ns(sampler_clock, &ok) : 0);
+    out->sampler_ns = sampler_ns_done + (running && self_tid ? clock_ns(thread_clock(self_tid), &ok) : 0);
     pp_mutex_unlock(&wall_lock);
 }
 

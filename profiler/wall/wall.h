@@ -1,17 +1,22 @@
 /* wall.h: the interface of wall/, the wall-clock sampler shared by all
  * wall recorders.
  *
- * One sampler thread wakes `hz` times a second (absolute deadlines; a late
- * wake weighs the periods it covers) and counts one sample per period for
+ * One sampler thread wakes `hz` times a second (once in each period, at a
+ * random point of it; a late wake counts the periods it missed, half on
+ * each thread's state at the wake before, half on its state now; the
+ * thread asks the scheduler for a short slice, so that it preempts a busy
+ * CPU's thread when it wakes) and counts one sample per period for
  * every live thread of the threads registry (threads/), whatever it does,
  * with its stack, its labels and span, and the label thread_state:
- * "running", or the system call it waits in (syscalls.c). How each thread
+ * "running", or the system call it waits in (threads/syscalls.c). How each thread
  * is looked at (sampler.c):
  *   - a thread that used no CPU since it was last looked at is where it
  *     was: its last record is counted again, with no system call of its
- *     own; that no thread outside the set that ran did run is told by the
- *     process's CPU clock against the sum of that set's clocks, and when
- *     it cannot be told, every thread's clock is read (a full scan);
+ *     own (a thread that ran within the last 100 ms: if /proc shows it in
+ *     the same call at the same place, one read); that no thread outside
+ *     the set that ran did run is told by the process's CPU clock against
+ *     the sum of that set's clocks, and when it cannot be told, every
+ *     thread's clock is read (a full scan);
  *   - a thread that ran and now waits in the kernel is walked from the pc
  *     and stack pointer /proc shows (threads/'s pp_thread_walk_waiting),
  *     with no signal, so its wait is neither broken nor lengthened;
@@ -60,11 +65,6 @@ pprof_profile *pp_wall_swap(pp_wall_window *w, pprof_profile *next);
 int pp_wall_hz(void);
 /* The sampler's counters. Thread-safe. */
 void pp_wall_stats_fill(pprof_wall_stats *out);
-
-/* syscalls.c: the name of x86-64 system call `nr` for thread_state
- * ("epoll_wait", "futex", ...), or "syscall_<nr>" written into buf
- * (at least 24 bytes). Thread-safe. */
-const char *pp_wall_syscall_name(int nr, char *buf);
 
 /* answers.c: stacks of running threads, taken in their profiling-signal
  * handler. */

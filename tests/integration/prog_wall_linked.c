@@ -6,16 +6,21 @@
  *               random, so cycles do not keep step with the sampler):
  *               computes ~40%, poll()s ~30%, waits ~20% for a mutex that
  *               w-holder holds (contended: a futex wait), nanosleeps ~10%;
- *               it measures each phase's wall time itself (thread=cycle)
+ *               it measures each phase's wall time itself, the time it
+ *               was ready to run but waited for a CPU (its run_delay in
+ *               /proc) counted as running, as the kernel counts it
+ *               (thread=cycle)
  *   w-holder    takes the mutex when w-cycle asks and holds it ~2 ms
  *   w-epoll     waits in epoll_wait for ever (thread=epoll)
  * Serves /debug/pprof/ and prints "port=P"; every 100 ms prints
- * "m t=REALTIME_NS compute=NS poll=NS mutex=NS sleep=NS" (w-cycle's
- * phase times so far); exits on SIGTERM.
+ * "m t=REALTIME_NS compute=NS poll=NS mutex=NS sleep=NS delay=NS" (w-cycle's
+ * phase times so far, and the time it spent ready to run, waiting for a
+ * CPU); exits on SIGTERM.
  */
 #define _GNU_SOURCE
 #include "serve.h"
 
+#include <fcntl.h>
 #include <poll.h>
 #include <semaphore.h>
 #include <stdatomic.h>
@@ -28,7 +33,7 @@
 
 static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
 static sem_t go, held;
-static _Atomic int64_t phase_ns[4]; /* compute, poll, mutex, sleep */
+static _Atomic int64_t phase_ns[5]; /* compute, poll, mutex, sleep; and the time ready to run, not running */
 static _Atomic uint64_t sink;
 
 static int64_t now_ns(clockid_t c)
@@ -82,24 +87,43 @@ __attribute__((noinline)) static void sleep_phase(int64_t ns)
     nanosleep(&ts, NULL);
 }
 
+/* This thread's time on a run queue so far (ns): ready to run, not running. */
+static int64_t run_delay(int fd)
+{
+    char b[96];
+    ssize_t n = pread(fd, b, sizeof b - 1, 0);
+    if (n <= 0)
+        return 0;
+    b[n] = 0;
+    char *p = strchr(b, ' ');
+    return p ? strtoll(p + 1, NULL, 10) : 0;
+}
+
 __attribute__((noinline)) static void cycle_forever(void *arg)
 {
     (void)arg;
     uint64_t x = 0x9e3779b97f4a7c15ull;
+    int fd = open("/proc/thread-self/schedstat", O_RDONLY | O_CLOEXEC);
+    int64_t dprev = run_delay(fd);
     for (;;) {
         int64_t t0 = now_ns(CLOCK_MONOTONIC);
         compute_for(3000000 + (int64_t)(rnd(&x) % 2000000)); /* 3-5 ms */
-        int64_t t1 = now_ns(CLOCK_MONOTONIC);
+        int64_t d1 = run_delay(fd), t1 = now_ns(CLOCK_MONOTONIC);
         poll_phase();                                         /* ~3 ms */
-        int64_t t2 = now_ns(CLOCK_MONOTONIC);
+        int64_t d2 = run_delay(fd), t2 = now_ns(CLOCK_MONOTONIC);
         mutex_phase();                                        /* ~1.5-2.5 ms */
-        int64_t t3 = now_ns(CLOCK_MONOTONIC);
+        int64_t d3 = run_delay(fd), t3 = now_ns(CLOCK_MONOTONIC);
         sleep_phase(500000 + (int64_t)(rnd(&x) % 1000000));   /* 0.5-1.5 ms */
-        int64_t t4 = now_ns(CLOCK_MONOTONIC);
-        phase_ns[0] += t1 - t0;
-        phase_ns[1] += t2 - t1;
-        phase_ns[2] += t3 - t2;
-        phase_ns[3] += t4 - t3;
+        int64_t d4 = run_delay(fd), t4 = now_ns(CLOCK_MONOTONIC);
+        /* A wait ends when the thread is woken; the time it then spends
+         * ready to run before it runs is the kernel's "running" state,
+         * as the wall profile's: it goes to the running share. */
+        phase_ns[0] += t1 - t0 + (d2 - d1) + (d3 - d2) + (d4 - d3);
+        phase_ns[1] += t2 - t1 - (d2 - d1);
+        phase_ns[2] += t3 - t2 - (d3 - d2);
+        phase_ns[3] += t4 - t3 - (d4 - d3);
+        phase_ns[4] += d4 - dprev;
+        dprev = d4;
     }
 }
 
@@ -149,8 +173,9 @@ static void *report(void *arg)
     (void)arg;
     for (;;) {
         usleep(100000);
-        printf("m t=%lld compute=%lld poll=%lld mutex=%lld sleep=%lld\n", (long long)now_ns(CLOCK_REALTIME),
-               (long long)phase_ns[0], (long long)phase_ns[1], (long long)phase_ns[2], (long long)phase_ns[3]);
+        printf("m t=%lld compute=%lld poll=%lld mutex=%lld sleep=%lld delay=%lld\n", (long long)now_ns(CLOCK_REALTIME),
+               (long long)phase_ns[0], (long long)phase_ns[1], (long long)phase_ns[2], (long long)phase_ns[3],
+               (long long)phase_ns[4]);
         fflush(stdout);
     }
     return NULL;

@@ -5,36 +5,46 @@
 # prog_wall_linked has a thread that computes all the time (thread=compute),
 # one that waits in epoll_wait for ever (thread=epoll) and one that cycles
 # through computing, poll(), a contended mutex and nanosleep, measuring
-# each phase's wall time itself (thread=cycle). Over one 8 s window at
-# 400 Hz:
+# each phase's wall time itself (thread=cycle; the time it was ready to
+# run but waited for a CPU, its run_delay, is running, as for the
+# kernel). Over one 10 s window at 400 Hz:
 #   - each of the three threads' samples x period is the window's length
 #     within 2% (every live thread is counted at every tick);
 #   - thread_state's shares of the cycling thread (running, poll, futex,
-#     clock_nanosleep) against its own measure over the window: printed,
-#     and each state checked present. The aim is 3 points, which chance
-#     alone would miss in fewer than 1 run in 1,000 (below), but it is not
-#     met yet: on the shared 2-core machine poll took from 31% to 58%
-#     where the thread measured 30% (running and the short waits lose
-#     what poll gains), so the shares are not checked against the measure
-#     until that is understood. For 3 points: the window holds n = 8 x 400 = 3,200 samples
-#     of the thread; taken as independent draws (sampling a thread at
-#     regular ticks while its phases' lengths are random varies less than
-#     that), a share p has a standard deviation of sqrt(p(1-p)/n): 0.87
-#     points at p = 0.4, 0.81 at 0.3, 0.71 at 0.2, 0.53 at 0.1; 3 points is
-#     3.46, 3.70, 4.24 and 5.66 of them, two-sided 5.4e-4, 2.2e-4, 2.2e-5
-#     and 1.5e-8: all four hold by chance alone but in 8 of 10,000 runs
-#     (their sum), under the 1 in 1,000 asked for;
+#     clock_nanosleep) are each within 3 points of its own measure over
+#     the window. Chance: the window holds n = 10 x 400 = 4,000 samples of
+#     the thread; taken as independent draws (an upper bound: ticks are
+#     one per period, at a random point of it, and a phase of the thread
+#     is then counted floor or ceil of its length in periods), a share p
+#     has a standard deviation of sqrt(p(1-p)/n): 0.77 points at p = 0.4,
+#     0.72 at 0.3, 0.63 at 0.2, 0.47 at 0.1. The sampler's own errors on
+#     a loaded 2-core machine (see docs/wall.md) were up to 1 point in 20
+#     runs at this rate, which leaves 2 points to chance: 2.6, 2.8, 3.2
+#     and 4.2 of those deviations, two-sided 9.9e-3, 5.6e-3, 1.6e-3 and
+#     2.4e-5 as independent draws; counted as the phases are (a variance
+#     of at most 1/2 sample per phase for each of its ~1,000 phases per
+#     state in the window: sqrt(500) / 4000 = 0.56 points for every
+#     state), 2 points is 3.6 deviations, 3.2e-4 each and 1.3e-3 for all
+#     four as a bound (the four are not independent: they sum to 100, and
+#     an error in one is shared by others, so their union is nearer the
+#     largest: under 1 in 1,000);
 #   - go tool pprof reads it (-top, -tags, -tagfocus thread_state=...);
 #     format=folded of a window sums to the window's samples;
 #   - state=off-cpu has no running sample, state=on-cpu only running ones;
 #   - fgprof answers in fgprof's types (samples/count, time/nanoseconds,
-#     period type wallclock), format=pprof and format=folded as fgprof's;
+#     period type wallclock), format=pprof and format=folded as fgprof's,
+#     at /debug/pprof/fgprof and at /debug/fgprof (Alloy's fgprof job);
 #   - bad hz= and state= values are 400s.
 # Usage: test_wall.sh BUILD_DIR
 . "$(dirname "$0")/lib.sh"
 pp_init "$1"
 
-pp_start_helper prog "$BUILD/tests/prog_wall_linked" || pp_give_up "prog_wall_linked did not serve" prog
+# Ahead of other work on the machine where it may (root): the shares below
+# are compared with the program's own measure only when it was not kept
+# waiting for a CPU (see there).
+nice_=()
+nice -n -10 true 2>/dev/null && nice_=(nice -n -10)
+pp_start_helper prog "${nice_[@]}" "$BUILD/tests/prog_wall_linked" || pp_give_up "prog_wall_linked did not serve" prog
 base=http://127.0.0.1:$PORT/debug/pprof
 
 # --- the bad requests first (they take no time)
@@ -57,9 +67,12 @@ curl -sS --max-time 30 -o "$TMP/fg.folded" "$base/fgprof?seconds=3&hz=400&format
 fgf=$!
 curl -sS --max-time 30 -o "$TMP/w.folded" "$base/wall?seconds=3&hz=400&format=folded&sample_index=samples" &
 wf=$!
-code=$(curl -sS --max-time 30 -o "$TMP/wall.pb.gz" -w '%{http_code}' "$base/wall?seconds=8&hz=400")
-wait $off $on $fg $fgf $wf
-pp_check "wall?seconds=8&hz=400 answers 200 ($code)" test "$code" = 200
+sleep 0.5 # the window at 400 Hz is open: fgprof's root path, as Alloy asks (no hz, no format), joins its rate
+curl -sS --max-time 30 -o "$TMP/fgroot.pb.gz" "http://127.0.0.1:$PORT/debug/fgprof?seconds=2" &
+fgr=$!
+code=$(curl -sS --max-time 30 -o "$TMP/wall.pb.gz" -w '%{http_code}' "$base/wall?seconds=10&hz=400")
+wait $off $on $fg $fgf $wf $fgr
+pp_check "wall?seconds=10&hz=400 answers 200 ($code)" test "$code" = 200
 sleep 0.3 # one more report line after the window
 
 raw=$(pp_pprof -raw "$TMP/wall.pb.gz" 2>&1)
@@ -86,19 +99,29 @@ pp_check "thread compute is all running" test "$(count compute running)" = "$(co
 # the cycling thread's own measure over the window: the report lines
 # around its start and end (cumulative ns per phase)
 end=$((start + $(awk -v d="$dur" 'BEGIN { printf "%.0f", d * 1e9 }')))
-read -r mc mp mm ms < <(awk -v a="$start" -v b="$end" '
+read -r mc mp mm ms md < <(awk -v a="$start" -v b="$end" '
     /^m / { for (i = 2; i <= NF; i++) { split($i, kv, "="); v[kv[1]] = kv[2] }
-            if (v["t"] <= a) { c0 = v["compute"]; p0 = v["poll"]; m0 = v["mutex"]; s0 = v["sleep"] }
-            if (v["t"] >= b && !done) { c1 = v["compute"]; p1 = v["poll"]; m1 = v["mutex"]; s1 = v["sleep"]; done = 1 } }
+            if (v["t"] <= a) { c0 = v["compute"]; p0 = v["poll"]; m0 = v["mutex"]; s0 = v["sleep"]; d0 = v["delay"] }
+            if (v["t"] >= b && !done) { c1 = v["compute"]; p1 = v["poll"]; m1 = v["mutex"]; s1 = v["sleep"]; d1 = v["delay"]; done = 1 } }
     END { t = (c1 - c0) + (p1 - p0) + (m1 - m0) + (s1 - s0); if (t <= 0) t = 1
-          printf "%.2f %.2f %.2f %.2f\n", 100 * (c1 - c0) / t, 100 * (p1 - p0) / t, 100 * (m1 - m0) / t, 100 * (s1 - s0) / t }' \
+          printf "%.2f %.2f %.2f %.2f %.2f\n", 100 * (c1 - c0) / t, 100 * (p1 - p0) / t, 100 * (m1 - m0) / t,
+                 100 * (s1 - s0) / t, 100 * (d1 - d0) / t }' \
     "$TMP/prog.out")
+# The sampler needs a CPU to look, as the thread does to run: when the
+# thread waited for one more than 10% of the window (the machine busy with
+# more than its two CPUs' worth of other work), when the sampler looks is
+# tied to what the thread does, and the shares are printed, not checked.
+busy=$(awk -v d="$md" 'BEGIN { exit !(d > 10) }' && echo 1 || echo 0)
 total=$(count cycle)
 for pair in "running:$mc" "poll:$mp" "futex:$mm" "clock_nanosleep:$ms"; do
     st=${pair%%:*} want=${pair#*:}
     got=$(awk -v n="$(count cycle "$st")" -v t="$total" 'BEGIN { printf "%.2f", t ? 100 * n / t : 0 }')
-    pp_note "thread cycle's $st share $got%, its own measure $want% (aim: within 3 points)"
-    pp_check "thread cycle has $st samples ($got%)" pp_in_range "$got" 0.5 100
+    if [ "$busy" = 1 ]; then
+        pp_note "thread cycle's $st share $got%, its own measure $want% (not checked: it waited for a CPU $md% of the window)"
+        continue
+    fi
+    pp_check "thread cycle's $st share $got%, its own measure $want%, within 3 points" \
+        pp_in_range "$got" "$(awk -v w="$want" 'BEGIN { print w - 3 }')" "$(awk -v w="$want" 'BEGIN { print w + 3 }')"
 done
 
 # --- go tool pprof reads it
@@ -119,6 +142,9 @@ pp_check "state=on-cpu has running samples only ($states states)" \
 fgraw=$(pp_pprof -raw "$TMP/fg.pb.gz" 2>&1)
 pp_check "fgprof's types are samples/count and time/nanoseconds, period type wallclock" \
     eval 'grep -q "^PeriodType: wallclock nanoseconds" <<<"$fgraw" && grep -q "^samples/count time/nanoseconds" <<<"$fgraw"'
+fgroot=$(pp_pprof -raw "$TMP/fgroot.pb.gz" 2>&1)
+pp_check "/debug/fgprof at the root answers in fgprof's types" \
+    eval 'grep -q "^PeriodType: wallclock nanoseconds" <<<"$fgroot" && grep -q "^samples/count time/nanoseconds" <<<"$fgroot"'
 pp_check "fgprof?format=folded is folded stacks with sample counts" \
     eval 'test -s "$TMP/fg.folded" && awk "NF < 2 || \$NF !~ /^[0-9]+\$/ { bad = 1 } END { exit bad }" "$TMP/fg.folded"'
 fsum=$(awk '{ s += $NF } END { print s + 0 }' "$TMP/w.folded")

@@ -5,7 +5,7 @@
  * pprof_http_handle, for the default prefix and another one: under the
  * prefix, the prefix without its slash (which answers 301 to the index,
  * through pprof_http_handle as on the built-in server), /symbolz only
- * when the prefix lacks /debug/pprof/, nothing else.
+ * when the prefix lacks /debug/pprof/, /debug/fgprof, nothing else.
  *
  * The flame-graph page's sample_index: a type the profile has, by name or
  * index, is accepted; any other is a 400 naming the ones it has, for
@@ -71,6 +71,9 @@ static void test_serves(void)
     CHECK(!pprof_http_serves(NULL, "/debug/ppro"));
     CHECK(!pprof_http_serves(NULL, "/"));
     CHECK(!pprof_http_serves(NULL, "/symbolz"));
+    CHECK(pprof_http_serves(NULL, "/debug/fgprof")); /* fgprof's own path, for its scrapers */
+    CHECK(pprof_http_serves(&other, "/debug/fgprof"));
+    CHECK(!pprof_http_serves(NULL, "/debug/fgprofx"));
     CHECK(!pprof_http_serves(NULL, NULL));
     CHECK(pprof_http_serves(&other, "/prof/heap"));
     CHECK(pprof_http_serves(&other, "/prof"));
@@ -110,8 +113,9 @@ static int profile_types(const char *name, char *out, size_t size)
     answer a = {0};
     char path[128];
     snprintf(path, sizeof path, "/debug/pprof/%s", name);
-    int status = get(NULL, path, !strcmp(name, "profile") ? "seconds=1&format=folded&sample_index=no_such_type"
-                                                           : "format=folded&sample_index=no_such_type", &a);
+    int timed = !strcmp(name, "profile") || !strcmp(name, "wall") || !strcmp(name, "fgprof");
+    int status = get(NULL, path, timed ? "seconds=1&format=folded&sample_index=no_such_type"
+                                       : "format=folded&sample_index=no_such_type", &a);
     const char *has = a.body ? strstr(a.body, "(it has ") : NULL;
     int ok = status == 400 && has;
     if (ok) {
