@@ -21,6 +21,7 @@
 #include "base/base.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <sys/epoll.h>
 #include <sys/eventfd.h>
 #include <sys/syscall.h>
@@ -150,6 +151,19 @@ API void closefrom(int lowfd)
     pp_fd_bulk_end();
 }
 
+/* dup2 by system call: arm64 has only dup3, which refuses equal
+ * descriptors, where dup2 checks oldfd and returns it. async-signal-safe */
+static int raw_dup2(int oldfd, int newfd)
+{
+#ifdef SYS_dup2
+    return (int)syscall(SYS_dup2, oldfd, newfd);
+#else
+    if (oldfd == newfd)
+        return syscall(SYS_fcntl, oldfd, F_GETFD) < 0 ? -1 : newfd;
+    return (int)syscall(SYS_dup3, oldfd, newfd, 0);
+#endif
+}
+
 /* async-signal-safe but onto a descriptor of the profiler's, where the
  * taken hook stops the server first (a program's handler never targets
  * those numbers: they are not its) */
@@ -157,7 +171,7 @@ API int dup2(int oldfd, int newfd)
 {
     if (oldfd != newfd && pp_fd_owned(newfd) && !profiler_call())
         pp_fd_taken(newfd);
-    return real_dup2 ? real_dup2(oldfd, newfd) : (int)syscall(SYS_dup2, oldfd, newfd);
+    return real_dup2 ? real_dup2(oldfd, newfd) : raw_dup2(oldfd, newfd);
 }
 
 /* as dup2 */

@@ -17,6 +17,7 @@
  */
 #ifndef PPROF_NO_HOOKS /* sanitizer builds: their runtime intercepts these */
 #define _GNU_SOURCE
+#include "arch/arch.h"
 #include "contention/contention.h"
 #include "base/base.h"
 
@@ -83,7 +84,7 @@ __attribute__((constructor(102))) static void init(void)
 /* Locks may be taken inside an allocator (jemalloc's) before the
  * constructor has run, where dlsym (which may allocate) must not be
  * called: glibc's own exported names serve until then. */
-#define GLIBC_COMPAT(local, name) __asm__(".symver " #local "," #name "@GLIBC_2.2.5")
+#define GLIBC_COMPAT(local, name) __asm__(".symver " #local "," #name "@" PP_ARCH_GLIBC_BASE)
 extern int glibc_mutex_lock(pthread_mutex_t *);
 extern int glibc_mutex_trylock(pthread_mutex_t *);
 extern int glibc_rwlock_rdlock(pthread_rwlock_t *);

@@ -5,10 +5,16 @@
  * futex...) before the signal arrives, which then makes the call fail
  * with EINTR (event loops with short timeouts hit it in about 5% of thread
  * dumps). The handler undoes that: when the context it interrupted is the
- * instruction after glibc's `mov $nr,%eax; syscall` with -EINTR in rax,
- * and nr is a wait that can be entered again with the same arguments, it
- * points the thread back at the syscall instruction with nr in rax, as
- * the kernel does for the calls it restarts itself. The call was entered
+ * instruction after a system call that returned -EINTR (arch/ reads the
+ * instruction: x86-64's `mov $nr,%eax; syscall`, arm64's `svc #0` with
+ * the number in x8), and nr is a wait that can be entered again with the
+ * same arguments, it points the thread back at the system call
+ * instruction with its registers as they were on entry, as the kernel
+ * does for the calls it restarts itself. On arm64 the return value
+ * overwrote the first argument (x0) and the signal's context has no copy
+ * of it (the kernel keeps orig_x0 to itself): the wait is entered again
+ * only when the moves that set up the call show where x0 came from (see
+ * arch.c); otherwise the program gets its EINTR. The call was entered
  * after the thread was last seen running, so entering it again lengthens
  * a relative timeout by at most the microseconds between the two. A
  * signal of the program's that arrives at once with the profiling signal
@@ -35,31 +41,43 @@
  */
 #define _GNU_SOURCE
 #include "signals.h"
+#include "arch/arch.h"
 
 #include <errno.h>
 #include <signal.h>
 #include <stdint.h>
 #include <string.h>
+#include <sys/syscall.h>
 #include <ucontext.h>
 
-/* The waits a thread can enter again with the same arguments (x86-64). */
-static int restartable(uint32_t nr) /* async-signal-safe */
+/* The waits a thread can enter again with the same arguments (arm64 has
+ * no poll, select, pause nor epoll_wait: glibc calls ppoll, pselect6,
+ * ppoll and epoll_pwait there). */
+static int restartable(long nr) /* async-signal-safe */
 {
     switch (nr) {
-    case 7:   /* poll */
-    case 23:  /* select */
-    case 34:  /* pause */
-    case 35:  /* nanosleep */
-    case 128: /* rt_sigtimedwait */
-    case 130: /* rt_sigsuspend */
-    case 202: /* futex */
-    case 208: /* io_getevents */
-    case 230: /* clock_nanosleep */
-    case 232: /* epoll_wait */
-    case 270: /* pselect6 */
-    case 271: /* ppoll */
-    case 281: /* epoll_pwait */
-    case 441: /* epoll_pwait2 */
+#ifdef SYS_poll
+    case SYS_poll:
+#endif
+#ifdef SYS_select
+    case SYS_select:
+#endif
+#ifdef SYS_pause
+    case SYS_pause:
+#endif
+#ifdef SYS_epoll_wait
+    case SYS_epoll_wait:
+#endif
+    case SYS_nanosleep:
+    case SYS_rt_sigtimedwait:
+    case SYS_rt_sigsuspend:
+    case SYS_futex:
+    case SYS_io_getevents:
+    case SYS_clock_nanosleep:
+    case SYS_pselect6:
+    case SYS_ppoll:
+    case SYS_epoll_pwait:
+    case 441: /* epoll_pwait2, the same number on both */
         return 1;
     default:
         return 0;
@@ -90,21 +108,14 @@ static int program_signal_pending(const ucontext_t *uc, int sig)
 void pp_signal_restart_wait(void *ucontext, int sig)
 {
     ucontext_t *uc = ucontext;
-    greg_t *g = uc->uc_mcontext.gregs;
-    uintptr_t ip = (uintptr_t)g[REG_RIP];
-    if (g[REG_RAX] != -EINTR || (ip & 4095) < 7) /* the 7 bytes before ip on its page */
-        return;
-    const unsigned char *c = (const unsigned char *)ip;
-    uint32_t nr;
-    memcpy(&nr, c - 6, sizeof nr);
-    if (c[-7] != 0xb8 || c[-2] != 0x0f || c[-1] != 0x05 || !restartable(nr))
+    pp_arch_syscall sc;
+    if (!pp_arch_eintr_syscall(uc, &sc) || !restartable(sc.nr))
         return;
     int saved = errno;
     int pending = program_signal_pending(uc, sig);
     errno = saved;
     if (pending)
         return;
-    g[REG_RIP] = (greg_t)(ip - 2);
-    g[REG_RAX] = (greg_t)nr;
+    pp_arch_syscall_rewind(uc, &sc);
 }
 

@@ -1,4 +1,4 @@
-/* cfi.c: DWARF call-frame information (.eh_frame) for x86-64.
+/* cfi.c: DWARF call-frame information (.eh_frame) for x86-64 and arm64.
  *
  * Finds the FDE for an address through the object's .eh_frame_hdr binary
  * search table, then runs the CIE's initial instructions and the FDE's
@@ -9,8 +9,14 @@
  *
  * Everything here is async-signal-safe: it reads the object's mapped
  * tables only, keeps its state on the stack, and gives up (returns 0) on
- * anything it does not understand instead of guessing.
+ * anything it does not understand instead of guessing. The architecture
+ * (arch/) gives the register count and the return-address column a CIE
+ * must name (x86-64: 16; arm64: 30), and arm64's one instruction of its
+ * own, DW_CFA_AARCH64_negate_ra_state, which marks where the return
+ * address is signed: the walk strips signatures from every return
+ * address, so the row needs no record of it.
  */
+#define _GNU_SOURCE /* the signal context's register names (arch/arch.h) */
 #include "cfi.h"
 
 #include <string.h>
@@ -345,6 +351,9 @@ static int run(const uint8_t *p, const uint8_t *end, const cie *c, uintptr_t loc
             set_rule(row, reg, PP_RULE_VAL_OFFSET, scaled(op == 0x14 ? uleb(&r) : (uint64_t)sleb(&r), c));
             break;
         case 0x2e: uleb(&r); break; /* GNU_args_size */
+#if PP_ARCH_CFA_OP_NEGATE_RA
+        case PP_ARCH_CFA_OP_NEGATE_RA: break; /* AARCH64_negate_ra_state */
+#endif
         case 0x2f: /* GNU_negative_offset_extended */
             reg = uleb(&r);
             set_rule(row, reg, PP_RULE_OFFSET, scaled(-uleb(&r), c));
@@ -394,7 +403,7 @@ int pp_cfi_find(const pp_cfi_table *t, uintptr_t pc, pp_cfi_row *row)
     if (r.bad)
         return 0;
     memset(row, 0, sizeof *row); /* every register: same value */
-    row->cfa_reg = PP_REG_RSP;
+    row->cfa_reg = PP_REG_SP;
     if (!run(c.insns, c.end, &c, begin, (uintptr_t)-1, row, NULL))
         return 0;
     pp_cfi_row initial = *row;
@@ -420,7 +429,7 @@ int pp_cfi_eval(const uint8_t *expr, size_t len, const uint64_t *regs, int push_
             return 0;
         if (op >= 0x30 && op <= 0x4f) { /* lit0..31 */
             st[n++] = op - 0x30;
-        } else if (op >= 0x70 && op <= 0x80) { /* breg0..16 */
+        } else if (op >= 0x70 && op <= 0x70 + PP_ARCH_BREG_MAX) { /* breg0..16 (x86-64), 0..31 (arm64) */
             st[n++] = regs[op - 0x70] + (uint64_t)sleb(&r);
         } else {
             switch (op) {

@@ -1,4 +1,4 @@
-/* cfi.h: DWARF call-frame information for x86-64, read in a signal handler.
+/* cfi.h: DWARF call-frame information (x86-64, arm64), read in a signal handler.
  *
  * Everything here reads only bytes inside the bounds the caller gives (the
  * .eh_frame_hdr's size and the loaded segment that holds .eh_frame) and
@@ -11,10 +11,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define PP_CFI_REGS 17   /* DWARF x86-64: 0-15 the GPRs, 16 the return address */
-#define PP_REG_RBP 6
-#define PP_REG_RSP 7
-#define PP_REG_RA 16
+#include "arch/arch.h" /* PP_CFI_REGS, PP_REG_SP, PP_REG_FP, PP_REG_RA, PP_REG_PC */
 
 enum { PP_RULE_SAME, PP_RULE_UNDEF, PP_RULE_OFFSET, PP_RULE_VAL_OFFSET, PP_RULE_REG,
        PP_RULE_EXPR, PP_RULE_VAL_EXPR };
@@ -53,7 +50,7 @@ int pp_cfi_table_init(pp_cfi_table *t, const uint8_t *hdr, size_t hdr_len, uintp
 int pp_cfi_find(const pp_cfi_table *t, uintptr_t pc, pp_cfi_row *row);
 
 /* Evaluates a DWARF expression (length-prefixed, `len` bytes with the
- * prefix) over `regs` (values of registers 0-16), pushing `initial` first
+ * prefix) over `regs` (values of registers 0 to PP_CFI_REGS - 1), pushing `initial` first
  * when push_initial. Memory reads go through read(addr, &value), which
  * returns 0 for an address it refuses. Returns 1 and the result, or 0 for
  * an expression it cannot evaluate or that does not fit in len.

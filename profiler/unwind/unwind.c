@@ -26,10 +26,17 @@
  * for the main thread; a window above the interrupted stack pointer for
  * others), and each frame's stack pointer must be above the previous one,
  * so a corrupt or unusual stack ends the walk instead of faulting.
+ *
+ * The architecture seam is arch/arch.h: DWARF numbering, the signal
+ * context's registers, the frame-record layout, return-address signing.
+ * Registers live in one array indexed by DWARF number, with a slot for
+ * the frame's pc (PP_REG_PC: on x86-64 the return-address column itself;
+ * on arm64 slot 32, since there a leaf's return address stays in x30).
  */
 #define _GNU_SOURCE
 #include "unwind.h"
 #include "cfi.h"
+#include "arch/arch.h"
 #include "base/base.h"
 
 #include <link.h>
@@ -63,13 +70,15 @@ static _Atomic int loader_busy;
 static pp_mutex refresh_lock = PP_MUTEX_INIT;
 static unsigned long long seen_adds, seen_subs;
 
-/* Rows of the common shape (CFA = RSP or RBP + offset, return address at
- * CFA - 8, RBP unchanged or saved at CFA + offset), computed once per pc
- * and packed with a tag into one word, so a warm walk costs a load per
+/* Rows of the common shape (CFA = SP or FP + offset, the return address
+ * saved at CFA + offset or, on arm64, still in x30, FP unchanged or saved
+ * at CFA + offset, offsets multiples of 8 within 4 KiB), computed once per
+ * pc and packed with a tag into one word, so a warm walk costs a load per
  * frame. Direct-mapped; written and read with relaxed atomics, so a race
  * at worst loses an entry. Cleared when objects are unloaded.
- *   bit 63 valid | 39-62 tag | 38 CFA on RBP | 22-37 CFA offset |
- *   21 RBP saved | 0-20 RBP offset + 2^20
+ *   bit 63 valid | 39-62 tag | 38 CFA on FP | 22-37 CFA offset |
+ *   21 FP saved | 20 return address in its register |
+ *   10-19 return address offset / 8 + 512 | 0-9 FP offset / 8 + 512
  * The outermost frame (return address undefined, as in clone3 and _start)
  * is cached too, as CFA offset 0xffff: every walk ends there. */
 #define CACHE_OUTERMOST 0xffffull
@@ -122,25 +131,6 @@ static const obj *find_object(const objset *s, uintptr_t pc)
     return NULL;
 }
 
-/* glibc's signal return trampoline: mov $15,%rax; syscall. async-signal-safe */
-static int is_sigreturn(uintptr_t pc)
-{
-    static const uint8_t code[] = {0x48, 0xc7, 0xc0, 0x0f, 0x00, 0x00, 0x00, 0x0f, 0x05};
-    return memcmp((const void *)pc, code, sizeof code) == 0;
-}
-
-/* DWARF register numbers -> ucontext registers. */
-static const int greg_of[PP_CFI_REGS] = {REG_RAX, REG_RDX, REG_RCX, REG_RBX, REG_RSI, REG_RDI,
-                                         REG_RBP, REG_RSP, REG_R8,  REG_R9,  REG_R10, REG_R11,
-                                         REG_R12, REG_R13, REG_R14, REG_R15, REG_RIP};
-
-/* async-signal-safe */
-static void load_context(const ucontext_t *uc, uint64_t *regs)
-{
-    for (int i = 0; i < PP_CFI_REGS; i++)
-        regs[i] = (uint64_t)uc->uc_mcontext.gregs[greg_of[i]];
-}
-
 /* One step by the CFI row: regs become the caller's. async-signal-safe */
 static int step_cfi(const pp_cfi_row *row, uint64_t *regs, bounds *b)
 {
@@ -181,13 +171,14 @@ static int step_cfi(const pp_cfi_row *row, uint64_t *regs, bounds *b)
                 return 0; /* the outermost frame */
             break;
         default: /* same value */
-            if (r == PP_REG_RA)
+            if (r == PP_REG_RA && !PP_ARCH_RA_IN_REG)
                 return 0;
             break;
         }
         caller[r] = v;
     }
-    caller[PP_REG_RSP] = cfa;
+    caller[PP_REG_SP] = cfa;
+    caller[PP_REG_PC] = pp_arch_strip_ra(caller[PP_REG_RA]);
     memcpy(regs, caller, sizeof caller);
     return 1;
 }
@@ -205,6 +196,13 @@ static uint64_t cache_get(uintptr_t pc)
     return (e >> 63) && ((e >> 39) & 0xffffff) == ((h >> 8) & 0xffffff) ? e : 0;
 }
 
+/* 1 if a saved register's offset from the CFA fits the cache's 10 bits.
+ * async-signal-safe */
+static int small_offset(int64_t off)
+{
+    return off % 8 == 0 && off >= -4096 && off < 4096;
+}
+
 /* Stores the row for pc if it has the common shape. async-signal-safe */
 static void cache_put(uintptr_t pc, const pp_cfi_row *row)
 {
@@ -214,22 +212,27 @@ static void cache_put(uintptr_t pc, const pp_cfi_row *row)
         atomic_store_explicit(&row_cache[h >> (64 - CACHE_BITS)], e, memory_order_relaxed);
         return;
     }
-    if (row->cfa_expr || (row->cfa_reg != PP_REG_RSP && row->cfa_reg != PP_REG_RBP) || row->cfa_off < 0 ||
-        row->cfa_off >= 65536 || row->r[PP_REG_RA].kind != PP_RULE_OFFSET || row->r[PP_REG_RA].off != -8)
+    const pp_cfi_rule *ra = &row->r[PP_REG_RA], *fp = &row->r[PP_REG_FP];
+    int ra_in_reg = PP_ARCH_RA_IN_REG && ra->kind == PP_RULE_SAME;
+    if (row->cfa_expr || (row->cfa_reg != PP_REG_SP && row->cfa_reg != PP_REG_FP) || row->cfa_off < 0 ||
+        row->cfa_off >= 65536 || (!ra_in_reg && (ra->kind != PP_RULE_OFFSET || !small_offset(ra->off))))
         return;
-    const pp_cfi_rule *fp = &row->r[PP_REG_RBP];
-    if (fp->kind != PP_RULE_SAME && (fp->kind != PP_RULE_OFFSET || fp->off <= -(1 << 20) || fp->off >= (1 << 20)))
+    if (fp->kind != PP_RULE_SAME && (fp->kind != PP_RULE_OFFSET || !small_offset(fp->off)))
         return;
-    for (int r = 0; r < PP_REG_RA; r++) /* other registers restored only by the full step */
-        if (r != PP_REG_RBP && r != PP_REG_RSP && row->r[r].kind != PP_RULE_SAME &&
+    for (int r = 0; r < PP_CFI_REGS; r++) /* other registers restored only by the full step */
+        if (r != PP_REG_FP && r != PP_REG_SP && r != PP_REG_RA && r != PP_REG_PC && row->r[r].kind != PP_RULE_SAME &&
             row->r[r].kind != PP_RULE_OFFSET && row->r[r].kind != PP_RULE_UNDEF)
             return;
     if (row->cfa_off == CACHE_OUTERMOST)
         return;
-    uint64_t e = 1ull << 63 | ((h >> 8) & 0xffffff) << 39 | (uint64_t)(row->cfa_reg == PP_REG_RBP) << 38 |
+    uint64_t e = 1ull << 63 | ((h >> 8) & 0xffffff) << 39 | (uint64_t)(row->cfa_reg == PP_REG_FP) << 38 |
                  (uint64_t)row->cfa_off << 22;
+    if (ra_in_reg)
+        e |= 1ull << 20;
+    else
+        e |= (uint64_t)(ra->off / 8 + 512) << 10;
     if (fp->kind == PP_RULE_OFFSET)
-        e |= 1ull << 21 | (uint64_t)(fp->off + (1 << 20));
+        e |= 1ull << 21 | (uint64_t)(fp->off / 8 + 512);
     atomic_store_explicit(&row_cache[h >> (64 - CACHE_BITS)], e, memory_order_relaxed);
 }
 
@@ -238,17 +241,23 @@ static int step_cached(uint64_t e, uint64_t *regs, bounds *b)
 {
     if (((e >> 22) & 0xffff) == CACHE_OUTERMOST)
         return 0;
-    uint64_t cfa = regs[(e >> 38) & 1 ? PP_REG_RBP : PP_REG_RSP] + ((e >> 22) & 0xffff), ra, fp;
-    if (!read_stack(b, cfa - 8, &ra))
-        return 0;
+    uint64_t cfa = regs[(e >> 38) & 1 ? PP_REG_FP : PP_REG_SP] + ((e >> 22) & 0xffff), ra, fp;
+    if ((e >> 20) & 1) {
+        ra = regs[PP_REG_RA];
+    } else {
+        int64_t off = ((int64_t)((e >> 10) & 0x3ff) - 512) * 8;
+        if (!read_stack(b, cfa + (uint64_t)off, &ra))
+            return 0;
+    }
     if ((e >> 21) & 1) {
-        int64_t off = (int64_t)(e & 0x1fffff) - (1 << 20);
+        int64_t off = ((int64_t)(e & 0x3ff) - 512) * 8;
         if (!read_stack(b, cfa + (uint64_t)off, &fp))
             return 0;
-        regs[PP_REG_RBP] = fp;
+        regs[PP_REG_FP] = fp;
     }
-    regs[PP_REG_RSP] = cfa;
+    regs[PP_REG_SP] = cfa;
     regs[PP_REG_RA] = ra;
+    regs[PP_REG_PC] = pp_arch_strip_ra(ra);
     return 1;
 }
 
@@ -263,15 +272,18 @@ static inline int hidden(uintptr_t at)
     return at - (uintptr_t)__start_pp_hidden_text < (uintptr_t)(__stop_pp_hidden_text - __start_pp_hidden_text);
 }
 
-/* One step by the frame-pointer chain. async-signal-safe */
+/* One step by the frame-pointer chain: [fp] the caller's fp, [fp+8] the
+ * return address (x86-64's push rbp, arm64's frame record).
+ * async-signal-safe */
 static int step_fp(uint64_t *regs, bounds *b)
 {
-    uint64_t fp = regs[PP_REG_RBP], ra, next;
-    if (fp < regs[PP_REG_RSP] || !read_stack(b, fp, &next) || !read_stack(b, fp + 8, &ra))
+    uint64_t fp = regs[PP_REG_FP], ra, next;
+    if (fp < regs[PP_REG_SP] || !read_stack(b, fp, &next) || !read_stack(b, fp + 8, &ra))
         return 0;
-    regs[PP_REG_RBP] = next;
-    regs[PP_REG_RSP] = fp + 16;
+    regs[PP_REG_FP] = next;
+    regs[PP_REG_SP] = fp + 16;
     regs[PP_REG_RA] = ra;
+    regs[PP_REG_PC] = pp_arch_strip_ra(ra);
     return 1;
 }
 
@@ -280,17 +292,17 @@ static int walk(uint64_t *regs, uint64_t *pcs, int max, int *truncated)
 {
     const objset *s = &sets[atomic_load(&cur_set)];
     bounds b = {stack_lo, stack_hi, 0};
-    if (!b.hi || regs[PP_REG_RSP] < b.lo || regs[PP_REG_RSP] >= b.hi) {
+    if (!b.hi || regs[PP_REG_SP] < b.lo || regs[PP_REG_SP] >= b.hi) {
         /* Unknown or foreign stack (a thread that did not start through
          * pthread_create, a coroutine): a window above the stack pointer,
          * every read checked by the kernel. */
-        b.lo = regs[PP_REG_RSP] - 128;
-        b.hi = regs[PP_REG_RSP] + UNKNOWN_STACK_WINDOW;
+        b.lo = regs[PP_REG_SP] - 128;
+        b.hi = regs[PP_REG_SP] + UNKNOWN_STACK_WINDOW;
         b.checked_pid = (pid_t)syscall(SYS_getpid);
     }
     int n = 0, signal_frame = 1;
     for (;;) {
-        uintptr_t pc = regs[PP_REG_RA];
+        uintptr_t pc = regs[PP_REG_PC];
         if (pc == 0)
             break;
         /* A caller's pc is a return address: look up (and report) the call. */
@@ -299,13 +311,13 @@ static int walk(uint64_t *regs, uint64_t *pcs, int max, int *truncated)
          * expression), so a hit needs neither the object nor that check. */
         uint64_t e = cache_get(at);
         const obj *o = e ? NULL : find_object(s, at);
-        if (o && !signal_frame && pc + 9 <= o->end && is_sigreturn(pc)) {
+        if (o && !signal_frame && pc + PP_ARCH_SIGRETURN_LEN <= o->end && pp_arch_is_sigreturn(pc)) {
             /* A handler's frame returns into the trampoline: continue with
              * the context it saved (the trampoline itself is not shown). */
-            uint64_t uca = regs[PP_REG_RSP];
+            uint64_t uca = regs[PP_REG_SP] + PP_ARCH_SIGFRAME_UC;
             if (b.checked_pid || uca < b.lo || uca + sizeof(ucontext_t) > b.hi)
                 break;
-            load_context((const ucontext_t *)(uintptr_t)uca, regs);
+            pp_arch_load_context((const ucontext_t *)(uintptr_t)uca, regs);
             signal_frame = 1;
             continue;
         }
@@ -316,7 +328,7 @@ static int walk(uint64_t *regs, uint64_t *pcs, int max, int *truncated)
             }
             pcs[n++] = at;
         }
-        uint64_t sp = regs[PP_REG_RSP];
+        uint64_t sp = regs[PP_REG_SP];
         pp_cfi_row row;
         int ok;
         if (e) {
@@ -327,7 +339,10 @@ static int walk(uint64_t *regs, uint64_t *pcs, int max, int *truncated)
         } else {
             ok = step_fp(regs, &b);
         }
-        if (!ok || regs[PP_REG_RSP] <= sp)
+        /* The stack pointer must grow, but for the step out of an
+         * interrupted arm64 leaf, whose caller's pc was still in x30 and
+         * whose frame may take no stack at all. */
+        if (!ok || regs[PP_REG_SP] < sp || (regs[PP_REG_SP] == sp && !(PP_ARCH_RA_IN_REG && signal_frame)))
             break;
         signal_frame = 0;
     }
@@ -346,32 +361,16 @@ int pp_unwind_signal(void *ucontext, uint64_t *pcs, int max, int *truncated)
     const struct r_debug *rd = loader_debug;
     if (!atomic_load(&loader_busy) && (!rd || rd->r_state == RT_CONSISTENT) && max >= 1) {
         uint64_t regs[PP_CFI_REGS];
-        load_context(uc, regs);
+        pp_arch_load_context(uc, regs);
         n = walk(regs, pcs, max, truncated);
     }
     atomic_fetch_sub(&in_flight, 1);
     if (n == 0 && max >= 1) {
-        pcs[0] = (uint64_t)uc->uc_mcontext.gregs[REG_RIP];
+        pcs[0] = pp_arch_context_pc(uc);
         n = 1;
     }
     return n;
 }
-
-/* The registers of this point in this function: the pc of a label, the
- * stack and frame pointers, and the callee-saved registers a caller's
- * rules may restore. Others are 0 (no rule of a call site needs them).
- * async-signal-safe */
-#define CAPTURE_HERE(regs)                                                                     \
-    __asm__ volatile("lea 0(%%rip), %%rax\n\tmov %%rax, %c[rip](%0)\n\t"                   \
-                     "mov %%rsp, %c[rsp](%0)\n\tmov %%rbp, %c[rbp](%0)\n\t"                \
-                     "mov %%rbx, %c[rbx](%0)\n\tmov %%r12, %c[r12](%0)\n\t"                \
-                     "mov %%r13, %c[r13](%0)\n\tmov %%r14, %c[r14](%0)\n\t"                \
-                     "mov %%r15, %c[r15](%0)"                                                \
-                     :                                                                       \
-                     : "r"(regs), [rip] "i"(PP_REG_RA * 8), [rsp] "i"(PP_REG_RSP * 8),       \
-                       [rbp] "i"(PP_REG_RBP * 8), [rbx] "i"(3 * 8), [r12] "i"(12 * 8),       \
-                       [r13] "i"(13 * 8), [r14] "i"(14 * 8), [r15] "i"(15 * 8)               \
-                     : "rax", "memory")
 
 /* async-signal-safe, malloc-safe */
 __attribute__((noinline)) int pp_unwind_here(uint64_t caller, uint64_t *pcs, int max, int *truncated)
@@ -383,7 +382,7 @@ __attribute__((noinline)) int pp_unwind_here(uint64_t caller, uint64_t *pcs, int
     const struct r_debug *rd = loader_debug;
     if (!atomic_load(&loader_busy) && (!rd || rd->r_state == RT_CONSISTENT) && max >= 1) {
         uint64_t regs[PP_CFI_REGS] = {0};
-        CAPTURE_HERE(regs);
+        PP_ARCH_CAPTURE_HERE(regs);
         int extra = max + 8 < PP_MAX_WALK ? max + 8 : PP_MAX_WALK; /* room for the profiler's frames */
         int t = 0;
         n = walk(regs, tmp, extra, &t);
@@ -415,8 +414,8 @@ __attribute__((noinline)) int pp_unwind_here(uint64_t caller, uint64_t *pcs, int
     return n;
 }
 
-/* A thread stopped in the kernel: pc and sp from /proc, rbp guessed. */
-int pp_unwind_remote(uint64_t pc, uint64_t sp, uint64_t rbp, uint64_t *pcs, int max, int *truncated)
+/* A thread stopped in the kernel: pc and sp from /proc, the frame pointer guessed. */
+int pp_unwind_remote(uint64_t pc, uint64_t sp, uint64_t fp, uint64_t *pcs, int max, int *truncated)
 {
     *truncated = 0;
     int n = 0;
@@ -424,9 +423,9 @@ int pp_unwind_remote(uint64_t pc, uint64_t sp, uint64_t rbp, uint64_t *pcs, int 
     const struct r_debug *rd = loader_debug;
     if (!atomic_load(&loader_busy) && (!rd || rd->r_state == RT_CONSISTENT) && max >= 1) {
         uint64_t regs[PP_CFI_REGS] = {0};
-        regs[PP_REG_RA] = pc;
-        regs[PP_REG_RSP] = sp;
-        regs[PP_REG_RBP] = rbp;
+        regs[PP_REG_PC] = pc;
+        regs[PP_REG_SP] = sp;
+        regs[PP_REG_FP] = fp;
         n = walk(regs, pcs, max, truncated);
     }
     atomic_fetch_sub(&in_flight, 1);
@@ -440,6 +439,7 @@ int pp_unwind_remote(uint64_t pc, uint64_t sp, uint64_t rbp, uint64_t *pcs, int 
 /* 1 if the bytes before `ra` in loaded code end in a call instruction. */
 int pp_unwind_after_call(uint64_t ra)
 {
+    ra = pp_arch_strip_ra(ra);
     const objset *s = &sets[atomic_load(&cur_set)];
     const obj *o = find_object(s, ra - 1);
     if (!o || ra < o->start + 8)
@@ -449,18 +449,7 @@ int pp_unwind_after_call(uint64_t ra)
     struct iovec local = {buf, 8}, remote = {(void *)(uintptr_t)(ra - 8), 8};
     if (process_vm_readv(getpid(), &local, 1, &remote, 1, 0) != 8)
         return 0;
-    const uint8_t *c = buf + 8;
-    if (c[-5] == 0xe8)                                   /* call rel32 */
-        return 1;
-    if (c[-2] == 0xff && (c[-1] & 0x38) == 0x10)         /* call *%reg, *(%reg) */
-        return 1;
-    if (c[-3] == 0xff && (c[-2] & 0x38) == 0x10)         /* call *disp8(%reg) */
-        return 1;
-    if (c[-6] == 0xff && (c[-5] & 0x38) == 0x10)         /* call *disp32(%rip or %reg) */
-        return 1;
-    if (c[-7] == 0xff && (c[-6] & 0x38) == 0x10)         /* with a SIB byte */
-        return 1;
-    return 0;
+    return pp_arch_after_call(buf);
 }
 
 /* --- the object list, outside handlers --- */

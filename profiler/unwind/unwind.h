@@ -9,8 +9,8 @@
  *
  * Invariants: the walk is async-signal-safe and malloc-safe (no lock, no
  * allocation, no TLS through __tls_get_addr), bounded in depth, and reads
- * memory only inside known stacks or through the kernel. x86-64 only: the
- * register rules are its (see unwind.c for the architecture seam).
+ * memory only inside known stacks or through the kernel. x86-64 and
+ * arm64: the registers and their rules come from arch/arch.h.
  */
 #ifndef PP_UNWIND_H
 #define PP_UNWIND_H
@@ -53,7 +53,7 @@ int pp_unwind_here(uint64_t caller, uint64_t *pcs, int max, int *truncated);
  * pointer (0: none). Reads go through process_vm_readv: the thread may
  * wake and change its stack meanwhile, which gives a wrong stack, never a
  * fault. Not for signal handlers. */
-int pp_unwind_remote(uint64_t pc, uint64_t sp, uint64_t rbp, uint64_t *pcs, int max, int *truncated);
+int pp_unwind_remote(uint64_t pc, uint64_t sp, uint64_t fp, uint64_t *pcs, int max, int *truncated);
 /* Functions of the profiler that stand between a program's frames (the
  * thread-start prologue that calls the thread's function) are placed in
  * one section, and the walks leave their frames out. */

@@ -9,6 +9,7 @@
  * itself. Odd: one DWARF expression. Inputs are copied into blocks of their
  * exact size, so AddressSanitizer sees any read past them.
  */
+#define _GNU_SOURCE
 #include "cfi.h"
 
 #include <stdint.h>

@@ -23,6 +23,12 @@
  *       also checks the record against it: span ID = k, trace ID = (k, ~k),
  *       big-endian, and the attribute request=k; it prints "reads R in_span
  *       S matched M".
+ *
+ * Machines: x86-64 (TLS variant II: the thread pointer is fs_base, static
+ * TLS below it, the DTV at tp + 8) and arm64 (variant I: tpidr_el0, read
+ * with NT_ARM_TLS; static TLS above the 16-byte TCB, the DTV at tp + 0).
+ * The arm64 side is built by scripts/test-arm64.sh but not run there: the
+ * emulator does not trace other processes.
  */
 #define _GNU_SOURCE
 #include <dirent.h>
@@ -38,6 +44,19 @@
 #include <sys/user.h>
 #include <sys/wait.h>
 #include <unistd.h>
+
+#ifdef __aarch64__
+#define R_TLSDESC R_AARCH64_TLSDESC
+#define R_TPOFF R_AARCH64_TLS_TPREL
+#define R_DTPMOD R_AARCH64_TLS_DTPMOD
+#define DTV_AT 0   /* tcbhead_t: dtv first */
+#define TCB_SIZE 16
+#else
+#define R_TLSDESC R_X86_64_TLSDESC
+#define R_TPOFF R_X86_64_TPOFF64
+#define R_DTPMOD R_X86_64_DTPMOD64
+#define DTV_AT 8   /* tcbhead_t: tcb, then dtv */
+#endif
 
 static pid_t pid;
 
@@ -357,8 +376,8 @@ static int find_symbol_in(const char *path, uint64_t base)
             if ((long)ELF64_R_SYM(r[k].r_info) != symidx)
                 continue;
             uint32_t type = ELF64_R_TYPE(r[k].r_info);
-            enum access how = type == R_X86_64_TLSDESC ? TLSDESC : type == R_X86_64_TPOFF64 ? INITIAL_EXEC
-                              : type == R_X86_64_DTPMOD64 ? DYNAMIC : NONE;
+            enum access how = type == R_TLSDESC ? TLSDESC : type == R_TPOFF ? INITIAL_EXEC
+                              : type == R_DTPMOD ? DYNAMIC : NONE;
             if (how != NONE && (tls.how == NONE || how == TLSDESC)) {
                 tls.how = how;
                 tls.got = bias + r[k].r_offset;
@@ -367,7 +386,12 @@ static int find_symbol_in(const char *path, uint64_t base)
     }
     if (tls.how == NONE && eh->e_type == ET_EXEC) {
         tls.how = LOCAL_EXEC;
+#ifdef __aarch64__
+        (void)tls_memsz;
+        tls.tp_offset = (int64_t)sym.st_value + (int64_t)((TCB_SIZE + tls_align - 1) / tls_align * tls_align);
+#else
         tls.tp_offset = (int64_t)sym.st_value - (int64_t)((tls_memsz + tls_align - 1) / tls_align * tls_align);
+#endif
     }
     if (tls.how != NONE) {
         snprintf(tls.path, sizeof tls.path, "%s", path);
@@ -408,7 +432,11 @@ static int tls_address(uint64_t tp, uint64_t *out)
     case TLSDESC:
         if (readmem(tls.got, w, 16))
             return -1;
+#ifdef __aarch64__
+        if (w[1] < (1ull << 32)) { /* static TLS: the offset itself, above tp */
+#else
         if ((int64_t)w[1] < 0 && (int64_t)w[1] > -(1ll << 32)) { /* static TLS: the offset itself */
+#endif
             *out = tp + w[1];
             return 0;
         }
@@ -426,7 +454,7 @@ static int tls_address(uint64_t tp, uint64_t *out)
             return -1;
     dtv : {
         uint64_t dtv, block;
-        if (readmem(tp + 8, &dtv, 8) || readmem(dtv + 16 * w[0], &block, 8) || block == 0 || block == UINT64_MAX)
+        if (readmem(tp + DTV_AT, &dtv, 8) || readmem(dtv + 16 * w[0], &block, 8) || block == 0 || block == UINT64_MAX)
             return -1;
         *out = block + w[1];
         return 0;
@@ -503,10 +531,17 @@ static int cmd_threads(int reads, uint64_t truth_addr)
             failed++;
             continue;
         }
-        struct user_regs_struct regs;
         struct record rec;
-        uint64_t at = 0, ptr = 0;
-        int have = !ptrace(PTRACE_GETREGS, tid, 0, &regs) && !tls_address(regs.fs_base, &at) && !readmem(at, &ptr, 8);
+        uint64_t at = 0, ptr = 0, tp = 0;
+#ifdef __aarch64__
+        struct iovec iov = {&tp, sizeof tp};
+        int got_tp = !ptrace(PTRACE_GETREGSET, tid, (void *)NT_ARM_TLS, &iov);
+#else
+        struct user_regs_struct regs;
+        int got_tp = !ptrace(PTRACE_GETREGS, tid, 0, &regs);
+        tp = regs.fs_base;
+#endif
+        int have = got_tp && !tls_address(tp, &at) && !readmem(at, &ptr, 8);
         int valid = 0;
         if (have && ptr && !readmem(ptr, &rec, 28) && rec.valid == 1 &&
             (rec.attrs_size == 0 || (rec.attrs_size <= sizeof rec.attrs && !readmem(ptr + 28, rec.attrs, rec.attrs_size))))

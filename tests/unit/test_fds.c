@@ -70,7 +70,11 @@ int main(void)
      * there: pp_fd_close leaves the program's file open. */
     int f = open("/dev/zero", O_RDONLY);
     CHECK(syscall(SYS_close, ours) == 0);
+#ifdef SYS_dup2
     CHECK(syscall(SYS_dup2, f, ours) == ours);
+#else /* arm64 */
+    CHECK(syscall(SYS_dup3, f, ours, 0) == ours);
+#endif
     CHECK(!pp_fd_still_own(ours));
     CHECK(pp_fd_close(ours) == 0);
     CHECKF(is_open(ours) && same(ours, f), "the program's file at %d was closed", ours);

@@ -323,12 +323,24 @@ static void test_plt(void)
     const unsigned char *code = (const unsigned char *)(uintptr_t)symbolize_plt_caller;
     char buf[256] = "", names[512] = "";
     int found = 0;
+#ifdef __aarch64__
+    for (int i = 0; i < 64 && !found; i += 4) {
+        uint32_t in; /* bl: imm26 words from the instruction */
+        memcpy(&in, code + i, sizeof in);
+        if ((in & 0xfc000000u) != 0x94000000u)
+            continue;
+        int64_t words = (int64_t)(in & 0x3ffffff);
+        if (words & (1 << 25))
+            words -= 1 << 26;
+        uint64_t stub = (uint64_t)(uintptr_t)(code + i) + (uint64_t)(words * 4);
+#else
     for (int i = 0; i < 64 && !found; i++) {
         if (code[i] != 0xe8)
             continue;
         int32_t rel;
         memcpy(&rel, code + i + 1, sizeof rel);
         uint64_t stub = (uint64_t)(uintptr_t)(code + i + 5) + (uint64_t)(int64_t)rel;
+#endif
         if (pprof_symbol_name(stub + 4, buf, sizeof buf) == 0) {
             found = !strcmp(buf, "getpid@plt");
             snprintf(names + strlen(names), sizeof names - strlen(names), "%s ", buf);
@@ -367,7 +379,12 @@ static void test_plt_libc(void)
             const char *name = gelf_getshdr(scn, &sh) ? elf_strptr(elf, shstrndx, sh.sh_name) : NULL;
             if (!name || strcmp(name, ".plt") != 0)
                 continue;
-            for (uint64_t off = 16; off + 16 <= sh.sh_size; off += 16) { /* after the resolver's entry */
+#ifdef __aarch64__
+            uint64_t first = 32; /* arm64's resolver entry takes two */
+#else
+            uint64_t first = 16;
+#endif
+            for (uint64_t off = first; off + 16 <= sh.sh_size; off += 16) { /* after the resolver's entry */
                 stubs++;
                 if (pprof_symbol_name(libc.dlpi_addr + sh.sh_addr + off + 4, buf, sizeof buf) == 0 &&
                     ends_with(buf, "@plt") && strncmp(buf, "*ABS*", 5) != 0)
@@ -487,8 +504,12 @@ static void test_deleted_library(void)
 {
     check_case_begin();
     const char *src = NULL;
-    static const char *const candidates[] = {"/usr/lib/x86_64-linux-gnu/libcrypt.so.1",
-                                             "/lib/x86_64-linux-gnu/libcrypt.so.1",
+#ifdef __aarch64__
+#define TRIPLET "aarch64-linux-gnu"
+#else
+#define TRIPLET "x86_64-linux-gnu"
+#endif
+    static const char *const candidates[] = {"/usr/lib/" TRIPLET "/libcrypt.so.1", "/lib/" TRIPLET "/libcrypt.so.1",
                                              "/usr/lib64/libcrypt.so.1", "/usr/lib/libcrypt.so.1"};
     for (size_t i = 0; i < sizeof candidates / sizeof candidates[0] && !src; i++)
         if (access(candidates[i], R_OK) == 0)
