@@ -59,4 +59,5 @@ run build/test-asan "-L unit -LE plain-only" -DCMAKE_BUILD_TYPE=RelWithDebInfo -
 run build/test-tsan "-L concurrency" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DPPROF_TSAN=ON
 CC=clang CXX=clang++ run build/test-clang "-L unit -LE plain-only" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DPPROF_BENCH=ON
 CC=clang CXX=clang++ run build/test-fuzz "-L fuzz" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DPPROF_FUZZ=ON -DPPROF_TESTS=OFF
+scripts/test-arm64.sh build/test-arm64 # arm64: cross-built, run under qemu-aarch64-static
 echo "all test builds passed"
