@@ -5,12 +5,20 @@
  * the busy threads' (the profiler's cost, idle threads use none):
  *   none      no profile (the floor: the measurement itself)
  *   wall      a wall recorder at HZ (pprof_wall_recorder_new), with its
- *             sampler thread's own CPU clock (pprof_wall_stats)
+ *             sampler thread's own CPU clock (pprof_wall_stats): the
+ *             process's first wall window, whose first tick looks at
+ *             every thread once
+ *   again     the next window, as a scraper's next (Alloy's fgprof job
+ *             asks for 14 s every 15 s): only threads that ran are looked
+ *             at
  *   signal    a thread that signals every thread at every tick, each
  *             handler walking its own stack with backtrace(): the cost of
  *             taking every thread's stack by a signal each time
+ * The busy threads' CPU includes the signal handlers that take their
+ * stacks; their work per CPU second, against none's, shows that part.
  * Usage: wall_cost [IDLE [BUSY [HZ [SECONDS]]]] (1000 2 99 5). Prints one
- * line per mode: CPU ms, % of one core, and the sampler's counters.
+ * line per mode: CPU ms, % of one core, the busy threads' work per CPU
+ * second as a ratio to none's, and the sampler's counters.
  */
 #define _GNU_SOURCE
 #include <pprof.h>
@@ -30,7 +38,7 @@ static int *tids;
 static _Atomic int ntids;
 static pthread_t *busy_threads;
 static _Atomic int stop_signaller;
-static _Atomic uint64_t sink;
+static _Atomic uint64_t sink, work;
 
 static int64_t ns(clockid_t c)
 {
@@ -56,9 +64,10 @@ static void *busy(void *arg)
     tids[atomic_fetch_add(&ntids, 1)] = (int)syscall(SYS_gettid);
     uint64_t x = 1;
     for (;;) {
-        for (int i = 0; i < 1000000; i++)
+        for (int i = 0; i < 100000; i++)
             x = x * 6364136223846793005ull + 1;
         sink += x;
+        work++;
     }
     return NULL;
 }
@@ -118,33 +127,40 @@ int main(int argc, char **argv)
     backtrace(warm, 8); /* loads libgcc_s before any handler needs it */
     sleep(1);
     printf("%d idle threads in epoll_wait, %d busy, %d Hz, %d s per mode\n", nidle, nbusy, hz, secs);
-    for (int mode = 0; mode < 3; mode++) {
+    static const char *const names[] = {"none", "wall", "again", "signal"};
+    double base_rate = 0;
+    for (int mode = 0; mode < 4; mode++) {
         pprof_recorder *r = NULL;
         pthread_t sg;
-        if (mode == 1) {
+        if (mode == 1 || mode == 2) {
             pprof_wall_recorder_new(&(pprof_wall_config){.hz = hz}, &r);
             pprof_recorder_start(r);
-        } else if (mode == 2) {
+        } else if (mode == 3) {
             stop_signaller = 0;
             pthread_create(&sg, NULL, signaller, NULL);
         }
         pprof_wall_stats w0, w1;
         pprof_wall_stats_get(&w0);
         int64_t p0 = ns(CLOCK_PROCESS_CPUTIME_ID), b0 = busy_cpu(nbusy), m0 = ns(CLOCK_MONOTONIC);
+        uint64_t k0 = work;
         sleep((unsigned)secs);
         int64_t p1 = ns(CLOCK_PROCESS_CPUTIME_ID), b1 = busy_cpu(nbusy), m1 = ns(CLOCK_MONOTONIC);
+        uint64_t k1 = work;
         pprof_wall_stats_get(&w1);
-        if (mode == 1) {
+        if (mode == 1 || mode == 2) {
             pprof_recorder_stop(r, NULL);
             pprof_recorder_free(r);
-        } else if (mode == 2) {
+        } else if (mode == 3) {
             stop_signaller = 1;
             pthread_join(sg, NULL);
         }
         double cost = (double)((p1 - p0) - (b1 - b0)) / 1e6, wall = (double)(m1 - m0) / 1e6;
-        printf("%-7s other CPU %8.1f ms = %6.3f%% of one core", mode == 0 ? "none" : mode == 1 ? "wall" : "signal",
-               cost, 100 * cost / wall);
-        if (mode == 1)
+        double rate = (double)(k1 - k0) / ((double)(b1 - b0) / 1e9);
+        if (mode == 0)
+            base_rate = rate;
+        printf("%-7s other CPU %8.1f ms = %6.3f%% of one core; busy work/CPU-s %.4f of none's", names[mode], cost,
+               100 * cost / wall, base_rate > 0 ? rate / base_rate : 0);
+        if (mode == 1 || mode == 2)
             printf("; sampler thread %.1f ms = %.3f%%; %llu ticks, %llu still, %llu looks, %llu signals, "
                    "%llu full scans",
                    (double)(w1.sampler_ns - w0.sampler_ns) / 1e6,

@@ -462,11 +462,17 @@ static void tick(uint64_t periods, int64_t period_ns)
             COUNT(ST_STILL, 1);
             continue;
         }
+        int first = !t->valid;
         t->active = 1;
         t->still_ticks = 0;
         COUNT(ST_LOOKS, 1);
-        if (look_waiting(t))
+        if (look_waiting(t)) {
+            if (first) { /* not known to have run: followed by the process's clock, as if still */
+                t->active = 0;
+                t->still_ticks = keep;
+            }
             continue;
+        }
         ask[nask].tid = t->tid;
         who[nask++] = t;
         if (nask == PP_WALL_MAX_ASK) {
@@ -546,12 +552,37 @@ static void catch_up(int64_t now)
     slot_k = done;
 }
 
+/* Arms a process CPU-time timer that never fires (31 years of CPU; were it
+ * to, its signal would stay pending on this thread, which blocks every
+ * signal). While one is armed the kernel keeps the process's CPU time in a
+ * running sum, and reading the process's clock costs the same whatever
+ * the number of threads; without one, each read adds up every thread's
+ * time (a fifth of the sampler's time with 1,000 threads: bench/RESULTS.md).
+ * Returns whether it is armed. */
+static int arm_process_timer(timer_t *t, int tid)
+{
+    struct sigevent ev;
+    memset(&ev, 0, sizeof ev);
+    ev.sigev_notify = SIGEV_THREAD_ID;
+    ev.sigev_signo = SIGURG;
+    ev._sigev_un._tid = tid;
+    if (timer_create(CLOCK_PROCESS_CPUTIME_ID, &ev, t) != 0)
+        return 0;
+    struct itimerspec it = {.it_value = {.tv_sec = 1000000000}};
+    if (timer_settime(*t, 0, &it, NULL) == 0)
+        return 1;
+    timer_delete(*t);
+    return 0;
+}
+
 static void *sampler_main(void *arg)
 {
     (void)arg;
     pthread_setname_np(pthread_self(), "pprof-wall");
     pprof_labels_unref(pp_own_begin()); /* the profiler's own work */
     ask_short_slice();
+    timer_t sum_timer;
+    int have_timer = arm_process_timer(&sum_timer, (int)syscall(SYS_gettid));
     pp_mutex_lock(&wall_lock);
     self_tid = (int)syscall(SYS_gettid);
     slot_t0 = pp_now_ns(CLOCK_MONOTONIC);
@@ -566,11 +597,18 @@ static void *sampler_main(void *arg)
             ;
         pp_mutex_lock(&wall_lock);
         if (nwins == 0) {
-            drop_all();
+            /* The threads' records stay (their windows took every count):
+             * the next window's first tick reads every thread's clock and
+             * looks again only at those that ran meanwhile, not at all. */
+            for (size_t i = 0; i < nth; i++)
+                th[i]->active = 0;
+            have_prev = 0;
             int ok;
             sampler_ns_done += clock_ns(CLOCK_THREAD_CPUTIME_ID, &ok);
             running = 0;
             pp_mutex_unlock(&wall_lock);
+            if (have_timer)
+                timer_delete(sum_timer);
             return NULL;
         }
         int64_t period = 1000000000ll / rate, now = pp_now_ns(CLOCK_MONOTONIC);
@@ -680,7 +718,7 @@ void pp_wall_stats_fill(pprof_wall_stats *out)
     pp_mutex_lock(&wall_lock);
     int ok;
     out->hz = nwins ? rate : 0;
-    out->threads = (int64_t)nth;
+    out->threads = running ? (int64_t)nth : 0;
     out->sampler_ns = sampler_ns_done + (running && self_tid ? clock_ns(thread_clock(self_tid), &ok) : 0);
     pp_mutex_unlock(&wall_lock);
 }
