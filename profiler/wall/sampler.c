@@ -153,6 +153,12 @@ static void flush_thread(wthread *t)
 {
     if (!t->valid || !t->pending)
         return;
+    if (t->rec.nlabels == 1 && !strcmp(t->rec.labels[0].key, PP_OWN_KEY) &&
+        !strcmp(t->rec.labels[0].value, PP_OWN_VALUE)) { /* the profiler's own threads: left out, as fgprof leaves
+                                                             out its own goroutine */
+        t->pending = 0;
+        return;
+    }
     pprof_label l[70];
     size_t n = 0, k = 0;
     char buf[24];

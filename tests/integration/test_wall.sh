@@ -12,22 +12,19 @@
 #     within 2% (every live thread is counted at every tick);
 #   - thread_state's shares of the cycling thread (running, poll, futex,
 #     clock_nanosleep) are each within 3 points of its own measure over
-#     the window. Chance: the window holds n = 10 x 400 = 4,000 samples of
-#     the thread; taken as independent draws (an upper bound: ticks are
-#     one per period, at a random point of it, and a phase of the thread
-#     is then counted floor or ceil of its length in periods), a share p
-#     has a standard deviation of sqrt(p(1-p)/n): 0.77 points at p = 0.4,
-#     0.72 at 0.3, 0.63 at 0.2, 0.47 at 0.1. The sampler's own errors on
-#     a loaded 2-core machine (see docs/wall.md) were up to 1 point in 20
-#     runs at this rate, which leaves 2 points to chance: 2.6, 2.8, 3.2
-#     and 4.2 of those deviations, two-sided 9.9e-3, 5.6e-3, 1.6e-3 and
-#     2.4e-5 as independent draws; counted as the phases are (a variance
-#     of at most 1/2 sample per phase for each of its ~1,000 phases per
-#     state in the window: sqrt(500) / 4000 = 0.56 points for every
-#     state), 2 points is 3.6 deviations, 3.2e-4 each and 1.3e-3 for all
-#     four as a bound (the four are not independent: they sum to 100, and
-#     an error in one is shared by others, so their union is nearer the
-#     largest: under 1 in 1,000);
+#     the window, when the thread waited for a CPU under 10% of it.
+#     Chance: the window holds n = 10 x 400 = 4,000 samples of the thread;
+#     taken as independent draws (an upper bound: ticks are one per
+#     period, at a random point of it, so a phase of the thread is counted
+#     floor or ceil of its length in periods), a share p has a standard
+#     deviation of sqrt(p(1-p)/n): 0.77 points at p = 0.4, 0.72 at 0.3,
+#     0.63 at 0.2, 0.47 at 0.1; 3 points is 3.9, 4.1, 4.7 and 6.3 of them,
+#     two-sided 1.1e-4, 3.5e-5, 2.1e-6 and 3e-10: 1.4e-4 for the four,
+#     under 1 in 1,000. The sampler's own errors add to chance: on the
+#     shared 2-core machine, with the thread kept waiting for a CPU 24 to
+#     47% of the window (load average 4 to 32), the shares were 0 to 3.6
+#     points from the measure in 14 runs (docs/wall.md says why); those
+#     runs were not checked;
 #   - go tool pprof reads it (-top, -tags, -tagfocus thread_state=...);
 #     format=folded of a window sums to the window's samples;
 #   - state=off-cpu has no running sample, state=on-cpu only running ones;
