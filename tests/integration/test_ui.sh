@@ -10,7 +10,8 @@
 #     points; the demo's two hot functions are among them; the canvas is
 #     painted where the widest one is drawn; the search for one reports its
 #     share;
-#   - heap (inuse_space) likewise; the inverted view's first row is led by
+#   - heap (inuse_space) and wall (wall?seconds=3, its wall type)
+#     likewise; the inverted heap view's first row is led by
 #     pprof's largest flat function;
 #   - the label filter endpoint=/search keeps search's work only (pprof
 #     -tagfocus agrees on the top function);
@@ -126,6 +127,15 @@ if view heapinv "profile=heap&sample_index=inuse_space&inverted=1" --eval "$DRAW
         test -n "$first" -a "$widest" = "$first"
 else
     pp_bad "inverted heap view loads"
+fi
+
+# ----------------------------------------------------------------- wall
+if view wall "profile=wall&seconds=3&sample_index=wall" --eval "$DRAWN"; then
+    out=$(compare wall -sample_index=wall)
+    pp_check "wall view: drawn widths and table agree with go tool pprof -top ($out)" \
+        eval 'compare wall -sample_index=wall >/dev/null'
+else
+    pp_bad "wall view loads"
 fi
 
 # ---------------------------------------------------------- label filter
