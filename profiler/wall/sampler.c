@@ -50,7 +50,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/resource.h>
 #include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
@@ -498,37 +497,6 @@ static void tick(uint64_t periods, int64_t period_ns)
     COUNT(ST_LATE, periods - 1);
 }
 
-/* A uniform draw in [0, 1) (xorshift64*; the sampler's own state). */
-static double uniform(uint64_t *x)
-{
-    *x ^= *x >> 12;
-    *x ^= *x << 25;
-    *x ^= *x >> 27;
-    return (double)((*x * 0x2545f4914f6cdd1dull) >> 11) / 9007199254740992.0;
-}
-
-/* Asks the scheduler for a short slice (Linux 6.12 and later: a fair
- * thread with a shorter slice than the running one preempts it when it
- * wakes), so that a tick is taken when it is due rather than when a busy
- * CPU's current thread ends its slice. The thread's weight is unchanged;
- * older kernels ignore or refuse it, and the tick is then later on busy
- * machines. */
-static void ask_short_slice(void)
-{
-    struct {
-        uint32_t size, policy;
-        uint64_t flags;
-        int32_t nice;
-        uint32_t priority;
-        uint64_t runtime, deadline, period;
-    } attr = {.size = 48, .policy = SCHED_OTHER, .runtime = 100000};
-    errno = 0;
-    int nice = getpriority(PRIO_PROCESS, 0);
-    if (errno == 0)
-        attr.nice = nice;
-    (void)syscall(SYS_sched_setattr, 0, &attr, 0);
-}
-
 /* Ticks are stratified: period k of the rate is [t0 + kP, t0 + (k+1)P) and
  * its tick falls at a uniformly drawn point of it, so a thread whose work
  * keeps step with the rate is not always seen in the same phase, and each
@@ -558,44 +526,21 @@ static void catch_up(int64_t now)
     slot_k = done;
 }
 
-/* Arms a process CPU-time timer that never fires (31 years of CPU; were it
- * to, its signal would stay pending on this thread, which blocks every
- * signal). While one is armed the kernel keeps the process's CPU time in a
- * running sum, and reading the process's clock costs the same whatever
- * the number of threads; without one, each read adds up every thread's
- * time (a fifth of the sampler's time with 1,000 threads: bench/RESULTS.md).
- * Returns whether it is armed. */
-static int arm_process_timer(timer_t *t, int tid)
-{
-    struct sigevent ev;
-    memset(&ev, 0, sizeof ev);
-    ev.sigev_notify = SIGEV_THREAD_ID;
-    ev.sigev_signo = SIGURG;
-    ev._sigev_un._tid = tid;
-    if (timer_create(CLOCK_PROCESS_CPUTIME_ID, &ev, t) != 0)
-        return 0;
-    struct itimerspec it = {.it_value = {.tv_sec = 1000000000}};
-    if (timer_settime(*t, 0, &it, NULL) == 0)
-        return 1;
-    timer_delete(*t);
-    return 0;
-}
-
 static void *sampler_main(void *arg)
 {
     (void)arg;
     pthread_setname_np(pthread_self(), "pprof-wall");
     pprof_labels_unref(pp_own_begin()); /* the profiler's own work */
-    ask_short_slice();
+    pp_wall_short_slice();
     timer_t sum_timer;
-    int have_timer = arm_process_timer(&sum_timer, (int)syscall(SYS_gettid));
+    int have_timer = pp_wall_process_timer(&sum_timer, (int)syscall(SYS_gettid));
     pp_mutex_lock(&wall_lock);
     self_tid = (int)syscall(SYS_gettid);
     slot_t0 = pp_now_ns(CLOCK_MONOTONIC);
     slot_k = -1;
     slot_ns = 1000000000ll / rate;
     uint64_t seed = ((uint64_t)slot_t0 ^ (uint64_t)self_tid << 32) | 1;
-    int64_t next = slot_t0 + (int64_t)(uniform(&seed) * (double)slot_ns);
+    int64_t next = slot_t0 + (int64_t)(pp_wall_uniform(&seed) * (double)slot_ns);
     pp_mutex_unlock(&wall_lock);
     for (;;) {
         struct timespec ts = {next / 1000000000, next % 1000000000};
@@ -629,7 +574,7 @@ static void *sampler_main(void *arg)
         uint64_t periods = (uint64_t)(j - slot_k);
         slot_k = j;
         tick(periods, period);
-        next = slot_t0 + (slot_k + 1) * period + (int64_t)(uniform(&seed) * (double)period);
+        next = slot_t0 + (slot_k + 1) * period + (int64_t)(pp_wall_uniform(&seed) * (double)period);
         pp_mutex_unlock(&wall_lock);
     }
 }

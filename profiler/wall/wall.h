@@ -36,6 +36,7 @@
 #include "pprof.h"
 #include "labels/labels.h"
 #include <stdint.h>
+#include <time.h>
 
 #define PP_WALL_DEFAULT_HZ 99
 #define PP_WALL_MAX_HZ 1000
@@ -65,6 +66,16 @@ pprof_profile *pp_wall_swap(pp_wall_window *w, pprof_profile *next);
 int pp_wall_hz(void);
 /* The sampler's counters. Thread-safe. */
 void pp_wall_stats_fill(pprof_wall_stats *out);
+
+/* pace.c: a uniform draw in [0, 1) from *x (xorshift64*); the short
+ * scheduler slice the calling thread asks for (ignored where the kernel
+ * has none); a process CPU-time timer that never fires, its signal aimed at
+ * thread `tid` (which blocks it), so that reading the process's clock does
+ * not add up every thread's time (1 when armed; timer_delete it after).
+ * Not for signal handlers. */
+double pp_wall_uniform(uint64_t *x);
+void pp_wall_short_slice(void);
+int pp_wall_process_timer(timer_t *t, int tid);
 
 /* answers.c: stacks of running threads, taken in their profiling-signal
  * handler. */
