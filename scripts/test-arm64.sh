@@ -9,7 +9,8 @@
 #    architecture is added to dpkg when it is not there).
 # 2. Registers the emulator for arm64 programs with binfmt_misc (mounted
 #    if needed) for the run, so that tests which re-execute themselves
-#    (/proc/self/exe) work, and removes the registration it made at exit.
+#    (/proc/self/exe) work, and removes the registration it made at exit
+#    (where binfmt_misc cannot be had, those four tests are left out).
 # 3. Builds the tree (the library, the demo, the tests) with
 #    cmake/aarch64-linux-gnu.cmake (warnings are errors there too).
 # 4. Runs those unit tests under the emulator (test_unwind_guard: the walk
@@ -65,16 +66,17 @@ trap cleanup EXIT
 if [ ! -e "$binfmt/qemu-aarch64" ] && [ -w "$binfmt/register" ] && [ -r /usr/lib/binfmt.d/qemu-aarch64.conf ]; then
   cat /usr/lib/binfmt.d/qemu-aarch64.conf >"$binfmt/register" && registered=1
 fi
-if [ ! -e "$binfmt/qemu-aarch64" ]; then
-  echo "test-arm64: binfmt_misc is not available: the tests that re-execute themselves cannot run" >&2
-  exit 1
-fi
-
 # --- 3. build
 tests=(test_arch test_cfi test_base test_labels test_heap_hooks test_heap_threads test_heap_delta
        test_own_heap test_encode test_encode_stream test_http test_server test_server_fork test_profile
        test_recorder test_store test_merge test_ring test_symbolize test_custom test_fds test_cxx
        test_messages test_sigmask test_unwind_guard)
+if [ ! -e "$binfmt/qemu-aarch64" ]; then
+  reexec="test_heap_hooks test_heap_threads test_own_heap test_symbolize"
+  echo "test-arm64: binfmt_misc is not available here: left out, as they re-execute themselves: $reexec"
+  for t in $reexec; do tests=("${tests[@]/$t}"); done
+  read -r -a tests <<<"${tests[*]}"
+fi
 cmake -S . -B "$build" -DCMAKE_TOOLCHAIN_FILE=cmake/aarch64-linux-gnu.cmake \
   -DCMAKE_BUILD_TYPE=RelWithDebInfo -DPPROF_BENCH=OFF >/dev/null
 # The whole tree: one make run (make builds named targets one run each,
