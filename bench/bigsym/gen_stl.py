@@ -32,11 +32,7 @@ for u in range(units):
         L.append(f"  x = work{f:03d}(x);\n")
     L.append("  return x;\n}\n}\n")
     open(f"{out}/unit{u}.cpp", "w").write("".join(L))
-M = ["#include <cstdint>\n#include <cstdio>\n"]
-for u in range(units):
-    M.append(f"namespace stl_unit{u} {{ uint64_t run_all(uint64_t); }}\n")
-M.append("int main() { volatile uint64_t x = 1; for (;;) {\n")
-for u in range(units):
-    M.append(f"  x = stl_unit{u}::run_all(x);\n")
-M.append("} }\n")
-open(f"{out}/main.cpp", "w").write("".join(M))
+decls = "".join(f"namespace stl_unit{u} {{ uint64_t run_all(uint64_t); }}\n" for u in range(units))
+calls = "".join(f"  x = stl_unit{u}::run_all(x);\n" for u in range(units))
+open(f"{out}/main.cpp", "w").write(
+    f"#include <cstdint>\n{decls}int main() {{ volatile uint64_t x = 1; for (;;) {{\n{calls}}} }}\n")

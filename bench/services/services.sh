@@ -49,19 +49,16 @@ pinned() {
 }
 
 # free_port: a TCP port nobody listens on now
+. "$ROOT/tests/integration/services/nginx_conf.sh"
+
 free_port() {
     python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'
 }
 
 # wait_port PORT: up to 20 s for a listener on 127.0.0.1:PORT
 wait_port() {
-    local i
-    for i in $(seq 400); do
-        (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null && return 0
-        sleep 0.05
-    done
-    echo "nothing listens on 127.0.0.1:$1" >&2
-    return 1
+    timeout 20 bash -c 'until (exec 3<>"/dev/tcp/127.0.0.1/$0") 2>/dev/null; do sleep 0.05; done' "$1" ||
+        { echo "nothing listens on 127.0.0.1:$1" >&2; return 1; }
 }
 
 # stop_pid PID SIGNAL: signals PID (a child of this shell) and waits for it
@@ -118,21 +115,7 @@ svc_nginx_setup() {
 svc_nginx_start() {
     local dir=$WORK/nginx
     SVC_PORT=$(free_port)
-    cat >"$dir/nginx.conf" <<NGX
-daemon off;
-master_process on;
-worker_processes 2;
-pid $dir/nginx.pid;
-error_log $dir/logs/error.log;
-events { worker_connections 256; }
-http {
-    access_log off;
-    server {
-        listen 127.0.0.1:$SVC_PORT reuseport;
-        location / { return 200 "hello\\n"; }
-    }
-}
-NGX
+    nginx_conf "$dir" "$SVC_PORT" 256
     "${SVC_PIN[@]}" env "$@" nginx -p "$dir" -c "$dir/nginx.conf" >"$WORK/nginx.log" 2>&1 &
     SVC_PID=$!
     wait_port "$SVC_PORT"

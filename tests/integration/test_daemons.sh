@@ -62,19 +62,7 @@ nginx_daemon() {
     nport=$(pp_free_port)
     PORT=$(pp_free_port)
     base=http://127.0.0.1:$PORT/debug/pprof
-    cat >"$dir/nginx.conf" <<NGX
-worker_processes 2;
-pid $dir/nginx.pid;
-error_log $dir/logs/error.log;
-events { worker_connections 256; }
-http {
-    access_log off;
-    server {
-        listen 127.0.0.1:$nport reuseport;
-        location / { return 200 "hello\\n"; }
-    }
-}
-NGX
+    NGINX_DAEMON=on nginx_conf "$dir" "$nport" 256
     env LD_PRELOAD="$LIB" LIBPPROF_ADDR=127.0.0.1:$PORT nginx -p "$dir" -c "$dir/nginx.conf" \
         >"$TMP/nginx.out" 2>&1 </dev/null
     pp_check "nginx (daemon on): the command returned 0" test $? = 0

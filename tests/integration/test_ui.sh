@@ -112,13 +112,23 @@ else
 fi
 
 # ----------------------------------------------------------------- heap
-if view heap "profile=heap&sample_index=inuse_space" --eval "$DRAWN"; then
-    out=$(compare heap -sample_index=inuse_space)
-    pp_check "heap view (inuse_space): drawn widths and table agree with go tool pprof -top ($out)" \
-        eval 'compare heap -sample_index=inuse_space >/dev/null'
+# drawn_agrees NAME QUERY PPROF-ARGS...: the page draws NAME's view
+# (QUERY), and its widths and table agree with go tool pprof -top; fails
+# (after saying so) when the view does not load.
+drawn_agrees() {
+    local name=$1 query=$2 out
+    shift 2
+    if ! view "$name" "$query" --eval "$DRAWN"; then
+        pp_bad "$name view loads"
+        return 1
+    fi
+    out=$(compare "$name" "$@")
+    pp_check "$name view ($*): drawn widths and table agree with go tool pprof -top ($out)" \
+        eval 'compare "$name" "$@" >/dev/null'
+}
+
+if drawn_agrees heap "profile=heap&sample_index=inuse_space" -sample_index=inuse_space; then
     pp_check "heap view: cache_search_results is drawn" eval 'sed -n 2p "$TMP/heap.json" | grep -q cache_search_results'
-else
-    pp_bad "heap view loads"
 fi
 if view heapinv "profile=heap&sample_index=inuse_space&inverted=1" --eval "$DRAWN"; then
     first=$(pp_pprof -top -sample_index=inuse_space "$TMP/heapinv.pb" 2>/dev/null | awk '/flat%/ { getline; print $NF; exit }')
@@ -130,13 +140,7 @@ else
 fi
 
 # ----------------------------------------------------------------- wall
-if view wall "profile=wall&seconds=3&sample_index=wall" --eval "$DRAWN"; then
-    out=$(compare wall -sample_index=wall)
-    pp_check "wall view: drawn widths and table agree with go tool pprof -top ($out)" \
-        eval 'compare wall -sample_index=wall >/dev/null'
-else
-    pp_bad "wall view loads"
-fi
+drawn_agrees wall "profile=wall&seconds=3&sample_index=wall" -sample_index=wall
 
 # ---------------------------------------------------------- label filter
 if view focus "profile=profile&seconds=3&focus=endpoint%3D%2Fsearch" --eval "$DRAWN"; then

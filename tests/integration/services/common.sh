@@ -5,6 +5,7 @@
 
 LIB=$BUILD/libpprof.so
 HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+. "$HERE/services/nginx_conf.sh"
 
 # redis_memory PORT FIELD: one field of redis's INFO memory.
 redis_memory() {
