@@ -194,6 +194,21 @@ static void print_stack(const char *what, const uint64_t *pcs, int n)
     fprintf(stderr, "\n");
 }
 
+/* Checks that pcs[0..n) start with the functions `want` (NULL-ended) and
+ * reach main after them; prints the stack when not. */
+static void check_stack(const char *what, const uint64_t *pcs, int n, const char *const *want)
+{
+    int k = 0, ok = 1, has_main = 0;
+    for (; want[k]; k++)
+        ok &= k < n && named(pcs[k], want[k]);
+    for (int i = k; i < n; i++)
+        has_main |= named(pcs[i], "main");
+    if (!ok || !has_main)
+        print_stack(what, pcs, n);
+    CHECKF(ok, "%s: the first frames", what);
+    CHECKF(has_main, "%s: main is reached", what);
+}
+
 static void test_signal_stack(void)
 {
     check_case_begin();
@@ -215,15 +230,7 @@ static void test_signal_stack(void)
     setitimer(ITIMER_PROF, &off, NULL);
     int n = leaf_n;
     CHECKF(n >= 4, "a stack of %d frames from a signal in arch_leaf", n);
-    int ok = n >= 4 && named(leaf_pcs[0], "arch_leaf") && named(leaf_pcs[1], "arch_mid") &&
-             named(leaf_pcs[2], "arch_outer");
-    int has_main = 0;
-    for (int i = 3; i < n; i++)
-        has_main |= named(leaf_pcs[i], "main");
-    if (!ok || !has_main)
-        print_stack("signal in the leaf", leaf_pcs, n);
-    CHECK(ok);
-    CHECK(has_main);
+    check_stack("signal in the leaf", leaf_pcs, n, (const char *const[]){"arch_leaf", "arch_mid", "arch_outer", NULL});
     CHECK(sink != 1);
     check_case_end("a signal in a leaf function walks out to main");
 }
@@ -254,14 +261,7 @@ static void test_here_stack(void)
 {
     check_case_begin();
     arch_here_outer();
-    int ok = here_n >= 3 && named(here_pcs[0], "arch_here_mid") && named(here_pcs[1], "arch_here_outer");
-    int has_main = 0;
-    for (int i = 2; i < here_n; i++)
-        has_main |= named(here_pcs[i], "main");
-    if (!ok || !has_main)
-        print_stack("pp_unwind_here", here_pcs, here_n);
-    CHECK(ok);
-    CHECK(has_main);
+    check_stack("pp_unwind_here", here_pcs, here_n, (const char *const[]){"arch_here_mid", "arch_here_outer", NULL});
     check_case_end("a walk from inside a function starts at its caller's call site");
 }
 
