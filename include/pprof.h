@@ -1,16 +1,13 @@
-/* pprof.h: the whole public API of libpprof.
+/* pprof.h: the public API of libpprof (with the two parts it includes).
  *
- * libpprof profiles a C or C++ program on Linux from inside and serves the
- * profiles over HTTP in the format of Go's net/http/pprof, so `go tool
- * pprof` and every continuous profiler that reads Go's endpoints read them
- * too. It records CPU time, the heap and allocations, mutex and block
- * contention, the threads' stacks and where they were created, and counts a
- * program keeps itself (custom profiles); samples carry the thread's labels
- * and tracing span. Recorders give profiles in memory, written as pprof
- * protobuf, Go's text or folded stacks; the endpoints are served by
- * libpprof's own server, by the program's HTTP server (pprof_http_handle,
- * pprof_mhd.h), and for a whole tree of forked and exec'd processes.
- * Loaded with LD_PRELOAD, it serves a program that was not built for it.
+ * libpprof profiles a C or C++ program on Linux from inside and serves
+ * Go-compatible profiles over HTTP (net/http/pprof's endpoints): CPU and
+ * wall time, heap and allocations, mutex and block contention, threads'
+ * stacks and custom counts, with the threads' labels and tracing spans.
+ * Recorders give profiles in memory (pprof protobuf, Go's text, folded
+ * stacks); the endpoints are served by libpprof's own server, the
+ * program's HTTP server (pprof_http_handle, pprof_mhd.h) or a process
+ * tree's hub. Loaded with LD_PRELOAD, it serves an unmodified program.
  *
  * Sections, in order: version, errors, writers, profiles, merging, labels,
  * trace context, OpenTelemetry, recorders, then one per kind (CPU, wall
@@ -698,7 +695,6 @@ private:
 };
 } // namespace pprof
 #endif
-/* The rest of the API: statistics, and serving the endpoints. */
-#include "pprof_stats.h"
-#include "pprof_server.h"
+#include "pprof_stats.h"  /* statistics */
+#include "pprof_server.h" /* serving the endpoints */
 #endif /* PPROF_H */
