@@ -283,6 +283,11 @@ pp_in_range() {
     awk -v x="$1" -v lo="$2" -v hi="$3" 'BEGIN { exit !(x != "" && x + 0 >= lo + 0 && x + 0 <= hi + 0) }'
 }
 
+# within PERCENT VALUE TRUTH: VALUE is within PERCENT% of TRUTH (> 0).
+within() {
+    awk -v p="$1" -v v="$2" -v t="$3" 'BEGIN { exit !(t > 0 && v >= t * (1 - p / 100) && v <= t * (1 + p / 100)) }'
+}
+
 # pp_ticks PID [RE [NOT]]: the CPU ticks (user + system) of the threads of
 # PID whose name matches the extended regex RE (every thread when empty)
 # and not NOT. Libpprof's threads: pp_ticks PID "$PP_OWN_THREADS".

@@ -56,11 +56,11 @@ run_one() { # NAME PRELOAD
     tm=$(awk -F= '/^keep_malloc_bytes=/ { printf "%.3f", $2 / 1048576 }' "$TMP/$name.out")
     tc=$(awk -F= '/^churn_bytes=/ { printf "%.3f", $2 / 1048576 }' "$TMP/$name.out")
     pp_check "$name: keep_new in use ${kn:-?} MiB, the allocator's ${tn:-?} MiB (within 3%)" \
-        pp_in_range "${kn:-0}" "$(awk -v t="$tn" 'BEGIN { print t * 0.97 }')" "$(awk -v t="$tn" 'BEGIN { print t * 1.03 }')"
+        within 3 "${kn:-0}" "$tn"
     pp_check "$name: keep_malloc in use ${km:-?} MiB, the allocator's ${tm:-?} MiB (within 3%)" \
-        pp_in_range "${km:-0}" "$(awk -v t="$tm" 'BEGIN { print t * 0.97 }')" "$(awk -v t="$tm" 'BEGIN { print t * 1.03 }')"
+        within 3 "${km:-0}" "$tm"
     pp_check "$name: churn allocated ${ch:-?} MiB, the allocator's ${tc:-?} MiB (within 3%)" \
-        pp_in_range "${ch:-0}" "$(awk -v t="$tc" 'BEGIN { print t * 0.97 }')" "$(awk -v t="$tc" 'BEGIN { print t * 1.03 }')"
+        within 3 "${ch:-0}" "$tc"
     pp_check "$name: churn has nothing in use (${chi:-none})" test -z "$chi" -o "$chi" = 0
     local alloc bytes
     alloc=$(sed -n 's/^allocator=//p' "$TMP/$name.out")

@@ -72,11 +72,6 @@ run_one() { # NAME ALLOCATOR ("" for glibc)
         awk -v a="$on" -v b="$off" 'BEGIN { exit !(b > 0 && a >= 0.98 * b && a <= 1.02 * b) }'
 }
 
-# within PERCENT VALUE TRUTH: VALUE is within PERCENT% of TRUTH (> 0).
-within() {
-    awk -v p="$1" -v v="$2" -v t="$3" 'BEGIN { exit !(t > 0 && v >= t * (1 - p / 100) && v <= t * (1 + p / 100)) }'
-}
-
 # grow_total NAME PRELOAD_SUFFIX allocated|requested: prog_sds grow at a
 # 4 KiB rate, its output in $TMP/NAME.out; sets total to the heap
 # profile's in-use bytes.

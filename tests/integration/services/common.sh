@@ -18,11 +18,6 @@ inuse_total() {
         awk '/^Samples:/ { s = 1; next } /^Locations/ { s = 0 } s && $1 ~ /^[0-9]+$/ && $4 ~ /:$/ { t += $4 } END { print t + 0 }'
 }
 
-# within PERCENT VALUE TRUTH: VALUE is within PERCENT% of TRUTH (> 0).
-within() {
-    awk -v p="$1" -v v="$2" -v t="$3" 'BEGIN { exit !(t > 0 && v >= t * (1 - p / 100) && v <= t * (1 + p / 100)) }'
-}
-
 # mc_stat PORT COMMAND KEY: one value of memcached's "COMMAND" (stats,
 # stats slabs) over its text protocol.
 mc_stat() {
