@@ -73,6 +73,26 @@ static int port_is_zero(const char *addr)
     return *port && strspn(port, "0") == strlen(port);
 }
 
+/* setenv, leaving the environment array in a copy of its own that is never
+ * freed. The C library passes main the array as it is after the
+ * constructors (its envp), and reallocates the array it made for setenv at
+ * the program's next setenv: a program that sets a variable and then
+ * execs with main's envp (capsh --user does) would pass freed memory. */
+static void set_env_kept(const char *name, const char *value)
+{
+    extern char **environ;
+    if (setenv(name, value, 1) != 0)
+        return;
+    size_t n = 0;
+    while (environ[n])
+        n++;
+    char **kept = malloc((n + 1) * sizeof *kept);
+    if (kept) {
+        memcpy(kept, environ, (n + 1) * sizeof *kept);
+        environ = kept; /* the C library's next setenv makes a new array */
+    }
+}
+
 /* The line saying where the server listens: the host as given ("0.0.0.0"
  * when empty, as for every interface), the port bound. Once per process
  * and address: a process that execs (a shim, a launcher script) and
@@ -98,7 +118,7 @@ static void print_serving(const char *addr)
     const char *before = getenv(ANNOUNCED);
     if (before && !strcmp(before, mark))
         return; /* this process said so before its exec */
-    setenv(ANNOUNCED, mark, 1);
+    set_env_kept(ANNOUNCED, mark);
     fprintf(stderr, "libpprof: serving %s (pid %d)\n", where, (int)getpid());
 }
 

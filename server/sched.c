@@ -415,5 +415,6 @@ void pp_block_host_signals(sigset_t *old)
     sigemptyset(&set);
     for (size_t i = 0; i < sizeof sigs / sizeof sigs[0]; i++)
         sigaddset(&set, sigs[i]);
+    sigdelset(&set, pp_profiling_signal()); /* SIGUSR2, say: it answers the profiler's requests */
     pthread_sigmask(SIG_BLOCK, &set, old);
 }

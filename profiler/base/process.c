@@ -75,16 +75,41 @@ int pp_sigmask_exact(int how, const sigset_t *set, sigset_t *old)
     return rc;
 }
 
+static _Atomic int profiling_signal = SIGPROF;
+
+/* async-signal-safe */
+int pp_profiling_signal(void)
+{
+    return atomic_load(&profiling_signal);
+}
+
+void pp_profiling_signal_set(int sig)
+{
+    atomic_store(&profiling_signal, sig);
+}
+
+/* async-signal-safe */
+void pp_own_thread_mask(sigset_t *set)
+{
+    static const int open[] = {SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGABRT, SIGTRAP, SIGSYS};
+    sigfillset(set);
+    sigdelset(set, pp_profiling_signal());
+    for (size_t i = 0; i < sizeof open / sizeof open[0]; i++)
+        sigdelset(set, open[i]);
+}
+
 int pp_spawn_detached(void *(*fn)(void *), void *arg)
 {
     pthread_attr_t attr;
     sigset_t all, old;
-    sigfillset(&all);
+    pp_own_thread_mask(&all);
     pthread_attr_init(&attr);
     pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
     pp_sigmask_exact(SIG_SETMASK, &all, &old);
     pthread_t t;
+    pp_own_heap_enter(); /* the thread is the profiler's: its allocations too */
     int rc = pthread_create(&t, &attr, fn, arg);
+    pp_own_heap_leave();
     pp_sigmask_exact(SIG_SETMASK, &old, NULL);
     pthread_attr_destroy(&attr);
     return rc ? PPROF_ESYS : 0;

@@ -27,8 +27,18 @@ void pp_mark_start(void);
 int64_t pp_start_ns(int realtime);
 /* Clock c now, in nanoseconds. async-signal-safe */
 int64_t pp_now_ns(clockid_t c);
-/* Starts fn(arg) on a detached thread with every signal blocked (the
- * host's signals stay the host's). Returns 0 or PPROF_ESYS. Thread-safe. */
+/* The profiling signal's number (signals/ sets it when it is configured;
+ * SIGPROF until then). async-signal-safe */
+int pp_profiling_signal(void);
+void pp_profiling_signal_set(int sig);
+/* The mask the profiler's own threads run with: every asynchronous signal
+ * blocked (the host's signals stay the host's) but the profiling signal,
+ * whose handler answers the profiler's own requests (samples, stacks,
+ * credentials: threads/creds.c). Async-signal-safe. */
+void pp_own_thread_mask(sigset_t *set);
+/* Starts fn(arg) on a detached thread of the profiler's own (its
+ * allocations come from the own heap) with pp_own_thread_mask's mask.
+ * Returns 0 or PPROF_ESYS. Thread-safe. */
 int pp_spawn_detached(void *(*fn)(void *), void *arg);
 /* pthread_sigmask exactly as asked: the interposed one (interpose/
  * signal_hooks.c) keeps the profiling signal open when a program blocks

@@ -152,18 +152,13 @@ int pp_collector_attach_locked(pp_cpu_window *w)
         pthread_attr_init(&attr);
         pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
         /* The collector leaves every asynchronous signal to the host's
-         * threads (it inherits this mask); the profiling signal and the
-         * synchronous ones stay open. */
+         * threads (it inherits this mask). */
         sigset_t all, old;
-        sigfillset(&all);
-        sigdelset(&all, pp_signal_number());
-        sigdelset(&all, SIGSEGV);
-        sigdelset(&all, SIGBUS);
-        sigdelset(&all, SIGFPE);
-        sigdelset(&all, SIGILL);
-        sigdelset(&all, SIGABRT);
-        pthread_sigmask(SIG_BLOCK, &all, &old);
+        pp_own_thread_mask(&all);
+        pp_sigmask_exact(SIG_BLOCK, &all, &old);
+        pp_own_heap_enter(); /* the collector is the profiler's own thread */
         int rc = pthread_create(&t, &attr, collector_main, NULL);
+        pp_own_heap_leave();
         pthread_sigmask(SIG_SETMASK, &old, NULL);
         pthread_attr_destroy(&attr);
         if (rc)

@@ -226,8 +226,10 @@ int pprof_cpu_set_signal(int sig)
     int rc = 0;
     if (installed && sig != signo)
         rc = pp_error_detail(PPROF_EBUSY, "CPU profiling already uses signal %d", signo);
-    else
+    else {
         signo = sig;
+        pp_profiling_signal_set(sig);
+    }
     pp_mutex_unlock(&lock);
     return rc;
 }

@@ -46,7 +46,7 @@ static pp_thread_entry registry[PP_MAX_REGISTERED];
 static int reg_high; /* slots in use are below this */
 
 /* Registers the calling thread (tid, labels slot, creation stack). */
-static void register_self(const uint64_t *create, int ncreate)
+static void register_self(const uint64_t *create, int ncreate, int own)
 {
     int tid = (int)syscall(SYS_gettid), free_slot = -1;
     pp_mutex_lock(&reg_lock);
@@ -63,6 +63,7 @@ static void register_self(const uint64_t *create, int ncreate)
         e->tid = tid;
         e->labels_slot = pp_labels_slot();
         e->ncreate = ncreate;
+        e->own = own;
         if (ncreate)
             memcpy(e->create, create, (size_t)ncreate * sizeof *create);
     }
@@ -108,6 +109,17 @@ int pp_threads_list(int *tids, void *const **slots, int max)
                 slots[n] = registry[i].labels_slot;
             n++;
         }
+    pp_mutex_unlock(&reg_lock);
+    return n;
+}
+
+int pp_threads_list_own(int *tids, int max)
+{
+    int n = 0;
+    pp_mutex_lock(&reg_lock);
+    for (int i = 0; i < reg_high && n < max; i++)
+        if (registry[i].tid && registry[i].own)
+            tids[n++] = registry[i].tid;
     pp_mutex_unlock(&reg_lock);
     return n;
 }
@@ -164,7 +176,7 @@ void pp_threads_init(void)
 
 void pp_threads_register_main(void)
 {
-    register_self(NULL, 0);
+    register_self(NULL, 0, 0);
 }
 
 /* Runs the thread's function; its own frame is left out of every stack
@@ -173,7 +185,7 @@ PP_HIDDEN_FRAME void *pp_threads_trampoline(void *p)
 {
     struct start s = *(struct start *)p;
     pthread_setspecific(exit_key, (void *)1);
-    register_self(s.create, s.ncreate);
+    register_self(s.create, s.ncreate, s.own);
     free(p);
     pp_labels_adopt(s.labels);
     pp_trace_adopt(&s.trace);

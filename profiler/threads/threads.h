@@ -23,6 +23,7 @@
 typedef struct pp_thread_entry {
     int tid;                          /* 0: free slot */
     int ncreate;                      /* 0: not created through pthread_create */
+    int own;                          /* started by the profiler's own work */
     void *const *labels_slot;         /* the thread's current-labels TLS slot */
     uint64_t create[PP_CREATE_FRAMES]; /* the creating call's stack, call sites */
 } pp_thread_entry;
@@ -38,6 +39,18 @@ pp_thread_entry *pp_threads_copy(size_t *n);
  * NULL), at most max; returns their number. No allocation; takes the
  * registry's lock. Thread-safe; not for signal handlers. */
 int pp_threads_list(int *tids, void *const **slots, int max);
+/* The ids of the profiler's own registered threads, at most max; returns
+ * their number. Same rules as pp_threads_list. */
+int pp_threads_list_own(int *tids, int max);
+/* After the calling thread changed its own credentials with capset or
+ * prctl(PR_SET_KEEPCAPS or PR_SET_SECUREBITS) (args: the call's, `data`
+ * capset's two structs), makes the same change in every thread of the
+ * profiler's own (creds.c), so that a later setuid, setgid or setgroups,
+ * which the C library makes in every thread and aborts the process when
+ * one thread's result differs, gets the same result in them. Waits up to
+ * a second. Thread-safe; not for signal handlers. */
+void pp_threads_mirror_capset(const void *hdr, const void *data);
+void pp_threads_mirror_prctl(int option, unsigned long arg);
 /* A new thread's start (the creator's labels, the creating call's stack
  * from the call site of `caller`, fn and arg), made by the creating thread
  * for pp_threads_trampoline; NULL when out of memory. */
