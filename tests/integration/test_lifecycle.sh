@@ -24,10 +24,14 @@
 #       returning, served by the daemon
 #     - a 2 s CPU profile has both workers (pid tags) on their function
 #   dropping privileges after start, as root (prog_dropprivs): setuid to
-#   nobody and not dumpable; chroot into an empty directory and setuid:
+#   nobody and not dumpable; chroot into an empty directory and setuid;
+#   setpriv's order keeping capabilities, with a CPU and a wall profile
+#   running through the drop:
 #     - the CPU profile names the program's function, in the parent and in
 #       a child forked after the drop (a member of the tree)
 #     - a thread dump (goroutine?debug=2) names it too
+#   setpriv and capsh (Debian's) dropping root under LD_PRELOAD, then
+#   running a command: it runs, as 65534
 # Usage: test_lifecycle.sh BUILD_DIR
 . "$(dirname "$0")/lib.sh"
 pp_init "$1"
@@ -157,6 +161,11 @@ dropprivs() { # MODE
     PORT=$(pp_free_port)
     pp_start "drop-$mode" env LD_PRELOAD="$LIB" LIBPPROF_ADDR=127.0.0.1:$PORT "$BUILD/tests/prog_dropprivs" "$mode" 20 "$root"
     base=http://127.0.0.1:$PORT/debug/pprof
+    if [[ $mode == *s* ]]; then # profiles running through the drop: their threads must follow it
+        pp_wait_http "$base/" 5 >/dev/null
+        curl -sf --max-time 20 -o /dev/null "$base/profile?seconds=3" &
+        curl -sf --max-time 20 -o /dev/null "$base/wall?seconds=3" &
+    fi
     child=$(pp_wait_line "$out" '^child=' 10 "$PID") && child=${child#child=}
     pp_check "$mode: the program dropped ($(head -1 "$out"))" test -n "$child"
     curl -sf --max-time 20 -o "$TMP/drop-$mode.pb.gz" "$base/profile?seconds=2"
@@ -168,10 +177,30 @@ dropprivs() { # MODE
     curl -sf --max-time 20 -o "$TMP/drop-$mode.dump" "$base/goroutine?debug=2"
     pp_check "$mode: a thread dump names the program's function" grep -q '^dropped_burn$' "$TMP/drop-$mode.dump"
     pp_stop "$PID"
+    wait
+}
+# Real tools that drop root keeping capabilities, then exec: the C library
+# aborted setpriv when one of the profiler's threads could no longer follow
+# its setresgid (134), and capsh passed execve an environment array the
+# constructor's setenv had made and capsh's own setenv freed (EFAULT).
+realtools() {
+    local out
+    out=$(LD_PRELOAD=$LIB LIBPPROF_ADDR=127.0.0.1:0 setpriv --reuid=65534 --regid=65534 --clear-groups \
+        /bin/sh -c 'id -u' 2>"$TMP/setpriv.err")
+    pp_check "setpriv --reuid=65534 --regid=65534 under libpprof runs its command as 65534 (got '$out')" \
+        test "$out" = 65534
+    if ! command -v capsh >/dev/null; then
+        pp_skip "capsh is not installed (libcap2-bin)"
+        return
+    fi
+    out=$(LD_PRELOAD=$LIB LIBPPROF_ADDR=127.0.0.1:0 capsh --user=nobody -- -c 'id -u' 2>"$TMP/capsh.err")
+    pp_check "capsh --user=nobody under libpprof runs its shell as 65534 (got '$out')" test "$out" = 65534
 }
 if [ "$(id -u)" = 0 ]; then
     dropprivs ud
     dropprivs cu
+    dropprivs skd
+    realtools
 else
     pp_skip "dropping privileges needs root"
 fi
