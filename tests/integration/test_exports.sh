@@ -25,7 +25,7 @@ _ZdaPv _ZdaPvRKSt9nothrow_t _ZdaPvSt11align_val_t _ZdaPvSt11align_val_tRKSt9noth
 _ZdaPvm _ZdaPvmSt11align_val_t
 pthread_mutex_lock pthread_rwlock_rdlock pthread_rwlock_wrlock pthread_cond_wait
 pthread_cond_timedwait sem_wait sem_timedwait pthread_join pthread_create dlclose exit
-__libc_start_main close close_range closefrom dup2 dup3 epoll_create1 eventfd pthread_sigmask sigprocmask chroot
+__libc_start_main close close_range closefrom dup2 dup3 epoll_create1 eventfd pthread_sigmask sigprocmask chroot capset prctl
 otel_thread_ctx_v1"
 
 api=$(cat "$SRC"/include/pprof*.h | tr '\n' ' ' |
