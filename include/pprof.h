@@ -472,12 +472,12 @@ PPROF_API int pprof_cpu_set_signal(int signo);
  * wall/nanoseconds (period type wall/nanoseconds), or with `fgprof` set
  * samples/count and time/nanoseconds (period type wallclock/nanoseconds),
  * as fgprof writes them. Each sample carries the thread's labels (a
- * running thread's span too) and the label thread_state: "running", or
- * the system call it waits in ("epoll_wait", "futex", "read",
- * "clock_nanosleep", ..., else "syscall_<n>"). A thread that waits is
- * walked from /proc with no signal, and one that has not run since it was
- * last looked at is counted where it was, with no system call of its own:
- * only threads that run get the profiling signal, as for a thread dump.
+ * running thread's span too) and the label thread_state: "running" (on a
+ * CPU), "runnable" (waiting for one), or the system call it waits in
+ * ("epoll_wait", "futex", "read", "clock_nanosleep", ..., "syscall_<n>").
+ * A thread that waits is walked from /proc with no signal, one that has
+ * not run since it was last looked at is counted where it was, with no
+ * system call of its own: only threads that run get the profiling signal.
  * One sampler serves every wall recorder, which share its rate. */
 
 #define PPROF_WALL_DEFAULT_HZ 99

@@ -189,7 +189,7 @@ static const pp_endpoint endpoints[] = {
     {"ui", NULL, NULL, 0, pp_h_ui},
     {"wall", "wall?seconds=30",
      "Wall-clock profile: every thread, running or waiting, sampled 99 times a second (hz=), with the label "
-     "thread_state (running, or the system call it waits in); state=off-cpu keeps only the waits. Waiting "
+     "thread_state (running, runnable, or the system call it waits in); state=off-cpu keeps only the waits. Waiting "
      "threads are read without a signal.",
      PROFILE, pp_h_wall},
 };

@@ -86,6 +86,13 @@ int pp_arch_eintr_syscall(const ucontext_t *uc, pp_arch_syscall *sc)
 }
 
 /* async-signal-safe */
+int pp_arch_after_syscall(const ucontext_t *uc)
+{
+    uintptr_t pc = (uintptr_t)uc->uc_mcontext.pc;
+    return !(pc & 3) && (pc & 4095) >= 4 && ((const uint32_t *)pc)[-1] == SVC0;
+}
+
+/* async-signal-safe */
 void pp_arch_syscall_rewind(ucontext_t *uc, const pp_arch_syscall *sc)
 {
     uc->uc_mcontext.pc -= 4;
@@ -135,6 +142,14 @@ int pp_arch_eintr_syscall(const ucontext_t *uc, pp_arch_syscall *sc)
     sc->nr = (long)nr;
     sc->arg0 = (uint64_t)g[REG_RDI];
     return 1;
+}
+
+/* async-signal-safe */
+int pp_arch_after_syscall(const ucontext_t *uc)
+{
+    uintptr_t ip = (uintptr_t)uc->uc_mcontext.gregs[REG_RIP];
+    const unsigned char *c = (const unsigned char *)ip;
+    return (ip & 4095) >= 2 && c[-2] == 0x0f && c[-1] == 0x05;
 }
 
 /* async-signal-safe */

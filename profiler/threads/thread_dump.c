@@ -239,6 +239,23 @@ int pp_thread_syscall(int tid, int *nr, uint64_t *sp, uint64_t *pc)
     return read_file(path, line, sizeof line) > 0 && parse_syscall(line, nr, sp, pc);
 }
 
+int pp_thread_cpu(int tid)
+{
+    char path[64], line[1024];
+    snprintf(path, sizeof path, "/proc/self/task/%d/stat", tid);
+    if (read_file(path, line, sizeof line) <= 0)
+        return -1;
+    const char *p = strrchr(line, ')'); /* after the name, which may hold anything */
+    if (!p)
+        return -1;
+    for (int field = 2; field < 39; field++) { /* field 39: the CPU it is on or queued for */
+        p = strchr(p + 1, ' ');
+        if (!p)
+            return -1;
+    }
+    return atoi(p + 1);
+}
+
 int pp_thread_walk_waiting(int tid, pp_thread_stack *t, void *const *slot)
 {
     char path[64], line[512];

@@ -44,6 +44,9 @@ int pp_thread_walk_waiting(int tid, pp_thread_stack *t, void *const *slot);
  * system call's number, user stack pointer and pc, or 0 when it runs, is
  * ready to run or is gone. Thread-safe; not for signal handlers. */
 int pp_thread_syscall(int tid, int *nr, uint64_t *sp, uint64_t *pc);
+/* The CPU thread `tid` runs on, or whose queue it waits in (field 39 of
+ * /proc/self/task/<tid>/stat), or -1. Thread-safe; not for signal handlers. */
+int pp_thread_cpu(int tid);
 /* syscalls.c: the name of system call `nr` ("epoll_wait", "futex", ...)
  * among those a thread may wait in, or NULL. Thread-safe. */
 const char *pp_syscall_name(int nr);

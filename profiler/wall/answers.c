@@ -14,6 +14,7 @@
  */
 #define _GNU_SOURCE
 #include "wall.h"
+#include "arch/arch.h"
 #include "base/base.h"
 #include "model/model.h"
 #include "signals/signals.h"
@@ -35,6 +36,9 @@ enum { IDLE, WAITING, BUSY, DONE };
 static struct {
     _Atomic uint64_t slot;
     int n, truncated;
+    int64_t at_ns; /* when the handler ran */
+    int waited;    /* the system call the signal broke (EINTR), or -1 */
+    int in_kernel; /* stopped right after a system call instruction */
     const void *labels;
     pp_trace_snap trace;
     uint64_t pcs[PP_WALL_FRAMES];
@@ -52,6 +56,10 @@ static int on_wall_signal(int sig, siginfo_t *si, void *uc)
         uint64_t expected = SLOT(tid, WAITING);
         if (!atomic_compare_exchange_strong(&slots[i].slot, &expected, SLOT(tid, BUSY)))
             continue;
+        slots[i].at_ns = pp_now_ns(CLOCK_MONOTONIC);
+        pp_arch_syscall sc;
+        slots[i].waited = pp_arch_eintr_syscall(uc, &sc) ? (int)sc.nr : -1;
+        slots[i].in_kernel = pp_arch_after_syscall(uc);
         slots[i].n = pp_unwind_signal(uc, slots[i].pcs, PP_WALL_FRAMES, &slots[i].truncated);
         slots[i].labels = pp_labels_current_ref();
         pp_trace_capture(&slots[i].trace);
@@ -63,8 +71,11 @@ static int on_wall_signal(int sig, siginfo_t *si, void *uc)
     return 1;
 }
 
-static void take(pp_wall_answer *a, int i)
+static void take(pp_wall_answer *a, int i, int64_t sent_ns)
 {
+    a->delay_ns = slots[i].at_ns - sent_ns;
+    a->waited = slots[i].waited;
+    a->in_kernel = slots[i].in_kernel;
     a->npcs = slots[i].n;
     memcpy(a->pcs, slots[i].pcs, (size_t)slots[i].n * sizeof *a->pcs);
     if (slots[i].truncated)
@@ -87,8 +98,10 @@ void pp_wall_ask(pp_wall_answer *a, int n, int64_t timeout_ns)
         a[i].ok = 0;
         a[i].labels = NULL;
         a[i].npcs = 0;
+        a[i].delay_ns = 0;
         atomic_store(&slots[i].slot, SLOT(a[i].tid, WAITING));
     }
+    int64_t sent_ns = pp_now_ns(CLOCK_MONOTONIC);
     for (int i = 0; i < n; i++)
         if (pp_signal_queue(a[i].tid, WALL_MAGIC) != 0) { /* gone, or cannot be signalled */
             uint64_t expected = SLOT(a[i].tid, WAITING);
@@ -112,7 +125,7 @@ void pp_wall_ask(pp_wall_answer *a, int n, int64_t timeout_ns)
             continue; /* could not be signalled */
         while (atomic_load(&slots[i].slot) != SLOT(a[i].tid, DONE)) /* the handler is finishing */
             sched_yield();
-        take(&a[i], i);
+        take(&a[i], i, sent_ns);
         atomic_store(&slots[i].slot, SLOT(0, IDLE));
     }
 }

@@ -44,6 +44,7 @@
 
 #include <errno.h>
 #include <pthread.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdatomic.h>
 #include <stddef.h>
@@ -59,10 +60,27 @@
                              thread's clock: less than a wake-up and a system call */
 #define KEEP_ACTIVE_NS 100000000ll /* a thread that ran is followed by its own clock this long */
 #define RUNNING (-1)         /* a record's state: running */
+#define RUNNABLE (-2)        /* ready to run, waiting for a CPU */
+#define ON_CPU(nr) ((nr) == RUNNING || (nr) == RUNNABLE)
+/* Running or runnable, for a thread that /proc shows in state R (both):
+ *   - its CPU clock moves between two reads: on a CPU, running;
+ *   - it does not, and the thread is queued on the sampler's own CPU: the
+ *     sampler displaced it as it woke, so it ran at the tick, unless its
+ *     answer comes from inside a system call (then it was woken from a
+ *     wait and queued there: runnable);
+ *   - queued on another CPU: runnable;
+ *   - whatever the above, an answer later than RUNNABLE_DELAY_NS waited
+ *     for a CPU (a running thread answers within tens of microseconds),
+ *     and one that broke a wait with EINTR had entered it since /proc was
+ *     read: it is counted on that wait.
+ * Checked against the kernel's own count of time on a CPU and waiting for
+ * one (/proc/<tid>/schedstat), docs/wall.md. */
+#define RUNNABLE_DELAY_NS 1000000
+enum { QUEUED = 0, ON_A_CPU = 1, DISPLACED = 2 };
 
 /* What a thread is counted on. */
 typedef struct wrec {
-    int nr;               /* RUNNING, or the system call it waits in */
+    int nr;               /* RUNNING, RUNNABLE, or the system call it waits in */
     int npcs;
     uint64_t pcs[PP_WALL_FRAMES + 1];
     pprof_label *labels;  /* owned copies, sorted by key, without thread_state */
@@ -161,7 +179,9 @@ static void flush_thread(wthread *t)
     pprof_label l[70];
     size_t n = 0, k = 0;
     char buf[24];
-    const char *state = t->rec.nr == RUNNING ? "running" : pp_syscall_name(t->rec.nr);
+    const char *state = t->rec.nr == RUNNING    ? "running"
+                        : t->rec.nr == RUNNABLE ? "runnable"
+                                                : pp_syscall_name(t->rec.nr);
     if (!state) {
         snprintf(buf, sizeof buf, "syscall_%d", t->rec.nr);
         state = buf;
@@ -174,7 +194,7 @@ static void flush_thread(wthread *t)
             l[n++] = t->rec.labels[k];
     for (int i = 0; i < nwins; i++) {
         pp_wall_window *w = wins[i];
-        if ((w->state == PP_WALL_OFF_CPU && t->rec.nr == RUNNING) || (w->state == PP_WALL_ON_CPU && t->rec.nr != RUNNING))
+        if ((w->state == PP_WALL_OFF_CPU && ON_CPU(t->rec.nr)) || (w->state == PP_WALL_ON_CPU && !ON_CPU(t->rec.nr)))
             continue;
         int64_t v[2] = {(int64_t)t->pending, (int64_t)t->pending * w->period_ns};
         pp_profile_add(w->profile, t->rec.pcs, (size_t)t->rec.npcs, v, l, n);
@@ -400,23 +420,31 @@ static int look_waiting(wthread *t)
     return 1;
 }
 
-/* The answers of running threads: their records. */
-static void take_answers(wthread **who, pp_wall_answer *a, int n)
+/* The answers of running threads: their records (on_cpu[i]: QUEUED,
+ * ON_A_CPU or DISPLACED as thread i was asked). */
+static void take_answers(wthread **who, pp_wall_answer *a, int n, const char *on_cpu)
 {
     for (int i = 0; i < n; i++) {
         wthread *t = who[i];
         COUNT(ST_SIGNALS, 1);
-        if (!a[i].ok) {
+        if (!a[i].ok) { /* still waiting for a CPU: where it ran last, ready to run */
             COUNT(ST_NO_ANSWER, 1);
-            if (t->valid && t->rec.nr == RUNNING)
-                continue; /* counted where it ran last */
-            wrec r = {.nr = RUNNING, .npcs = 1, .pcs = {PP_PC_NO_ANSWER}}; /* with its last labels */
-            if (t->valid)
+            wrec r = {.nr = RUNNABLE, .npcs = 1, .pcs = {PP_PC_NO_ANSWER}};
+            if (t->valid && ON_CPU(t->rec.nr)) {
+                r.npcs = t->rec.npcs;
+                memcpy(r.pcs, t->rec.pcs, (size_t)r.npcs * sizeof *r.pcs);
+            }
+            if (t->valid) /* with its last labels */
                 r.labels = copy_pairs(t->rec.labels, t->rec.nlabels, &r.nlabels);
             set_rec(t, &r);
             continue;
         }
-        wrec r = {.nr = RUNNING, .npcs = a[i].npcs};
+        int nr = RUNNING;
+        if (a[i].waited >= 0)
+            nr = a[i].waited; /* it entered a wait since /proc was read */
+        else if (on_cpu[i] == QUEUED || (on_cpu[i] == DISPLACED && a[i].in_kernel) || a[i].delay_ns > RUNNABLE_DELAY_NS)
+            nr = RUNNABLE;
+        wrec r = {.nr = nr, .npcs = a[i].npcs};
         memcpy(r.pcs, a[i].pcs, (size_t)r.npcs * sizeof *r.pcs);
         pp_trace_text text = {.heap = NULL};
         pprof_label *pairs;
@@ -444,6 +472,8 @@ static void tick(uint64_t periods, int64_t period_ns)
     read_clocks(changed);
     static pp_wall_answer ask[PP_WALL_MAX_ASK];
     static wthread *who[PP_WALL_MAX_ASK];
+    static char on_cpu[PP_WALL_MAX_ASK];
+    int my_cpu = sched_getcpu();
     int nask = 0;
     /* A thread ready to run may wait for a CPU before it answers; the tick
      * does not wait for it longer than a fifth of a period (at least 1 ms):
@@ -455,12 +485,22 @@ static void tick(uint64_t periods, int64_t period_ns)
         int moved = !t->have_cpu || t->cpu_now != t->cpu_ns;
         t->cpu_ns = t->cpu_now;
         t->have_cpu |= t->cpu_now != 0;
-        if (t->valid && !moved && t->active && t->rec.nr != RUNNING) {
+        int nr;
+        uint64_t sp, pc;
+        if (t->valid && !moved && t->active && !ON_CPU(t->rec.nr)) {
             /* Followed closely, and no CPU since: where it waited, unless
-             * woken and waiting for a CPU (then it is running). */
-            int nr;
-            uint64_t sp, pc;
+             * woken and waiting for a CPU (then it is looked at). */
             moved = !pp_thread_syscall(t->tid, &nr, &sp, &pc) || nr != t->rec.nr || sp != t->sp || pc != t->pc;
+        } else if (t->valid && !moved && t->active && t->rec.nr == RUNNING) {
+            /* It ran, then used no CPU for a period: it waits now (looked
+             * at), or is ready to run and waits for a CPU where it ran. */
+            moved = pp_thread_syscall(t->tid, &nr, &sp, &pc);
+            if (!moved) {
+                wrec r = {.nr = RUNNABLE, .npcs = t->rec.npcs};
+                memcpy(r.pcs, t->rec.pcs, (size_t)r.npcs * sizeof *r.pcs);
+                r.labels = copy_pairs(t->rec.labels, t->rec.nlabels, &r.nlabels);
+                set_rec(t, &r);
+            }
         }
         if (t->valid && !moved) { /* where it was: no look */
             t->active = ++t->still_ticks < keep;
@@ -478,17 +518,23 @@ static void tick(uint64_t periods, int64_t period_ns)
             }
             continue;
         }
+        /* State R: where it is (see RUNNABLE_DELAY_NS). */
+        int ok, ok2;
+        uint64_t c = clock_ns(thread_clock(t->tid), &ok);
+        on_cpu[nask] = clock_ns(thread_clock(t->tid), &ok2) != c || !ok || !ok2 ? ON_A_CPU : QUEUED;
+        if (on_cpu[nask] == QUEUED && pp_thread_cpu(t->tid) == my_cpu)
+            on_cpu[nask] = DISPLACED;
         ask[nask].tid = t->tid;
         who[nask++] = t;
         if (nask == PP_WALL_MAX_ASK) {
             pp_wall_ask(ask, nask, timeout);
-            take_answers(who, ask, nask);
+            take_answers(who, ask, nask, on_cpu);
             nask = 0;
         }
     }
     if (nask) {
         pp_wall_ask(ask, nask, timeout);
-        take_answers(who, ask, nask);
+        take_answers(who, ask, nask, on_cpu);
     }
     for (size_t i = 0; i < nth; i++)
         if (th[i]->valid)

@@ -8,7 +8,9 @@
  * CPU's thread when it wakes) and counts one sample per period for
  * every live thread of the threads registry (threads/), whatever it does,
  * with its stack, its labels and span, and the label thread_state:
- * "running", or the system call it waits in (threads/syscalls.c). How each thread
+ * "running", "runnable" (ready to run, waiting for a CPU: it answered the
+ * signal late, or not in time), or the system call it waits in
+ * (threads/syscalls.c). How each thread
  * is looked at (sampler.c):
  *   - a thread that used no CPU since it was last looked at is where it
  *     was: its last record is counted again, with no system call of its
@@ -86,6 +88,9 @@ typedef struct pp_wall_answer {
     uint64_t pcs[PP_WALL_FRAMES + 1];
     const void *labels;     /* a reference to its label set (drop with pp_labels_unref), or NULL */
     pp_trace_snap trace;    /* its span */
+    int64_t delay_ns;       /* from the request to the handler's start */
+    int waited;             /* the system call the signal broke (it had entered a wait since /proc was read), or -1 */
+    int in_kernel;          /* it was in a system call as the signal came (its pc follows the call) */
 } pp_wall_answer;
 /* At most this many threads are asked at once. */
 #define PP_WALL_MAX_ASK 64

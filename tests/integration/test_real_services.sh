@@ -57,10 +57,12 @@
 #     profile of 4 s shows the backends waiting for their clients in
 #     epoll_wait (WaitEventSetWait) and for WAL flushes in fdatasync, by
 #     stack. Its running samples' leaves beside a CPU profile of the same
-#     4 s are reported, not checked: on the shared 2-core machine the
-#     backends spend much of their running time ready to run (woken from
-#     epoll_wait, waiting for a CPU), which the CPU profile does not count
-#     and the wall profile counts where they were woken (docs/wall.md).
+#     4 s: the five largest leaves of the CPU profile have shares among the
+#     running samples within 10 points of theirs (measured 5 to 6; before
+#     runnable was told apart from running, 25 to 45: on the shared 2-core
+#     machine the backends spend 37 to 47% of their time waiting for a
+#     CPU, docs/wall.md); the backends' time on a CPU and waiting for one
+#     from /proc/<pid>/schedstat is reported beside running and runnable.
 # A part whose package is missing is skipped with a line saying so
 # (scripts/test.sh installs them).
 # Usage: test_real_services.sh BUILD_DIR
@@ -413,10 +415,19 @@ pg_wall() {
     runuser -u postgres -- "$bin/pgbench" -h "$dir" -p "$port" -c 4 -T 6 postgres >"$TMP/pgw.log" 2>&1 &
     local loader=$!
     sleep 1
+    local pids p
+    pids=$(grep -las '^postgres: postgres postgres' /proc/[0-9]*/cmdline | cut -d/ -f3 | tr '\n' ' ')
+    for p in $pids; do echo "$p $(cat "/proc/$p/schedstat" 2>/dev/null)"; done >"$TMP/pgw.ss0"
     curl -sS --max-time 30 -o "$TMP/pgw.cpu" "$base/profile?seconds=4" &
     local cpu=$!
     curl -sS --max-time 30 -o "$TMP/pgw.wall" "$base/wall?seconds=4&hz=250"
-    wait "$cpu" "$loader"
+    wait "$cpu"
+    for p in $pids; do echo "$p $(cat "/proc/$p/schedstat" 2>/dev/null)"; done >"$TMP/pgw.ss1"
+    wait "$loader"
+    pp_note "postgresql: the backends over the window, on a CPU / waiting for one (schedstat): $(join "$TMP/pgw.ss0" "$TMP/pgw.ss1" |
+        awk 'NF >= 7 { c += ($5 - $2) / 1e9; d += ($6 - $3) / 1e9; n++ } END { printf "%.2f s / %.2f s for %d backends", c, d, n }'); \
+the wall profile's running / runnable samples: $(pp_pprof -tags -tagfocus='thread_state=running|runnable' "$TMP/pgw.wall" 2>/dev/null |
+        sed -n '/thread_state:/,/^$/p' | awk '$NF == "running" || $NF == "runnable" { printf "%s %s ", $NF, $1 }')"
     pp_pprof -tags "$TMP/pgw.wall" >"$TMP/pgw.tags" 2>&1
     pp_note "postgresql: wall thread_state: $(sed -n '/thread_state:/,/^$/p' "$TMP/pgw.tags" | sed -n '2,12p' | awk '{ $1 = $1; print }' | paste -sd ';' -)"
     pp_pprof -top -nodecount=60 -tagfocus=thread_state=epoll_wait "$TMP/pgw.wall" >"$TMP/pgw.epoll" 2>&1
@@ -437,7 +448,8 @@ pg_wall() {
     worst=$(awk 'NR == FNR { w[$1] = $2; next } FNR <= 5 { d = $2 - w[$1]; if (d < 0) d = -d
                  printf "%s %.2f/%.2f\n", $1, $2, w[$1] + 0; if (d > m) m = d } END { printf "max %.2f\n", m }' \
         "$TMP/pgw.run.sh" "$TMP/pgw.cpu.sh")
-    pp_note "postgresql: the CPU profile's top 5 leaves, share in it / among the wall profile's running samples: $(echo $worst)"
+    pp_check "postgresql: the CPU profile's top 5 leaves, share in it / among the wall profile's running samples, within 10 points: $(echo $worst)" \
+        awk -v m="${worst##*max }" 'BEGIN { exit !(m != "" && m <= 10) }'
     pp_stop "$PID" >/dev/null 2>&1
 }
 
