@@ -20,6 +20,11 @@
 #include <stddef.h>
 #include <stdint.h>
 
+/* The hooks' globals are the library's own: declared hidden, the hooks
+ * reach them directly rather than through the GOT (an instruction and a
+ * load fewer per malloc and free). */
+#define PP_HEAP_HIDDEN __attribute__((visibility("hidden")))
+
 /* --- the next allocator in the chain (heap_next.c) --- */
 typedef struct pp_next_alloc {
     void *(*malloc)(size_t);
@@ -35,7 +40,7 @@ typedef struct pp_next_alloc {
 } pp_next_alloc;
 
 /* Filled by pp_next_resolve; all non-NULL afterwards. */
-extern pp_next_alloc pp_next;
+extern PP_HEAP_HIDDEN pp_next_alloc pp_next;
 /* The next allocator's own entry points that programs call directly
  * (jemalloc's *allocx, tcmalloc's tc_*), NULL where it has none; filled by
  * pp_next_resolve. */
@@ -51,7 +56,7 @@ typedef struct pp_next_ext {
     void (*tc_free)(void *);
     void (*tc_free_sized)(void *, size_t);
 } pp_next_ext;
-extern pp_next_ext pp_next_x;
+extern PP_HEAP_HIDDEN pp_next_ext pp_next_x;
 /* The usable size the next allocator gives an unsampled block of n bytes
  * (asked once per size and thread: a block is allocated and freed), or 0
  * for blocks too large to ask about (whole pages, as the sampled block
@@ -62,7 +67,7 @@ size_t pp_next_usable_for(size_t n);
  * Needs pp_next_ready(). Not malloc-safe. */
 size_t pp_next_block_size(size_t n);
 /* 1 once pp_next is usable. malloc-safe */
-extern _Atomic int pp_next_state;
+extern PP_HEAP_HIDDEN _Atomic int pp_next_state;
 static inline int pp_next_ready(void)
 {
     return atomic_load_explicit(&pp_next_state, memory_order_acquire) == 2;
@@ -74,7 +79,7 @@ int pp_next_resolve(void);
  * being looked up. malloc-safe */
 void *pp_boot_alloc(size_t size, size_t align);
 #define PP_BOOT_SIZE (512 * 1024)
-extern char pp_boot[PP_BOOT_SIZE];
+extern PP_HEAP_HIDDEN char pp_boot[PP_BOOT_SIZE];
 /* malloc-safe */
 static inline int pp_boot_owns(const void *p)
 {
@@ -83,9 +88,9 @@ static inline int pp_boot_owns(const void *p)
 size_t pp_boot_size(const void *p);
 
 /* --- the profiler's own heap (own_heap.c) --- */
-extern uintptr_t pp_own_base;
-extern size_t pp_own_size;  /* 0 until its region is reserved */
-extern __thread int pp_own_depth; /* >0: this thread's allocations go to the own heap */
+extern PP_HEAP_HIDDEN uintptr_t pp_own_base;
+extern PP_HEAP_HIDDEN size_t pp_own_size;  /* 0 until its region is reserved */
+extern PP_HEAP_HIDDEN __thread int pp_own_depth; /* >0: this thread's allocations go to the own heap */
 /* Whether p is a block of the own heap. malloc-safe */
 static inline int pp_own_owns(const void *p)
 {
@@ -114,7 +119,7 @@ void pp_own_heap_fork_child(void);
 #define PP_HEAP_ALIGN 4096
 /* Bytes until the calling thread's next sample; the hooks' fast path is
  * `if ((pp_heap_left -= size) > 0)`. Initial-exec TLS. */
-extern __thread int64_t pp_heap_left;
+extern PP_HEAP_HIDDEN __thread int64_t pp_heap_left;
 /* Slow path: called when pp_heap_left went to 0 or below. Returns 1 when
  * this allocation of `size` bytes is to be sampled. malloc-safe */
 int pp_heap_should_sample(size_t size);
@@ -182,7 +187,7 @@ void pp_heap_table_put_back(void *p, uint32_t rec);
 /* 1 if p may be in the live table (a lock-free look at its bucket).
  * malloc-safe */
 #define PP_LIVE_BUCKET_BITS 16
-extern _Atomic uint32_t pp_live_buckets[1u << PP_LIVE_BUCKET_BITS];
+extern PP_HEAP_HIDDEN _Atomic uint32_t pp_live_buckets[1u << PP_LIVE_BUCKET_BITS];
 static inline uint32_t pp_live_bucket(const void *p) /* malloc-safe */
 {
     return (uint32_t)((((uintptr_t)p >> 12) * 0x9e3779b97f4a7c15ull) >> (64 - PP_LIVE_BUCKET_BITS));

@@ -110,8 +110,9 @@ API void free(void *p)
         free_slow(p);
 }
 
-/* malloc-safe */
-API void *calloc(size_t n, size_t size)
+/* The countdown ran out (the own heap's keeps it so), the next allocator
+ * is not known yet, or n x size overflows. malloc-safe */
+__attribute__((noinline)) static void *calloc_slow(size_t n, size_t size, uint64_t caller)
 {
     size_t total;
     if (__builtin_mul_overflow(n, size, &total)) {
@@ -121,14 +122,26 @@ API void *calloc(size_t n, size_t size)
     if (!ready())
         return pp_boot_alloc(total, 16); /* the buffer is zero and never reused */
     if (UNLIKELY(pp_own_depth)) {
+        pp_heap_left = PP_OWN_LEFT;
         void *p = pp_own_malloc(16, total);
         if (p)
             memset(p, 0, total);
         return p;
     }
-    if (take_sample(total))
-        return sampled_alloc(0, total, 1, CALLER);
+    if (pp_heap_should_sample(total))
+        return sampled_alloc(0, total, 1, caller);
     return pp_next.calloc(n, size);
+}
+
+/* As malloc: one countdown on the fast path. malloc-safe */
+API void *calloc(size_t n, size_t size)
+{
+    size_t total;
+    void *(*f)(size_t, size_t) = pp_next.calloc;
+    if (LIKELY(!__builtin_mul_overflow(n, size, &total)) && LIKELY(f != NULL) &&
+        LIKELY((pp_heap_left -= (int64_t)total) > 0))
+        return f(n, size);
+    return calloc_slow(n, size, CALLER);
 }
 
 /* malloc-safe */
@@ -206,7 +219,7 @@ API void *realloc(void *p, size_t n)
     void *(*f)(void *, size_t) = pp_next.realloc;
     int64_t left = pp_heap_left - (int64_t)n;
     if (LIKELY(f != NULL) && LIKELY(left > 0) && LIKELY(((uintptr_t)p & (PP_HEAP_ALIGN - 1)) != 0) &&
-        LIKELY(n != 0) && !pp_boot_owns(p) && !pp_own_owns(p) && LIKELY(!pp_own_depth)) {
+        LIKELY(n != 0) && !pp_boot_owns(p) && !pp_own_owns(p)) { /* the own heap's countdown is below 0 */
         pp_heap_left = left;
         return f(p, n);
     }
