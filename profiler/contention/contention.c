@@ -61,10 +61,10 @@ static uint64_t random64(void)
 static void record(pp_store *t, uint64_t caller, int64_t count, int64_t delay)
 {
     uint64_t pcs[PPROF_DEFAULT_MAX_FRAMES + 1];
-    int truncated;
-    int n = pp_unwind_here(caller, pcs, PPROF_DEFAULT_MAX_FRAMES, &truncated);
-    if (truncated)
-        pcs[n++] = PP_PC_TRUNCATED;
+    int end;
+    int n = pp_unwind_here(caller, pcs, PPROF_DEFAULT_MAX_FRAMES, &end);
+    if (end)
+        pcs[n++] = pp_pc_stack_end(end);
     pp_store_add(t, pcs, (size_t)n, pp_labels_cumulative(pp_labels_current_peek()), 0, count, delay);
 }
 

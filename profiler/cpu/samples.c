@@ -170,13 +170,12 @@ static void take_sample(siginfo_t *si, void *uc, int flush)
     if (!r) {
         atomic_fetch_add_explicit(&pp_cpu_st_lost, weight, memory_order_relaxed);
     } else {
-        int truncated;
-        int n = pp_unwind_signal(uc, r->pcs, atomic_load_explicit(&pp_cpu_frames, memory_order_relaxed),
-                                 &truncated);
-        if (truncated) {
-            r->pcs[n++] = PP_PC_TRUNCATED;
+        int end;
+        int n = pp_unwind_signal(uc, r->pcs, atomic_load_explicit(&pp_cpu_frames, memory_order_relaxed), &end);
+        if (end) /* deeper than max_frames, or cut where the walk stopped */
+            r->pcs[n++] = pp_pc_stack_end(end);
+        if (end == PP_UNWIND_TRUNCATED)
             atomic_fetch_add_explicit(&st_truncated, 1, memory_order_relaxed);
-        }
         r->npcs = (uint32_t)n;
         r->weight = weight;
         r->tid = pp_cpu_tid();

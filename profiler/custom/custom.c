@@ -142,10 +142,10 @@ __attribute__((noinline)) int pprof_custom_add(pprof_custom *c, const void *key)
     if (!c || !key)
         return pp_error_detail(PPROF_EINVAL, "NULL profile or key");
     entry e = {.key = key};
-    int truncated;
-    e.npcs = pp_unwind_here((uint64_t)(uintptr_t)__builtin_return_address(0), e.pcs, CUSTOM_FRAMES, &truncated);
-    if (truncated)
-        e.pcs[e.npcs++] = PP_PC_TRUNCATED;
+    int end;
+    e.npcs = pp_unwind_here((uint64_t)(uintptr_t)__builtin_return_address(0), e.pcs, CUSTOM_FRAMES, &end);
+    if (end)
+        e.pcs[e.npcs++] = pp_pc_stack_end(end);
     e.labels = pprof_labels_current();
     pp_mutex_lock(&c->lock);
     int rc = 0;

@@ -151,10 +151,10 @@ int pp_heap_sampled(void *p, size_t size, uint64_t caller)
     pp_heap_guard_enter(saved);
     atomic_store_explicit(&sampled_once, 1, memory_order_relaxed);
     uint64_t pcs[PPROF_DEFAULT_MAX_FRAMES + 1];
-    int truncated;
-    int n = pp_unwind_here(caller, pcs, PPROF_DEFAULT_MAX_FRAMES, &truncated);
-    if (truncated)
-        pcs[n++] = PP_PC_TRUNCATED;
+    int end;
+    int n = pp_unwind_here(caller, pcs, PPROF_DEFAULT_MAX_FRAMES, &end);
+    if (end)
+        pcs[n++] = pp_pc_stack_end(end);
     const pprof_labels *labels = pp_labels_cumulative(pp_labels_current_peek());
     int rc = pp_heap_table_alloc(p, size, pcs, (size_t)n, labels);
     if (rc == 0)

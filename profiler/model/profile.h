@@ -24,9 +24,32 @@
 #define PP_PC_TIME_LIMIT 5  /* a thread dump ran out of time before this thread */
 #define PP_PC_NO_CREATOR 6  /* a thread not created through pthread_create */
 #define PP_PC_BLOCKED 7     /* CPU time of threads that block the profiling signal */
+/* The last frame of a stack the unwinder could not follow to its
+ * outermost frame (unwind.h's enum pp_unwind_end says why), on every
+ * processor: "[unwinding stopped: <why>]". */
+#define PP_PC_STOP_NO_INFO 8   /* "no unwind info": no CFI for the pc, no frame-pointer record */
+#define PP_PC_STOP_SP 9        /* "the stack pointer did not grow" */
+#define PP_PC_STOP_OFF_STACK 10 /* "a read outside the stack" */
+#define PP_PC_STOP_UNLOADING 11 /* "objects being loaded or unloaded": only the first frame taken */
 #define PP_PC_PSEUDO_MAX 15
 
 #include "base/base.h"
+#include "unwind/unwind.h"
+
+/* The pseudo-frame that ends a stack whose walk ended with `end` (enum
+ * pp_unwind_end): PP_PC_TRUNCATED or one of PP_PC_STOP_*; 0 for a whole
+ * stack (nothing to append). async-signal-safe */
+static inline uint64_t pp_pc_stack_end(int end)
+{
+    switch (end) {
+    case PP_UNWIND_WHOLE: return 0;
+    case PP_UNWIND_TRUNCATED: return PP_PC_TRUNCATED;
+    case PP_UNWIND_SP_STUCK: return PP_PC_STOP_SP;
+    case PP_UNWIND_OFF_STACK: return PP_PC_STOP_OFF_STACK;
+    case PP_UNWIND_UNLOADING: return PP_PC_STOP_UNLOADING;
+    default: return PP_PC_STOP_NO_INFO;
+    }
+}
 
 /* A function of the profile's function table: string ids (model.h). */
 typedef struct pp_model_function {

@@ -59,7 +59,7 @@ enum { IDLE, WAITING, BUSY, DONE };
 static pp_mutex dump_lock = PP_MUTEX_INIT;
 static struct {
     _Atomic uint64_t slot;
-    int n, truncated;
+    int n, end;
     const void *labels;
     uint64_t pcs[PP_DUMP_FRAMES];
 } answer;
@@ -73,7 +73,7 @@ static int on_dump_signal(int sig, siginfo_t *si, void *uc)
     int tid = (int)syscall(SYS_gettid);
     uint64_t expected = SLOT(tid, WAITING);
     if (atomic_compare_exchange_strong(&answer.slot, &expected, SLOT(tid, BUSY))) {
-        answer.n = pp_unwind_signal(uc, answer.pcs, PP_DUMP_FRAMES, &answer.truncated);
+        answer.n = pp_unwind_signal(uc, answer.pcs, PP_DUMP_FRAMES, &answer.end);
         answer.labels = pp_labels_current_ref();
         atomic_store(&answer.slot, SLOT(tid, DONE));
     } /* else a late or stray request */
@@ -266,10 +266,10 @@ int pp_thread_walk_waiting(int tid, pp_thread_stack *t, void *const *slot)
         return 0;
     char orig[512];
     memcpy(orig, line, sizeof orig);
-    int truncated;
-    t->npcs = pp_unwind_remote(pc, sp, guess_fp(sp), t->pcs, PP_DUMP_FRAMES, &truncated);
-    if (truncated)
-        t->pcs[t->npcs++] = PP_PC_TRUNCATED;
+    int end;
+    t->npcs = pp_unwind_remote(pc, sp, guess_fp(sp), t->pcs, PP_DUMP_FRAMES, &end);
+    if (end)
+        t->pcs[t->npcs++] = pp_pc_stack_end(end);
     t->how = PP_DUMP_SYSCALL;
     t->syscall = nr;
     t->sp = sp;
@@ -312,8 +312,8 @@ static int ask(int tid, pp_thread_stack *t, int64_t budget_ns)
         sched_yield();
     memcpy(t->pcs, answer.pcs, (size_t)answer.n * sizeof *t->pcs);
     t->npcs = answer.n;
-    if (answer.truncated)
-        t->pcs[t->npcs++] = PP_PC_TRUNCATED;
+    if (answer.end)
+        t->pcs[t->npcs++] = pp_pc_stack_end(answer.end);
     t->how = PP_DUMP_SIGNAL;
     copy_set(answer.labels, t);
     if (answer.labels)
@@ -408,10 +408,10 @@ __attribute__((noinline)) int pp_thread_dump(pp_thread_stack **out, size_t *n)
         read_meta(tid, s);
         int64_t left = end - pp_now_ns(CLOCK_MONOTONIC);
         if (tid == self) { /* this thread: its own stack, from the caller on */
-            int truncated;
-            s->npcs = pp_unwind_here(caller, s->pcs, PP_DUMP_FRAMES, &truncated);
-            if (truncated)
-                s->pcs[s->npcs++] = PP_PC_TRUNCATED;
+            int end;
+            s->npcs = pp_unwind_here(caller, s->pcs, PP_DUMP_FRAMES, &end);
+            if (end)
+                s->pcs[s->npcs++] = pp_pc_stack_end(end);
             s->how = PP_DUMP_SIGNAL;
             copy_set(pp_labels_current_peek(), s);
             continue;

@@ -18,6 +18,7 @@
 #include "threads.h"
 #include "cpu/cpu.h"
 #include "labels/labels.h"
+#include "model/model.h"
 #include "unwind/unwind.h"
 
 #include "base/base.h"
@@ -35,7 +36,7 @@ struct start {
     pp_trace_snap trace;  /* the creator's span, inherited */
     int own;              /* made by the profiler's own work: its allocations are the profiler's */
     int ncreate;
-    uint64_t create[PP_CREATE_FRAMES];
+    uint64_t create[PP_CREATE_FRAMES + 1];
 };
 
 static pthread_key_t exit_key;
@@ -210,8 +211,10 @@ void *pp_threads_start_new(void *(*fn)(void *), void *arg, uint64_t caller)
     s->arg = arg;
     s->labels = pprof_labels_current();
     pp_trace_capture(&s->trace);
-    int truncated;
-    s->ncreate = pp_unwind_here(caller, s->create, PP_CREATE_FRAMES, &truncated);
+    int end;
+    s->ncreate = pp_unwind_here(caller, s->create, PP_CREATE_FRAMES, &end);
+    if (end) /* deeper than PP_CREATE_FRAMES, or cut where the walk stopped */
+        s->create[s->ncreate++] = pp_pc_stack_end(end);
     return s;
 }
 

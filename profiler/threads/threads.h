@@ -25,7 +25,8 @@ typedef struct pp_thread_entry {
     int ncreate;                      /* 0: not created through pthread_create */
     int own;                          /* started by the profiler's own work */
     void *const *labels_slot;         /* the thread's current-labels TLS slot */
-    uint64_t create[PP_CREATE_FRAMES]; /* the creating call's stack, call sites */
+    uint64_t create[PP_CREATE_FRAMES + 1]; /* the creating call's stack, call sites; a cut one
+                                           * ends in a pseudo-frame (model.h) */
 } pp_thread_entry;
 
 /* Creates the thread-exit key. Idempotent; not for signal handlers. */

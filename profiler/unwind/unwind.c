@@ -25,7 +25,10 @@
  * outside the handler for threads that started through pthread_create and
  * for the main thread; a window above the interrupted stack pointer for
  * others), and each frame's stack pointer must be above the previous one,
- * so a corrupt or unusual stack ends the walk instead of faulting.
+ * so a corrupt or unusual stack ends the walk instead of faulting. Each
+ * step says why it could not go on (enum pp_unwind_end, unwind.h): the
+ * outermost frame is a normal end, anything else a cut stack that the
+ * callers mark.
  *
  * The architecture seam is arch/arch.h: DWARF numbering, the signal
  * context's registers, the frame-record layout, return-address signing.
@@ -98,21 +101,30 @@ static __thread uintptr_t stack_lo, stack_hi;
 typedef struct bounds {
     uintptr_t lo, hi;
     pid_t checked_pid;    /* bounds not known for sure: read with process_vm_readv */
+    int refused;          /* a read was refused since the step began */
 } bounds;
+
+/* A step's result: STEP_OK, or how the walk ends there (enum pp_unwind_end). */
+#define STEP_OK (-1)
 
 /* async-signal-safe */
 static int read_stack(void *ctx, uint64_t addr, uint64_t *value)
 {
-    const bounds *b = ctx;
-    if (addr < b->lo || addr > b->hi - 8 || (addr & 7))
+    bounds *b = ctx;
+    if (addr < b->lo || addr > b->hi - 8 || (addr & 7)) {
+        b->refused = 1;
         return 0;
+    }
     if (!b->checked_pid) {
         memcpy(value, (const void *)(uintptr_t)addr, 8);
         return 1;
     }
     /* A system call that fails with EFAULT where a load would fault. */
     struct iovec local = {value, 8}, remote = {(void *)(uintptr_t)addr, 8};
-    return process_vm_readv(b->checked_pid, &local, 1, &remote, 1, 0) == 8;
+    if (process_vm_readv(b->checked_pid, &local, 1, &remote, 1, 0) == 8)
+        return 1;
+    b->refused = 1;
+    return 0;
 }
 
 /* async-signal-safe */
@@ -131,16 +143,27 @@ static const obj *find_object(const objset *s, uintptr_t pc)
     return NULL;
 }
 
-/* One step by the CFI row: regs become the caller's. async-signal-safe */
+/* Why a CFI step failed: a refused read, or a rule it cannot apply.
+ * async-signal-safe */
+static int cfi_failure(const bounds *b)
+{
+    return b->refused ? PP_UNWIND_OFF_STACK : PP_UNWIND_NO_INFO;
+}
+
+/* One step by the CFI row: regs become the caller's. Returns STEP_OK,
+ * PP_UNWIND_WHOLE at the outermost frame (the return address undefined),
+ * or why it cannot step. async-signal-safe */
 static int step_cfi(const pp_cfi_row *row, uint64_t *regs, bounds *b)
 {
     uint64_t cfa, caller[PP_CFI_REGS];
+    if (row->r[PP_REG_RA].kind == PP_RULE_UNDEF)
+        return PP_UNWIND_WHOLE; /* the outermost frame */
     if (row->cfa_expr) {
         if (!pp_cfi_eval(row->cfa_expr, row->cfa_expr_len, regs, 0, 0, read_stack, b, &cfa))
-            return 0;
+            return cfi_failure(b);
     } else {
         if (row->cfa_reg < 0 || row->cfa_reg >= PP_CFI_REGS)
-            return 0;
+            return PP_UNWIND_NO_INFO;
         cfa = regs[row->cfa_reg] + (uint64_t)row->cfa_off;
     }
     for (int r = 0; r < PP_CFI_REGS; r++) {
@@ -149,30 +172,27 @@ static int step_cfi(const pp_cfi_row *row, uint64_t *regs, bounds *b)
         switch (rule->kind) {
         case PP_RULE_OFFSET:
             if (!read_stack(b, cfa + (uint64_t)rule->off, &v))
-                return 0;
+                return PP_UNWIND_OFF_STACK;
             break;
         case PP_RULE_VAL_OFFSET: v = cfa + (uint64_t)rule->off; break;
         case PP_RULE_REG:
             if (rule->off < 0 || rule->off >= PP_CFI_REGS)
-                return 0;
+                return PP_UNWIND_NO_INFO;
             v = regs[rule->off];
             break;
         case PP_RULE_EXPR:
             if (!pp_cfi_eval(rule->expr, (size_t)rule->off, regs, 1, cfa, read_stack, b, &addr) ||
                 !read_stack(b, addr, &v))
-                return 0;
+                return cfi_failure(b);
             break;
         case PP_RULE_VAL_EXPR:
             if (!pp_cfi_eval(rule->expr, (size_t)rule->off, regs, 1, cfa, read_stack, b, &v))
-                return 0;
+                return cfi_failure(b);
             break;
-        case PP_RULE_UNDEF:
-            if (r == PP_REG_RA)
-                return 0; /* the outermost frame */
-            break;
+        case PP_RULE_UNDEF: break; /* not the return address (checked above) */
         default: /* same value */
             if (r == PP_REG_RA && !PP_ARCH_RA_IN_REG)
-                return 0;
+                return PP_UNWIND_NO_INFO; /* x86-64's return address is never in a register */
             break;
         }
         caller[r] = v;
@@ -180,7 +200,7 @@ static int step_cfi(const pp_cfi_row *row, uint64_t *regs, bounds *b)
     caller[PP_REG_SP] = cfa;
     caller[PP_REG_PC] = pp_arch_strip_ra(caller[PP_REG_RA]);
     memcpy(regs, caller, sizeof caller);
-    return 1;
+    return STEP_OK;
 }
 
 static uint64_t pc_hash(uintptr_t pc) /* async-signal-safe */
@@ -236,29 +256,29 @@ static void cache_put(uintptr_t pc, const pp_cfi_row *row)
     atomic_store_explicit(&row_cache[h >> (64 - CACHE_BITS)], e, memory_order_relaxed);
 }
 
-/* One step by a cached row. async-signal-safe */
+/* One step by a cached row; returns as step_cfi. async-signal-safe */
 static int step_cached(uint64_t e, uint64_t *regs, bounds *b)
 {
     if (((e >> 22) & 0xffff) == CACHE_OUTERMOST)
-        return 0;
+        return PP_UNWIND_WHOLE;
     uint64_t cfa = regs[(e >> 38) & 1 ? PP_REG_FP : PP_REG_SP] + ((e >> 22) & 0xffff), ra, fp;
     if ((e >> 20) & 1) {
         ra = regs[PP_REG_RA];
     } else {
         int64_t off = ((int64_t)((e >> 10) & 0x3ff) - 512) * 8;
         if (!read_stack(b, cfa + (uint64_t)off, &ra))
-            return 0;
+            return PP_UNWIND_OFF_STACK;
     }
     if ((e >> 21) & 1) {
         int64_t off = ((int64_t)(e & 0x3ff) - 512) * 8;
         if (!read_stack(b, cfa + (uint64_t)off, &fp))
-            return 0;
+            return PP_UNWIND_OFF_STACK;
         regs[PP_REG_FP] = fp;
     }
     regs[PP_REG_SP] = cfa;
     regs[PP_REG_RA] = ra;
     regs[PP_REG_PC] = pp_arch_strip_ra(ra);
-    return 1;
+    return STEP_OK;
 }
 
 /* The code of PP_HIDDEN_FRAME functions (the linker's bounds of their
@@ -273,25 +293,32 @@ static inline int hidden(uintptr_t at)
 }
 
 /* One step by the frame-pointer chain: [fp] the caller's fp, [fp+8] the
- * return address (x86-64's push rbp, arm64's frame record).
+ * return address (x86-64's push rbp, arm64's frame record). Used where
+ * the pc has no CFI: a frame pointer of 0 is the chain's end (the ABIs'
+ * outermost frame: PP_UNWIND_WHOLE), one that leads to no record in the
+ * stack means the frame cannot be followed (PP_UNWIND_NO_INFO: the pc's
+ * missing CFI is the cause, the frame pointer only a fallback).
  * async-signal-safe */
 static int step_fp(uint64_t *regs, bounds *b)
 {
     uint64_t fp = regs[PP_REG_FP], ra, next;
+    if (fp == 0)
+        return PP_UNWIND_WHOLE;
     if (fp < regs[PP_REG_SP] || !read_stack(b, fp, &next) || !read_stack(b, fp + 8, &ra))
-        return 0;
+        return PP_UNWIND_NO_INFO;
     regs[PP_REG_FP] = next;
     regs[PP_REG_SP] = fp + 16;
     regs[PP_REG_RA] = ra;
     regs[PP_REG_PC] = pp_arch_strip_ra(ra);
-    return 1;
+    return STEP_OK;
 }
 
-/* Walks from regs; the first pc is not a return address. async-signal-safe */
-static int walk(uint64_t *regs, uint64_t *pcs, int max, int *truncated)
+/* Walks from regs; the first pc is not a return address. Sets *end (see
+ * unwind.h). async-signal-safe */
+static int walk(uint64_t *regs, uint64_t *pcs, int max, int *end)
 {
     const objset *s = &sets[atomic_load(&cur_set)];
-    bounds b = {stack_lo, stack_hi, 0};
+    bounds b = {stack_lo, stack_hi, 0, 0};
     if (!b.hi || regs[PP_REG_SP] < b.lo || regs[PP_REG_SP] >= b.hi) {
         /* Unknown or foreign stack (a thread that did not start through
          * pthread_create, a coroutine): a window above the stack pointer,
@@ -301,10 +328,11 @@ static int walk(uint64_t *regs, uint64_t *pcs, int max, int *truncated)
         b.checked_pid = (pid_t)syscall(SYS_getpid);
     }
     int n = 0, signal_frame = 1;
+    *end = PP_UNWIND_WHOLE;
     for (;;) {
         uintptr_t pc = regs[PP_REG_PC];
         if (pc == 0)
-            break;
+            break; /* the outermost frame */
         /* A caller's pc is a return address: look up (and report) the call. */
         uintptr_t at = signal_frame ? pc : pc - 1;
         /* A cached row is never the trampoline's (its row is an
@@ -315,44 +343,53 @@ static int walk(uint64_t *regs, uint64_t *pcs, int max, int *truncated)
             /* A handler's frame returns into the trampoline: continue with
              * the context it saved (the trampoline itself is not shown). */
             uint64_t uca = regs[PP_REG_SP] + PP_ARCH_SIGFRAME_UC;
-            if (b.checked_pid || uca < b.lo || uca + sizeof(ucontext_t) > b.hi)
+            if (b.checked_pid || uca < b.lo || uca + sizeof(ucontext_t) > b.hi) {
+                *end = PP_UNWIND_OFF_STACK;
                 break;
+            }
             pp_arch_load_context((const ucontext_t *)(uintptr_t)uca, regs);
             signal_frame = 1;
             continue;
         }
         if (signal_frame || !hidden(at)) {
             if (n == max) {
-                *truncated = 1;
+                *end = PP_UNWIND_TRUNCATED;
                 break;
             }
             pcs[n++] = at;
         }
         uint64_t sp = regs[PP_REG_SP];
         pp_cfi_row row;
-        int ok;
+        int step;
+        b.refused = 0;
         if (e) {
-            ok = step_cached(e, regs, &b);
+            step = step_cached(e, regs, &b);
         } else if (o && pp_cfi_find(&o->cfi, at, &row)) {
             cache_put(at, &row);
-            ok = step_cfi(&row, regs, &b);
+            step = step_cfi(&row, regs, &b);
         } else {
-            ok = step_fp(regs, &b);
+            step = step_fp(regs, &b);
+        }
+        if (step != STEP_OK) {
+            *end = step;
+            break;
         }
         /* The stack pointer must grow, but for the step out of an
          * interrupted arm64 leaf, whose caller's pc was still in x30 and
          * whose frame may take no stack at all. */
-        if (!ok || regs[PP_REG_SP] < sp || (regs[PP_REG_SP] == sp && !(PP_ARCH_RA_IN_REG && signal_frame)))
+        if (regs[PP_REG_SP] < sp || (regs[PP_REG_SP] == sp && !(PP_ARCH_RA_IN_REG && signal_frame))) {
+            *end = PP_UNWIND_SP_STUCK;
             break;
+        }
         signal_frame = 0;
     }
     return n;
 }
 
 /* async-signal-safe */
-int pp_unwind_signal(void *ucontext, uint64_t *pcs, int max, int *truncated)
+int pp_unwind_signal(void *ucontext, uint64_t *pcs, int max, int *end)
 {
-    *truncated = 0;
+    *end = PP_UNWIND_WHOLE;
     const ucontext_t *uc = ucontext;
     atomic_fetch_add(&in_flight, 1);
     int n = 0;
@@ -362,7 +399,9 @@ int pp_unwind_signal(void *ucontext, uint64_t *pcs, int max, int *truncated)
     if (!atomic_load(&loader_busy) && (!rd || rd->r_state == RT_CONSISTENT) && max >= 1) {
         uint64_t regs[PP_CFI_REGS];
         pp_arch_load_context(uc, regs);
-        n = walk(regs, pcs, max, truncated);
+        n = walk(regs, pcs, max, end);
+    } else if (max >= 1) {
+        *end = PP_UNWIND_UNLOADING;
     }
     atomic_fetch_sub(&in_flight, 1);
     if (n == 0 && max >= 1) {
@@ -373,9 +412,9 @@ int pp_unwind_signal(void *ucontext, uint64_t *pcs, int max, int *truncated)
 }
 
 /* async-signal-safe, malloc-safe */
-__attribute__((noinline)) int pp_unwind_here(uint64_t caller, uint64_t *pcs, int max, int *truncated)
+__attribute__((noinline)) int pp_unwind_here(uint64_t caller, uint64_t *pcs, int max, int *end)
 {
-    *truncated = 0;
+    *end = PP_UNWIND_WHOLE;
     uint64_t tmp[PP_MAX_WALK];
     int n = 0;
     atomic_fetch_add(&in_flight, 1);
@@ -384,8 +423,8 @@ __attribute__((noinline)) int pp_unwind_here(uint64_t caller, uint64_t *pcs, int
         uint64_t regs[PP_CFI_REGS] = {0};
         PP_ARCH_CAPTURE_HERE(regs);
         int extra = max + 8 < PP_MAX_WALK ? max + 8 : PP_MAX_WALK; /* room for the profiler's frames */
-        int t = 0;
-        n = walk(regs, tmp, extra, &t);
+        int how;
+        n = walk(regs, tmp, extra, &how);
         /* Drop the profiler's own frames: everything before the call site
          * in the hooked function's caller. */
         int first = -1;
@@ -395,16 +434,21 @@ __attribute__((noinline)) int pp_unwind_here(uint64_t caller, uint64_t *pcs, int
                 break;
             }
         if (first < 0) {
+            /* Cut before the caller's frame: the call site alone, and
+             * why the walk could not reach it. */
             n = 0;
+            *end = how == PP_UNWIND_WHOLE || how == PP_UNWIND_TRUNCATED ? PP_UNWIND_NO_INFO : how;
         } else {
             n -= first;
-            if (n > max) {
+            if (n > max) { /* truncation wins over a stop beyond max */
                 n = max;
-                t = 1;
+                how = PP_UNWIND_TRUNCATED;
             }
             memcpy(pcs, tmp + first, (size_t)n * sizeof *pcs);
-            *truncated = t;
+            *end = how;
         }
+    } else if (max >= 1) {
+        *end = PP_UNWIND_UNLOADING;
     }
     atomic_fetch_sub(&in_flight, 1);
     if (n == 0 && max >= 1) {
@@ -415,9 +459,9 @@ __attribute__((noinline)) int pp_unwind_here(uint64_t caller, uint64_t *pcs, int
 }
 
 /* A thread stopped in the kernel: pc and sp from /proc, the frame pointer guessed. */
-int pp_unwind_remote(uint64_t pc, uint64_t sp, uint64_t fp, uint64_t *pcs, int max, int *truncated)
+int pp_unwind_remote(uint64_t pc, uint64_t sp, uint64_t fp, uint64_t *pcs, int max, int *end)
 {
-    *truncated = 0;
+    *end = PP_UNWIND_WHOLE;
     int n = 0;
     atomic_fetch_add(&in_flight, 1);
     const struct r_debug *rd = loader_debug;
@@ -426,7 +470,9 @@ int pp_unwind_remote(uint64_t pc, uint64_t sp, uint64_t fp, uint64_t *pcs, int m
         regs[PP_REG_PC] = pc;
         regs[PP_REG_SP] = sp;
         regs[PP_REG_FP] = fp;
-        n = walk(regs, pcs, max, truncated);
+        n = walk(regs, pcs, max, end);
+    } else if (max >= 1) {
+        *end = PP_UNWIND_UNLOADING;
     }
     atomic_fetch_sub(&in_flight, 1);
     if (n == 0 && max >= 1) {

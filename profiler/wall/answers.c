@@ -35,7 +35,7 @@ enum { IDLE, WAITING, BUSY, DONE };
 
 static struct {
     _Atomic uint64_t slot;
-    int n, truncated;
+    int n, end;
     int64_t at_ns; /* when the handler ran */
     int waited;    /* the system call the signal broke (EINTR), or -1 */
     int in_kernel; /* stopped right after a system call instruction */
@@ -60,7 +60,7 @@ static int on_wall_signal(int sig, siginfo_t *si, void *uc)
         pp_arch_syscall sc;
         slots[i].waited = pp_arch_eintr_syscall(uc, &sc) ? (int)sc.nr : -1;
         slots[i].in_kernel = pp_arch_after_syscall(uc);
-        slots[i].n = pp_unwind_signal(uc, slots[i].pcs, PP_WALL_FRAMES, &slots[i].truncated);
+        slots[i].n = pp_unwind_signal(uc, slots[i].pcs, PP_WALL_FRAMES, &slots[i].end);
         slots[i].labels = pp_labels_current_ref();
         pp_trace_capture(&slots[i].trace);
         atomic_store(&slots[i].slot, SLOT(tid, DONE));
@@ -78,8 +78,8 @@ static void take(pp_wall_answer *a, int i, int64_t sent_ns)
     a->in_kernel = slots[i].in_kernel;
     a->npcs = slots[i].n;
     memcpy(a->pcs, slots[i].pcs, (size_t)slots[i].n * sizeof *a->pcs);
-    if (slots[i].truncated)
-        a->pcs[a->npcs++] = PP_PC_TRUNCATED;
+    if (slots[i].end)
+        a->pcs[a->npcs++] = pp_pc_stack_end(slots[i].end);
     a->labels = slots[i].labels;
     a->trace = slots[i].trace;
     a->ok = 1;

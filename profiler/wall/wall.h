@@ -84,7 +84,7 @@ int pp_wall_process_timer(timer_t *t, int tid);
 typedef struct pp_wall_answer {
     int tid;
     int ok;                 /* 1: the thread answered */
-    int npcs;               /* the stack, leaf first (a truncated one ends in PP_PC_TRUNCATED) */
+    int npcs;               /* the stack, leaf first (a cut one ends in PP_PC_TRUNCATED or PP_PC_STOP_*) */
     uint64_t pcs[PP_WALL_FRAMES + 1];
     const void *labels;     /* a reference to its label set (drop with pp_labels_unref), or NULL */
     pp_trace_snap trace;    /* its span */
