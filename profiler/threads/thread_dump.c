@@ -49,6 +49,7 @@
 #define PER_THREAD_NS 100000000ll
 #define TOTAL_NS 1000000000ll
 #define SCAN_WINDOW 4096
+#define GUESSES 4 /* frame pointers a waiting thread's walk tries */
 
 enum { IDLE, WAITING, BUSY, DONE };
 
@@ -102,12 +103,12 @@ static int peek(uint64_t addr, uint64_t *v)
     return process_vm_readv(getpid(), &local, 1, &remote, 1, 0) == 8;
 }
 
-/* The frame pointer of a thread stopped at sp: the first slot above sp
- * that holds a plausible saved frame pointer followed by a return
- * address just after a call. 0 when none is found. The window is read
- * one page at a time (a few system calls, not one per word); the scan
- * ends where the stack does. */
-static uint64_t guess_fp(uint64_t sp)
+/* Guesses at the frame pointer of a thread stopped at sp: the slots above
+ * sp that hold a plausible saved frame pointer followed by a return
+ * address just after a call, nearest first; at most max of them, their
+ * count returned. The window is read one page at a time (a few system
+ * calls, not one per word); the scan ends where the stack does. */
+static int guess_fps(uint64_t sp, uint64_t *fps, int max)
 {
     uint64_t win[SCAN_WINDOW / 8 + 1];
     uint64_t base = sp & ~7ull;
@@ -125,12 +126,13 @@ static uint64_t guess_fp(uint64_t sp)
         if ((size_t)n < len)
             break;
     }
-    for (size_t i = 0; i + 1 < got / 8; i++) {
+    int n = 0;
+    for (size_t i = 0; i + 1 < got / 8 && n < max; i++) {
         uint64_t x = base + 8 * i, saved = win[i], ra = win[i + 1];
         if ((saved == 0 || (saved > x && saved < x + (1 << 20) && !(saved & 7))) && pp_unwind_after_call(ra))
-            return x;
+            fps[n++] = x;
     }
-    return 0;
+    return n;
 }
 
 /* Frees a copied label array of n pairs. */
@@ -266,8 +268,21 @@ int pp_thread_walk_waiting(int tid, pp_thread_stack *t, void *const *slot)
         return 0;
     char orig[512];
     memcpy(orig, line, sizeof orig);
-    int end;
-    t->npcs = pp_unwind_remote(pc, sp, guess_fp(sp), t->pcs, PP_DUMP_FRAMES, &end);
+    /* The frame pointer matters only to frames whose CFI finds their
+     * caller through it: the nearest guess first, and while the walk
+     * stops short of the thread's outermost frame (a pointer into a
+     * frame's locals can look like a saved frame pointer), the next ones. */
+    uint64_t fps[GUESSES], other[PP_DUMP_FRAMES];
+    int nfps = guess_fps(sp, fps, GUESSES), end;
+    t->npcs = pp_unwind_remote(pc, sp, nfps ? fps[0] : 0, t->pcs, PP_DUMP_FRAMES, &end);
+    for (int i = 1; i < nfps && end != PP_UNWIND_WHOLE && end != PP_UNWIND_TRUNCATED; i++) {
+        int e, n = pp_unwind_remote(pc, sp, fps[i], other, PP_DUMP_FRAMES, &e);
+        if (e == PP_UNWIND_WHOLE || e == PP_UNWIND_TRUNCATED) {
+            memcpy(t->pcs, other, (size_t)n * sizeof *other);
+            t->npcs = n;
+            end = e;
+        }
+    }
     if (end)
         t->pcs[t->npcs++] = pp_pc_stack_end(end);
     t->how = PP_DUMP_SYSCALL;
