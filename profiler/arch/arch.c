@@ -1,8 +1,8 @@
 /* arch.c: what the profiler reads from machine code, per architecture:
  * whether a return address follows a call instruction, the kernel's
- * signal-return trampoline, and a system call that a signal broke with
- * EINTR (its number, and on arm64 its first argument, which the return
- * value overwrote in x0). See arch.h.
+ * signal-return trampoline, a PLT stub that has no CFI, and a system call
+ * that a signal broke with EINTR (its number, and on arm64 its first
+ * argument, which the return value overwrote in x0). See arch.h.
  */
 #include "arch.h"
 
@@ -28,6 +28,33 @@ int pp_arch_is_sigreturn(uintptr_t pc)
 {
     static const uint32_t code[] = {0xd2801168u, 0xd4000001u};
     return memcmp((const void *)pc, code, sizeof code) == 0;
+}
+
+/* The linker's PLT stub (bfd, gold, lld): adrp x16, page; ldr x17,
+ * [x16, #off]; add x16, x16, #off; br x17 (autia1716 before the br where
+ * return addresses are signed, bti c before the adrp with branch
+ * protection). The lazy-binding header, which starts by pushing x16 and
+ * x30, is not one. async-signal-safe */
+static int plt_stub_at(const uint32_t *c, uintptr_t pc)
+{
+    if ((c[0] & 0x9f00001fu) != 0x90000010u || (c[1] & 0xffc003ffu) != 0xf9400211u ||
+        (c[2] & 0xffc003ffu) != 0x91000210u || c[-1] == 0xa9bf7bf0u /* stp x16, x30, [sp, #-16]! */)
+        return 0;
+    int br = c[3] == 0xd61f0220u ? 3 : c[3] == 0xd503219fu && c[4] == 0xd61f0220u ? 4 : 0;
+    uintptr_t first = (uintptr_t)(c[-1] == 0xd503245fu /* bti c */ ? c - 1 : c);
+    return br && pc >= first && pc <= (uintptr_t)(c + br);
+}
+
+/* async-signal-safe */
+int pp_arch_in_plt_stub(uintptr_t pc, uintptr_t lo, uintptr_t hi)
+{
+    if ((pc & 3) || pc < lo + 24 || pc + 24 > hi) /* the words read, around pc, in [lo, hi) */
+        return 0;
+    const uint32_t *at = (const uint32_t *)pc;
+    for (int k = -1; k <= 4; k++) /* pc at the bti, or at any of the stub's words */
+        if (plt_stub_at(at - k, pc))
+            return 1;
+    return 0;
 }
 
 #define SVC0 0xd4000001u
@@ -116,6 +143,15 @@ int pp_arch_after_call(const uint8_t before[8])
         return 1;
     if (c[-7] == 0xff && (c[-6] & 0x38) == 0x10)         /* with a SIB byte */
         return 1;
+    return 0;
+}
+
+/* x86-64's PLT stubs have CFI (the linker writes it). async-signal-safe */
+int pp_arch_in_plt_stub(uintptr_t pc, uintptr_t lo, uintptr_t hi)
+{
+    (void)pc;
+    (void)lo;
+    (void)hi;
     return 0;
 }
 

@@ -41,6 +41,12 @@ int pp_arch_after_call(const uint8_t before[8]);
  * the signal-return trampoline. async-signal-safe */
 int pp_arch_is_sigreturn(uintptr_t pc);
 
+/* 1 if pc is inside a PLT stub that has no CFI and leaves the return
+ * address in the link register (arm64: the linkers write no CFI for the
+ * PLT; x86-64: always 0, its stubs have CFI). Reads only code in
+ * [lo, hi), which must be mapped. async-signal-safe */
+int pp_arch_in_plt_stub(uintptr_t pc, uintptr_t lo, uintptr_t hi);
+
 /* A system call that a signal broke with EINTR, as the handler's context
  * shows it: its number, and what to put back to enter it again. */
 typedef struct pp_arch_syscall {

@@ -281,6 +281,15 @@ static int step_cached(uint64_t e, uint64_t *regs, bounds *b)
     return STEP_OK;
 }
 
+/* One step out of an interrupted function that keeps its caller's pc in
+ * the link register and took no stack (an arm64 PLT stub, which has no
+ * CFI): the leaf rule of the CFI, without the CFI. async-signal-safe */
+static int step_link(uint64_t *regs)
+{
+    regs[PP_REG_PC] = pp_arch_strip_ra(regs[PP_REG_RA]);
+    return STEP_OK;
+}
+
 /* The code of PP_HIDDEN_FRAME functions (the linker's bounds of their
  * section; weak: a program that links none has none). */
 extern const char __start_pp_hidden_text[] __attribute__((weak, visibility("hidden")));
@@ -367,6 +376,8 @@ static int walk(uint64_t *regs, uint64_t *pcs, int max, int *end)
         } else if (o && pp_cfi_find(&o->cfi, at, &row)) {
             cache_put(at, &row);
             step = step_cfi(&row, regs, &b);
+        } else if (PP_ARCH_RA_IN_REG && signal_frame && o && pp_arch_in_plt_stub(at, o->start, o->end)) {
+            step = step_link(regs);
         } else {
             step = step_fp(regs, &b);
         }

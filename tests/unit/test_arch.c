@@ -7,6 +7,8 @@
  * - a system call broken by EINTR, read from hand-made code: its number,
  *   and on arm64 its first argument, recovered from the moves before the
  *   svc only where nothing changed their source afterwards;
+ * - a PLT stub, where an arm64 walk takes the caller's pc from x30 (the
+ *   linkers write no CFI for it), and not the lazy-binding header;
  * - real stacks: a signal that lands in a leaf function (on arm64 its
  *   return address is still in x30) walks out through its callers to
  *   main, and a walk from inside a function (pp_unwind_here) starts at
@@ -137,6 +139,43 @@ static void test_eintr_decode(void)
     CHECK(!pp_arch_eintr_syscall(&uc, &sc));
 #endif
     check_case_end("a system call broken by EINTR");
+}
+
+/* A PLT stub, which has no CFI on arm64: its return address is in x30. */
+static void test_plt_stub(void)
+{
+    check_case_begin();
+    uintptr_t lo = (uintptr_t)page, hi = lo + sizeof page, at = lo + 256;
+#ifdef __aarch64__
+    /* adrp x16; ldr x17, [x16, #8]; add x16, x16, #8; br x17; then the
+     * same after the lazy-binding header's stp x16, x30, [sp, #-16]!, and
+     * with bti c and autia1716 */
+    static const uint32_t stub[] = {0x90000090u, 0xf9400611u, 0x91002210u, 0xd61f0220u};
+    static const uint32_t header[] = {0xa9bf7bf0u, 0x90000090u, 0xf9400611u, 0x91002210u, 0xd61f0220u};
+    static const uint32_t signed_stub[] = {0xd503245fu, 0x90000090u, 0xf9400611u, 0x91002210u, 0xd503219fu,
+                                           0xd61f0220u};
+    memset(page, 0, sizeof page);
+    memcpy((void *)at, stub, sizeof stub);
+    for (int i = 0; i < 4; i++)
+        CHECKF(pp_arch_in_plt_stub(at + 4 * (uintptr_t)i, lo, hi), "a stub's word %d", i);
+    CHECK(!pp_arch_in_plt_stub(at - 4, lo, hi) && !pp_arch_in_plt_stub(at + 16, lo, hi));
+    CHECK(!pp_arch_in_plt_stub(at + 2, lo, hi));
+    CHECK(!pp_arch_in_plt_stub(at, at - 8, at + 16)); /* reads beyond the bounds refused */
+    memset(page, 0, sizeof page);
+    memcpy((void *)at, header, sizeof header);
+    for (int i = 0; i < 5; i++)
+        CHECKF(!pp_arch_in_plt_stub(at + 4 * (uintptr_t)i, lo, hi), "the lazy-binding header's word %d", i);
+    memset(page, 0, sizeof page);
+    memcpy((void *)at, signed_stub, sizeof signed_stub);
+    for (int i = 0; i < 6; i++)
+        CHECKF(pp_arch_in_plt_stub(at + 4 * (uintptr_t)i, lo, hi), "a signed stub's word %d", i);
+#else
+    /* x86-64's stubs have CFI: never. */
+    static const uint8_t stub[] = {0xff, 0x25, 0, 0, 0, 0, 0x68, 0, 0, 0, 0, 0xe9, 0, 0, 0, 0};
+    memcpy((void *)at, stub, sizeof stub);
+    CHECK(!pp_arch_in_plt_stub(at, lo, hi) && !pp_arch_in_plt_stub(at + 6, lo, hi));
+#endif
+    check_case_end("a PLT stub without CFI");
 }
 
 /* --- real stacks --- */
@@ -330,6 +369,7 @@ int main(void)
     pp_unwind_init();
     test_after_call();
     test_eintr_decode();
+    test_plt_stub();
     test_signal_stack();
     test_here_stack();
     test_restart();
