@@ -15,7 +15,9 @@
 #    cmake/aarch64-linux-gnu.cmake (warnings are errors there too).
 # 4. Runs those unit tests under the emulator (test_unwind_guard: the walk
 #    through a bogus x29 into a guard page is refused, not a fault; its
-#    statistic, 300 samples in a second of CPU, held here under load).
+#    statistic, 300 samples in a second of CPU, held here under load;
+#    test_unwind_stop: stacks the walk cannot follow end with a frame
+#    saying why, real ones at _start or clone3 with none).
 #    Left out, and why:
 #      test_signal         reads /proc/self/timers, which shows the
 #                          emulator's own host timers and signal numbers
@@ -34,7 +36,8 @@
 # 5. End to end: the arm64 pprof-demo under the emulator serves
 #    profile?seconds=3, heap and goroutine?debug=2; this machine's go tool
 #    pprof reads the profiles and finds the demo's functions by name with
-#    file and line, and the inlined thread_cpu_ms as an inline frame.
+#    file and line, and the inlined thread_cpu_ms as an inline frame; no
+#    CPU sample ends in an "[unwinding stopped: ...]" frame.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 build=${1:-build/test-arm64}
@@ -70,7 +73,7 @@ fi
 tests=(test_arch test_cfi test_base test_labels test_heap_hooks test_heap_threads test_heap_delta
        test_own_heap test_encode test_encode_stream test_http test_server test_server_fork test_profile
        test_recorder test_store test_merge test_ring test_symbolize test_custom test_fds test_cxx
-       test_messages test_sigmask test_unwind_guard)
+       test_messages test_sigmask test_unwind_guard test_unwind_stop)
 if [ ! -e "$binfmt/qemu-aarch64" ]; then
   reexec="test_heap_hooks test_heap_threads test_own_heap test_symbolize"
   echo "test-arm64: binfmt_misc is not available here: left out, as they re-execute themselves: $reexec"
@@ -115,6 +118,13 @@ for fn in compute_checkout_totals rank_search_results; do
   if grep -Eq " $fn .*examples/demo\.c:[0-9]+" "$tmp/cpu.top"; then ok "CPU profile: $fn with file and line"
   else bad "CPU profile: $fn with file and line" "$tmp/cpu.top"; fi
 done
+# The demo's stacks are walked to their outermost frames (_start, and
+# thread_start of clone3 for its threads): none was cut.
+if grep -q 'unwinding stopped' "$tmp/cpu.traces"; then
+  bad "CPU profile: no sample ends where the walk stopped" "$tmp/cpu.traces"
+else
+  ok "CPU profile: no sample ends where the walk stopped"
+fi
 if grep -q 'thread_cpu_ms (inline)' "$tmp/cpu.traces" &&
    grep -A1 'thread_cpu_ms (inline)' "$tmp/cpu.traces" | grep -q compute_checkout_totals; then
   ok "CPU profile: the inlined thread_cpu_ms inside compute_checkout_totals (profile $try)"

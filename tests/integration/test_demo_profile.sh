@@ -3,7 +3,8 @@
 # test_demo_profile.sh: pprof-demo's CPU profile, read with curl and with
 # go tool pprof straight from the URL, both with the endpoints mounted on
 # the demo's own libmicrohttpd daemon and with --builtin (pprof_server_start):
-# the demo's two hot functions by name in their 3:1 CPU ratio, Go's sample
+# the demo's two hot functions by name in their 3:1 CPU ratio, no stack
+# cut where the walk stopped ("[unwinding stopped: ...]"), Go's sample
 # and period types, the duration, the response time, the headers, HEAD,
 # and a NUL smuggled into seconds refused on both paths.
 # Usage: test_demo_profile.sh BUILD_DIR
@@ -141,6 +142,13 @@ for mode in mhd builtin; do
     check_raw "[$mode] curl+raw" "$d/raw"
     pp_pprof -top -sample_index=cpu -unit=ms -nodecount=200 "$d/body.pb.gz" >"$d/top" 2>&1
     check_ratio "[$mode] curl+top" "$d/top"
+    # Every thread's stack is walked to its outermost frame (_start,
+    # clone3): a cut one would end in an "[unwinding stopped: ...]" frame.
+    if grep -q 'unwinding stopped' "$d/top"; then
+        pp_bad "[$mode] no CPU sample ends where the walk stopped" "$(grep 'unwinding stopped' "$d/top")"
+    else
+        pp_ok "[$mode] no CPU sample ends where the walk stopped"
+    fi
 
     if [ $rc2 -eq 0 ] && [ -s "$d/url-raw" ]; then
         pp_ok "[$mode] go tool pprof -raw URL"
