@@ -442,7 +442,9 @@ typedef struct pprof_cpu_config {
      * differs from the rate in force fails with PPROF_ERATE. */
     int64_t hz;
     /* Deepest stack kept (1..PPROF_MAX_FRAMES); 0: 64. Deeper stacks end in
-     * a frame named "[truncated]". Shared like the rate. */
+     * a frame named "[truncated]"; stacks the walk could not follow to the
+     * thread's outermost frame, in one named "[unwinding stopped: ...]"
+     * (docs/cpu.md). Shared like the rate. */
     int max_frames;
     /* 1: samples taken under a trace context also carry the label
      * "trace_id"; -1: they do not; 0: LIBPPROF_TRACE_ID_LABEL (1 or 0),
