@@ -75,6 +75,11 @@ typedef struct pp_trace_snap {
 } pp_trace_snap;
 /* Copies the calling thread's context into *out. async-signal-safe */
 void pp_trace_capture(pp_trace_snap *out);
+/* The address of the calling thread's current-context pointer (a
+ * `const pprof_trace_context *`): the wall sampler and thread dumps copy
+ * the context of a thread that waits in the kernel through it, as they do
+ * its labels through pp_labels_slot (threads/thread_dump.c). */
+void *const *pp_trace_slot(void);
 /* Makes a copy of *t the calling thread's context: a new thread taking its
  * creator's (captured there). */
 void pp_trace_adopt(const pp_trace_snap *t);
@@ -91,5 +96,9 @@ typedef struct pp_trace_text {
 } pp_trace_text;
 size_t pp_trace_labels(const void *set, const pp_trace_snap *t, int trace_id, pp_trace_text *text,
                        pprof_label **out);
+/* The same from n pairs already taken (sorted by key, e.g. copied from a
+ * thread that waits): the strings live in *text, *t and `pairs`. */
+size_t pp_trace_pairs(const pprof_label *pairs, size_t n, const pp_trace_snap *t, int trace_id, pp_trace_text *text,
+                      pprof_label **out);
 void pp_trace_text_free(pp_trace_text *text);
 #endif

@@ -8,7 +8,9 @@
  * (pp_trace_capture). A new thread gets a copy of its creator's context
  * (the creator's scope may end first), kept in a TLS slot of its own.
  * Every change is also written to the thread's OpenTelemetry record
- * (otel/).
+ * (otel/). Thread dumps and the wall sampler read a waiting thread's
+ * context from outside it through the address of its pointer
+ * (pp_trace_slot; threads/ copies it with process_vm_readv).
  */
 #include "labels.h"
 #include "base/base.h"
@@ -88,11 +90,22 @@ void pp_trace_adopt(const pp_trace_snap *t)
     pprof_trace_enter(&inherited.ctx);
 }
 
+void *const *pp_trace_slot(void)
+{
+    return (void *const *)&cur;
+}
+
 size_t pp_trace_labels(const void *set, const pp_trace_snap *t, int trace_id, pp_trace_text *text,
                        pprof_label **out)
 {
-    const pprof_label *pairs;
+    const pprof_label *pairs = NULL;
     size_t n = set ? pp_labels_pairs(set, &pairs) : 0;
+    return pp_trace_pairs(pairs, n, t, trace_id, text, out);
+}
+
+size_t pp_trace_pairs(const pprof_label *pairs, size_t n, const pp_trace_snap *t, int trace_id, pp_trace_text *text,
+                      pprof_label **out)
+{
     *out = NULL;
     if (!t->on) {
         *out = (pprof_label *)pairs;
