@@ -9,8 +9,10 @@
  *     pointer, reading its stack through process_vm_readv; the frame
  *     pointer, which /proc does not show, is found by scanning the stack
  *     for the first saved-frame-pointer/return-address pair. No signal.
- *     Its labels are copied the same way from its label slot, and kept
- *     only if the thread was still in the same call afterwards.
+ *     Its labels are copied the same way from its label slot (and for the
+ *     wall sampler its span from its trace-context slot), and kept only if
+ *     the thread was still in the same call afterwards. Dumps show no
+ *     span (a thread that answers the signal gives none either).
  *   - running or runnable: sent the profiling signal with a dump request
  *     (rt_tgsigqueueinfo, SI_QUEUE and a magic value); its handler walks
  *     the stack into the one answer slot. The dump waits up to 100 ms per
@@ -96,11 +98,43 @@ static int read_file(const char *path, char *buf, size_t len)
     return (int)n;
 }
 
+/* Reads len bytes of this process's memory, or fails where a load would
+ * fault (one iovec: a read that crosses into an unmapped page fails as a
+ * whole). */
+static int peek_bytes(uint64_t addr, void *buf, size_t len)
+{
+    struct iovec local = {buf, len}, remote = {(void *)(uintptr_t)addr, len};
+    return process_vm_readv(getpid(), &local, 1, &remote, 1, 0) == (ssize_t)len;
+}
+
 /* Reads 8 bytes of this process's memory, or fails where a load would fault. */
 static int peek(uint64_t addr, uint64_t *v)
 {
-    struct iovec local = {v, 8}, remote = {(void *)(uintptr_t)addr, 8};
-    return process_vm_readv(getpid(), &local, 1, &remote, 1, 0) == 8;
+    return peek_bytes(addr, v, 8);
+}
+
+/* Copies the string at addr into buf, at most cap - 1 bytes, and ends it
+ * with a NUL. It is read up to the end of its page first, then a page at
+ * a time while no NUL came (a page boundary is where readable memory may
+ * end); a string that runs into memory that cannot be read ends there.
+ * Returns 0, or -1 (buf "") when not even its first byte can be read. */
+static int copy_string(uint64_t addr, char *buf, size_t cap)
+{
+    size_t got = 0;
+    buf[0] = '\0';
+    while (got < cap - 1) {
+        uint64_t at = addr + got;
+        size_t len = 4096 - (at & 4095);
+        if (len > cap - 1 - got)
+            len = cap - 1 - got;
+        if (!peek_bytes(at, buf + got, len))
+            break;
+        if (memchr(buf + got, 0, len))
+            return 0;
+        got += len;
+    }
+    buf[got] = '\0';
+    return got ? 0 : -1;
 }
 
 /* Guesses at the frame pointer of a thread stopped at sp: the slots above
@@ -165,11 +199,8 @@ static void copy_labels(void *const *slot, pp_thread_stack *t)
             goto fail;
         for (int k = 0; k < 2; k++) {
             char buf[256];
-            struct iovec local = {buf, sizeof buf - 1}, remote = {(void *)(uintptr_t)kv[k], sizeof buf - 1};
-            ssize_t got = process_vm_readv(getpid(), &local, 1, &remote, 1, 0);
-            if (got <= 0)
+            if (copy_string(kv[k], buf, sizeof buf) < 0)
                 goto fail;
-            buf[got] = '\0';
             char *copy = strdup(buf);
             if (!copy)
                 goto fail;
@@ -184,6 +215,31 @@ static void copy_labels(void *const *slot, pp_thread_stack *t)
     return;
 fail:
     free_labels(l, n);
+}
+
+/* Copies the trace context a thread's trace slot points to, by
+ * pp_trace_capture's rules: none when there is none or its trace ID is
+ * all zero; the span name cut at PP_SPAN_NAME_MAX - 1 bytes, "" when it
+ * cannot be read. */
+static void copy_trace(void *const *slot, pp_trace_snap *out)
+{
+    uint64_t at;
+    pprof_trace_context c;
+    out->on = 0;
+    if (!slot || !peek((uint64_t)(uintptr_t)slot, &at) || !at || !peek_bytes(at, &c, sizeof c))
+        return;
+    uint8_t any = 0;
+    for (size_t i = 0; i < sizeof c.trace_id; i++)
+        any |= c.trace_id[i];
+    if (!any)
+        return;
+    memcpy(out->trace_id, c.trace_id, sizeof out->trace_id);
+    memcpy(out->span_id, c.span_id, sizeof out->span_id);
+    out->flags = c.trace_flags;
+    out->span_name[0] = '\0';
+    if (c.span_name)
+        copy_string((uint64_t)(uintptr_t)c.span_name, out->span_name, sizeof out->span_name);
+    out->on = 1;
 }
 
 static void copy_set(const void *set, pp_thread_stack *t)
@@ -258,7 +314,7 @@ int pp_thread_cpu(int tid)
     return atoi(p + 1);
 }
 
-int pp_thread_walk_waiting(int tid, pp_thread_stack *t, void *const *slot)
+int pp_thread_walk_waiting(int tid, pp_thread_stack *t, void *const *slot, void *const *trace_slot)
 {
     char path[64], line[512];
     snprintf(path, sizeof path, "/proc/self/task/%d/syscall", tid);
@@ -290,12 +346,15 @@ int pp_thread_walk_waiting(int tid, pp_thread_stack *t, void *const *slot)
     t->sp = sp;
     t->pc = pc;
     copy_labels(slot, t);
-    /* Labels read while the thread ran on may belong to a set being freed:
-     * keep them only if it is still in the same call. */
-    if (t->nlabels && (read_file(path, line, sizeof line) <= 0 || strcmp(line, orig))) {
+    copy_trace(trace_slot, &t->trace);
+    /* Labels read while the thread ran on may belong to a set being freed,
+     * a span to a scope that ended: keep them only if it is still in the
+     * same call. */
+    if ((t->nlabels || t->trace.on) && (read_file(path, line, sizeof line) <= 0 || strcmp(line, orig))) {
         free_labels(t->labels, t->nlabels);
         t->labels = NULL;
         t->nlabels = 0;
+        t->trace.on = 0;
         return 2;
     }
     return 1;
@@ -431,7 +490,7 @@ __attribute__((noinline)) int pp_thread_dump(pp_thread_stack **out, size_t *n)
             copy_set(pp_labels_current_peek(), s);
             continue;
         }
-        if (pp_thread_walk_waiting(tid, s, slot_of(reg, nreg, tid)))
+        if (pp_thread_walk_waiting(tid, s, slot_of(reg, nreg, tid), NULL)) /* no span: dumps show none */
             continue;
         if (left <= 0) {
             s->how = PP_DUMP_TIME_LIMIT;

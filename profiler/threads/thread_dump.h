@@ -2,6 +2,7 @@
 #ifndef PP_THREAD_DUMP_H
 #define PP_THREAD_DUMP_H
 #include "pprof.h"
+#include "labels/labels.h"
 #include <signal.h>
 #include <stdint.h>
 
@@ -25,6 +26,7 @@ typedef struct pp_thread_stack {
     uint64_t pcs[PP_DUMP_FRAMES + 1]; /* leaf first; pseudo-PCs for the cases above */
     pprof_label *labels;     /* copied (malloc), NULL when none */
     size_t nlabels;
+    pp_trace_snap trace;     /* PP_DUMP_SYSCALL: its span, copied (on = 0 when none or not asked for) */
 } pp_thread_stack;
 
 /* Takes every thread's stack: at most ~100 ms per thread that must answer
@@ -34,12 +36,14 @@ int pp_thread_dump(pp_thread_stack **out, size_t *n);
 void pp_thread_dump_free(pp_thread_stack *t, size_t n);
 /* One thread, if it waits in the kernel: walked from the pc and stack
  * pointer /proc shows, with no signal, into *t (tid, how, syscall, sp,
- * pc, stack; its labels copied from `slot`, the thread's label slot, or
- * none when NULL), as a dump walks it. Returns 1, 2 when the thread
- * left that wait while its labels were read (they are dropped then), or 0
- * when the thread runs (or is gone) and *t is left as it was. Free t->labels with
- * pp_thread_stack_free_labels. Thread-safe; not for signal handlers. */
-int pp_thread_walk_waiting(int tid, pp_thread_stack *t, void *const *slot);
+ * pc, stack; its labels copied from `slot`, the thread's label slot, and
+ * its span into t->trace from `trace_slot`, its trace-context slot, by
+ * pp_trace_capture's rules; none when NULL), as a dump walks it. Returns
+ * 1, 2 when the thread left that wait while its labels and span were read
+ * (both are dropped then), or 0 when the thread runs (or is gone) and *t
+ * is left as it was. Free t->labels with pp_thread_stack_free_labels.
+ * Thread-safe; not for signal handlers. */
+int pp_thread_walk_waiting(int tid, pp_thread_stack *t, void *const *slot, void *const *trace_slot);
 /* Where thread `tid` waits, from /proc/self/task/<tid>/syscall: 1 with the
  * system call's number, user stack pointer and pc, or 0 when it runs, is
  * ready to run or is gone. Thread-safe; not for signal handlers. */

@@ -10,8 +10,8 @@
  *
  * The registry keeps, per live thread that started through the hook (and
  * the main thread), the stack that created it (threadcreate) and the
- * address of its current-labels slot (thread dumps read it for threads
- * they do not interrupt). Slots are keyed by tid; a starting thread takes
+ * addresses of its current-labels and current-trace-context slots (thread
+ * dumps and the wall sampler read them for threads they do not interrupt). Slots are keyed by tid; a starting thread takes
  * over a stale slot of its tid.
  */
 #define _GNU_SOURCE
@@ -46,7 +46,7 @@ static pp_mutex reg_lock = PP_MUTEX_INIT;
 static pp_thread_entry registry[PP_MAX_REGISTERED];
 static int reg_high; /* slots in use are below this */
 
-/* Registers the calling thread (tid, labels slot, creation stack). */
+/* Registers the calling thread (tid, labels and trace slots, creation stack). */
 static void register_self(const uint64_t *create, int ncreate, int own)
 {
     int tid = (int)syscall(SYS_gettid), free_slot = -1;
@@ -63,6 +63,7 @@ static void register_self(const uint64_t *create, int ncreate, int own)
         pp_thread_entry *e = &registry[free_slot];
         e->tid = tid;
         e->labels_slot = pp_labels_slot();
+        e->trace_slot = pp_trace_slot();
         e->ncreate = ncreate;
         e->own = own;
         if (ncreate)
@@ -98,7 +99,7 @@ pp_thread_entry *pp_threads_copy(size_t *n)
     return out;
 }
 
-int pp_threads_list(int *tids, void *const **slots, int max)
+int pp_threads_list(int *tids, void *const **slots, void *const **trace_slots, int max)
 {
     int n = 0;
     pp_mutex_lock(&reg_lock);
@@ -108,6 +109,8 @@ int pp_threads_list(int *tids, void *const **slots, int max)
                 tids[n] = registry[i].tid;
             if (slots)
                 slots[n] = registry[i].labels_slot;
+            if (trace_slots)
+                trace_slots[n] = registry[i].trace_slot;
             n++;
         }
     pp_mutex_unlock(&reg_lock);

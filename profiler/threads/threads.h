@@ -25,6 +25,7 @@ typedef struct pp_thread_entry {
     int ncreate;                      /* 0: not created through pthread_create */
     int own;                          /* started by the profiler's own work */
     void *const *labels_slot;         /* the thread's current-labels TLS slot */
+    void *const *trace_slot;          /* its current-trace-context TLS slot */
     uint64_t create[PP_CREATE_FRAMES + 1]; /* the creating call's stack, call sites; a cut one
                                            * ends in a pseudo-frame (model.h) */
 } pp_thread_entry;
@@ -36,10 +37,10 @@ void pp_threads_register_main(void);
 /* A copy of the registered threads (malloc'd; *n receives their number),
  * or NULL when out of memory. */
 pp_thread_entry *pp_threads_copy(size_t *n);
-/* The registered threads' ids and label slots (either array may be
- * NULL), at most max; returns their number. No allocation; takes the
- * registry's lock. Thread-safe; not for signal handlers. */
-int pp_threads_list(int *tids, void *const **slots, int max);
+/* The registered threads' ids, label slots and trace-context slots (any
+ * array may be NULL), at most max; returns their number. No allocation;
+ * takes the registry's lock. Thread-safe; not for signal handlers. */
+int pp_threads_list(int *tids, void *const **slots, void *const **trace_slots, int max);
 /* The ids of the profiler's own registered threads, at most max; returns
  * their number. Same rules as pp_threads_list. */
 int pp_threads_list_own(int *tids, int max);

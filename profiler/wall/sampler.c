@@ -275,7 +275,7 @@ static int list_threads(uint32_t stamp)
 {
     int n;
     for (;;) {
-        n = pp_threads_list(tids_buf, slots_buf, bufcap);
+        n = pp_threads_list(tids_buf, slots_buf, NULL, bufcap);
         if (n < bufcap)
             break;
         int cap = bufcap ? 2 * bufcap : 256;
@@ -400,7 +400,7 @@ static int look_waiting(wthread *t)
 {
     pp_thread_stack st;
     memset(&st, 0, sizeof st);
-    int rc = pp_thread_walk_waiting(t->tid, &st, t->slot);
+    int rc = pp_thread_walk_waiting(t->tid, &st, t->slot, NULL);
     if (!rc)
         return 0;
     COUNT(ST_WALKS, 1);
