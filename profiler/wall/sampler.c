@@ -1,7 +1,7 @@
 /* sampler.c: the wall-clock sampler thread (see wall.h for the design).
  *
  * Per live registered thread it keeps the record the thread is counted on
- * (thread_state, stack, labels) and the periods counted on it that no
+ * (thread_state, stack, labels with its span's) and the periods counted on it that no
  * window has received yet; a record goes to the windows when it changes,
  * when the thread exits and when a window is swapped or attached, so each
  * window gets exactly the periods ticked while it was attached.
@@ -91,6 +91,7 @@ typedef struct wthread {
     int tid;
     uint32_t seen;        /* the tick that last listed it */
     void *const *slot;    /* its label slot */
+    void *const *tslot;   /* its trace-context slot */
     int have_cpu, active, valid;
     int still_ticks;      /* consecutive ticks it did not run */
     uint64_t sp, pc;      /* where /proc showed it waiting at its last walk */
@@ -113,6 +114,7 @@ static wthread **th;      /* the known threads */
 static size_t nth, capth;
 static int *tids_buf;
 static void *const **slots_buf;
+static void *const **tslots_buf;
 static int bufcap;
 static uint32_t tick_no;
 static uint64_t proc_prev, self_prev;
@@ -248,6 +250,18 @@ static pprof_label *copy_pairs(const pprof_label *p, size_t n, size_t *out_n)
     return l;
 }
 
+/* Owned copies of n pairs sorted by key with span t's merged in (as
+ * pp_trace_pairs merges them; NULL, 0 when out of memory). */
+static pprof_label *span_pairs(const pprof_label *p, size_t n, const pp_trace_snap *t, size_t *out_n)
+{
+    pp_trace_text text = {.heap = NULL};
+    pprof_label *pairs;
+    size_t np = pp_trace_pairs(p, n, t, trace_id, &text, &pairs);
+    pprof_label *l = copy_pairs(pairs, np, out_n);
+    pp_trace_text_free(&text);
+    return l;
+}
+
 static wthread *find(int tid)
 {
     for (size_t i = 0; i < nth; i++) /* most ticks find it where it was: see list_threads */
@@ -275,7 +289,7 @@ static int list_threads(uint32_t stamp)
 {
     int n;
     for (;;) {
-        n = pp_threads_list(tids_buf, slots_buf, NULL, bufcap);
+        n = pp_threads_list(tids_buf, slots_buf, tslots_buf, bufcap);
         if (n < bufcap)
             break;
         int cap = bufcap ? 2 * bufcap : 256;
@@ -285,7 +299,10 @@ static int list_threads(uint32_t stamp)
         void *const **s = realloc(slots_buf, (size_t)cap * sizeof *s);
         if (s)
             slots_buf = s;
-        if (!t || !s)
+        void *const **ts = realloc(tslots_buf, (size_t)cap * sizeof *ts);
+        if (ts)
+            tslots_buf = ts;
+        if (!t || !s || !ts)
             break;
         bufcap = cap;
     }
@@ -315,6 +332,7 @@ static int list_threads(uint32_t stamp)
         }
         t->seen = stamp;
         t->slot = slots_buf[i];
+        t->tslot = tslots_buf[i];
         pos++;
     }
     size_t k = 0;
@@ -400,7 +418,7 @@ static int look_waiting(wthread *t)
 {
     pp_thread_stack st;
     memset(&st, 0, sizeof st);
-    int rc = pp_thread_walk_waiting(t->tid, &st, t->slot, NULL);
+    int rc = pp_thread_walk_waiting(t->tid, &st, t->slot, t->tslot);
     if (!rc)
         return 0;
     COUNT(ST_WALKS, 1);
@@ -410,11 +428,12 @@ static int look_waiting(wthread *t)
     if (r.npcs > PP_WALL_FRAMES + 1)
         r.npcs = PP_WALL_FRAMES + 1;
     memcpy(r.pcs, st.pcs, (size_t)r.npcs * sizeof *r.pcs);
-    if (rc == 2 && t->valid) /* it left the call as its labels were read: it waited there at the tick, with
-                                the labels it had at its last look (its own are safe to read only while it waits) */
+    if (rc == 2 && t->valid) /* it left the call as its labels were read: it waited there at the tick, with the
+                                labels and span it had at its last look (its own are safe to read only while it
+                                waits) */
         r.labels = copy_pairs(t->rec.labels, t->rec.nlabels, &r.nlabels);
     else
-        r.labels = copy_pairs(st.labels, st.nlabels, &r.nlabels);
+        r.labels = span_pairs(st.labels, st.nlabels, &st.trace, &r.nlabels);
     pp_thread_stack_free_labels(&st);
     set_rec(t, &r);
     return 1;
@@ -446,11 +465,9 @@ static void take_answers(wthread **who, pp_wall_answer *a, int n, const char *on
             nr = RUNNABLE;
         wrec r = {.nr = nr, .npcs = a[i].npcs};
         memcpy(r.pcs, a[i].pcs, (size_t)r.npcs * sizeof *r.pcs);
-        pp_trace_text text = {.heap = NULL};
-        pprof_label *pairs;
-        size_t np = pp_trace_labels(a[i].labels, &a[i].trace, trace_id, &text, &pairs);
-        r.labels = copy_pairs(pairs, np, &r.nlabels);
-        pp_trace_text_free(&text);
+        const pprof_label *pairs = NULL;
+        size_t np = a[i].labels ? pp_labels_pairs(a[i].labels, &pairs) : 0;
+        r.labels = span_pairs(pairs, np, &a[i].trace, &r.nlabels);
         if (a[i].labels)
             pp_labels_unref(a[i].labels);
         set_rec(t, &r);
