@@ -12,6 +12,11 @@
  *               (thread=cycle)
  *   w-holder    takes the mutex when w-cycle asks and holds it ~2 ms
  *   w-epoll     waits in epoll_wait for ever (thread=epoll)
+ *   w-span      runs requests one after the other, each under a span of
+ *               its own (span_name "GET /wait"; request k has span ID k
+ *               and trace ID 7e57 followed by k, both in hex): computes
+ *               ~20 ms, then waits 1.5 s in read() of a timer
+ *               (thread=span); no other thread of the program waits in read
  * Serves /debug/pprof/ and prints "port=P"; every 100 ms prints
  * "m t=REALTIME_NS compute=NS poll=NS mutex=NS sleep=NS delay=NS" (w-cycle's
  * phase times so far, and the time it spent ready to run, waiting for a
@@ -28,6 +33,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/epoll.h>
+#include <sys/timerfd.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -150,6 +156,32 @@ __attribute__((noinline)) static void epoll_forever(void *arg)
         epoll_wait(ep, &ev, 1, -1);
 }
 
+__attribute__((noinline)) static void span_wait(int fd)
+{
+    struct itimerspec its = {.it_value = {1, 500000000}};
+    uint64_t n;
+    timerfd_settime(fd, 0, &its, NULL);
+    while (read(fd, &n, sizeof n) != (ssize_t)sizeof n)
+        ;
+}
+
+__attribute__((noinline)) static void span_forever(void *arg)
+{
+    (void)arg;
+    int fd = timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC);
+    for (uint64_t k = 1;; k++) {
+        pprof_trace_context span = {.trace_id = {0x7e, 0x57}, .trace_flags = 1, .span_name = "GET /wait"};
+        for (int i = 0; i < 8; i++) {
+            span.span_id[i] = (uint8_t)(k >> (56 - 8 * i));
+            span.trace_id[8 + i] = span.span_id[i];
+        }
+        const pprof_trace_context *prev = pprof_trace_enter(&span);
+        compute_for(20000000);
+        span_wait(fd);
+        pprof_trace_leave(prev);
+    }
+}
+
 struct job {
     const char *name;
     void (*fn)(void *);
@@ -191,7 +223,7 @@ int main(void)
     sem_init(&go, 0, 0);
     sem_init(&held, 0, 0);
     static const struct job jobs[] = {{"w-compute", compute_forever}, {"w-cycle", cycle_forever},
-                                      {"w-epoll", epoll_forever}};
+                                      {"w-epoll", epoll_forever}, {"w-span", span_forever}};
     pthread_t t;
     for (size_t i = 0; i < sizeof jobs / sizeof *jobs; i++)
         pthread_create(&t, NULL, run, (void *)&jobs[i]);

@@ -3,7 +3,9 @@
 # whose time is known (test-labels: plain-only slow)
 #
 # prog_wall_linked has a thread that computes all the time (thread=compute),
-# one that waits in epoll_wait for ever (thread=epoll) and one that cycles
+# one that waits in epoll_wait for ever (thread=epoll), one that runs
+# requests under spans, each computing 20 ms and then waiting 1.5 s in
+# read() (thread=span; span k has span ID k and trace ID 7e57...k), and one that cycles
 # through computing, poll(), a contended mutex and nanosleep, measuring
 # each phase's wall time itself (thread=cycle; the time it was ready to
 # run but waited for a CPU, its run_delay, is running, as for the
@@ -25,6 +27,12 @@
 #     47% of the window (load average 4 to 32), the shares were 0 to 3.6
 #     points from the measure in 14 runs (docs/wall.md says why); those
 #     runs were not checked;
+#   - the waiting thread's samples carry its span, as running ones do:
+#     under -tagfocus thread_state=read, every sample has span_name
+#     "GET /wait" and a span_id, at least 3 spans show (it waits under a
+#     new one every 1.5 s), and each sample's trace ID (on: the program
+#     runs with LIBPPROF_TRACE_ID_LABEL=1) is the one of its span ID's
+#     request: the span it waited in, not a stale or mixed copy;
 #   - go tool pprof reads it (-top, -tags, -tagfocus thread_state=...);
 #     format=folded of a window sums to the window's samples;
 #   - state=off-cpu has no running or runnable sample, state=on-cpu only
@@ -43,7 +51,8 @@ pp_init "$1"
 # waiting for a CPU (see there).
 nice_=()
 nice -n -10 true 2>/dev/null && nice_=(nice -n -10)
-pp_start_helper prog "${nice_[@]}" "$BUILD/tests/prog_wall_linked" || pp_give_up "prog_wall_linked did not serve" prog
+pp_start_helper prog "${nice_[@]}" env LIBPPROF_TRACE_ID_LABEL=1 "$BUILD/tests/prog_wall_linked" ||
+    pp_give_up "prog_wall_linked did not serve" prog
 base=http://127.0.0.1:$PORT/debug/pprof
 
 # --- the bad requests first (they take no time)
@@ -126,6 +135,27 @@ for pair in "running:$mc" "poll:$mp" "futex:$mm" "clock_nanosleep:$ms"; do
     pp_check "thread cycle's $st share $got%, its own measure $want%, within 3 points" \
         pp_in_range "$got" "$(awk -v w="$want" 'BEGIN { print w - 3 }')" "$(awk -v w="$want" 'BEGIN { print w + 3 }')"
 done
+
+# --- spans on waiting samples: thread span waits in read() under its span
+pp_pprof -tags -sample_index=samples -tagfocus thread_state=read "$TMP/wall.pb.gz" >"$TMP/read.tags" 2>&1
+total() { awk -v k="$1" '$1 == k":" && $2 == "Total" { print $3 + 0; f = 1 } END { if (!f) print 0 }' "$TMP/read.tags"; }
+nread=$(total thread_state)
+pp_check "thread span waits in read: $nread samples, all of thread span" \
+    test "$nread" -gt 0 -a "$(total thread)" = "$nread" -a "$(grep -c ': span$' "$TMP/read.tags")" = 1
+pp_check "every read sample has span_name GET /wait ($(total span_name) of $nread) and a span_id ($(total span_id))" \
+    eval '[ "$(total span_name)" = "$nread" ] && [ "$(total span_id)" = "$nread" ] && grep -q "): GET /wait$" "$TMP/read.tags"'
+nspans=$(grep -cE '\): 0{12}[0-9a-f]{4}$' "$TMP/read.tags")
+pp_check "the read samples carry $nspans spans (at least 3 in 10 s, one each 1.5 s)" test "$nspans" -ge 3
+pp_pprof -raw -tagfocus thread_state=read "$TMP/wall.pb.gz" 2>/dev/null |
+    awk '/^Samples:/ { on = 1; next } /^Locations/ { on = 0 } on && /thread_state:\[read\]/ {
+        s = t = "none"
+        if (match($0, /span_id:\[[0-9a-f]+\]/)) s = substr($0, RSTART + 9, RLENGTH - 10)
+        if (match($0, /trace_id:\[[0-9a-f]+\]/)) t = substr($0, RSTART + 10, RLENGTH - 11)
+        print (t == "7e57000000000000" s ? "ok" : "bad"), s, t }' >"$TMP/read.ids"
+pp_check "each read sample's trace_id is its span's ($(grep -c '^ok' "$TMP/read.ids") ok, $(grep -vc '^ok' "$TMP/read.ids") not)" \
+    eval '[ -s "$TMP/read.ids" ] && ! grep -qv "^ok" "$TMP/read.ids"'
+[ -s "$TMP/read.ids" ] && grep -v '^ok' "$TMP/read.ids" | head -3 | while read -r l; do pp_note "$l"; done
+pp_pprof_shows "-tagfocus thread_state=read keeps span_wait" 'span_wait' -top -tagfocus thread_state=read "$TMP/wall.pb.gz"
 
 # --- go tool pprof reads it
 pp_pprof_shows "go tool pprof -top shows epoll_forever" 'epoll_forever' -top "$TMP/wall.pb.gz"
