@@ -1,10 +1,11 @@
 /* sampler.c: the wall-clock sampler thread (see wall.h for the design).
  *
  * Per live registered thread it keeps the record the thread is counted on
- * (thread_state, stack, labels with its span's) and the periods counted on it that no
- * window has received yet; a record goes to the windows when it changes,
- * when the thread exits and when a window is swapped or attached, so each
- * window gets exactly the periods ticked while it was attached.
+ * (thread_state, stack, labels with its span's) and the periods counted on
+ * it that no window has received yet (records.c); a record goes to the
+ * windows when it changes, when the thread exits and when a window is
+ * swapped or attached, so each window gets exactly the periods ticked
+ * while it was attached.
  *
  * Each tick (one per period, at a random point of it: see sampler_main):
  *   1. the registry's list (threads/): new threads are added, gone ones
@@ -37,7 +38,7 @@
  * then the threads registry's lock.
  */
 #define _GNU_SOURCE
-#include "wall.h"
+#include "records.h"
 #include "base/base.h"
 #include "model/model.h"
 #include "threads/threads.h"
@@ -48,20 +49,15 @@
 #include <signal.h>
 #include <stdatomic.h>
 #include <stddef.h>
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
 
-#define MAX_WINDOWS 64
 #define SCAN_SLACK_NS 4000 /* unexplained CPU time (beyond the reading skew) that makes a tick read every
                              thread's clock: less than a wake-up and a system call */
 #define KEEP_ACTIVE_NS 100000000ll /* a thread that ran is followed by its own clock this long */
-#define RUNNING (-1)         /* a record's state: running */
-#define RUNNABLE (-2)        /* ready to run, waiting for a CPU */
-#define ON_CPU(nr) ((nr) == RUNNING || (nr) == RUNNABLE)
 /* Running or runnable, for a thread that /proc shows in state R (both):
  *   - its CPU clock moves between two reads: on a CPU, running;
  *   - it does not, and the thread is queued on the sampler's own CPU: the
@@ -78,32 +74,9 @@
 #define RUNNABLE_DELAY_NS 1000000
 enum { QUEUED = 0, ON_A_CPU = 1, DISPLACED = 2 };
 
-/* What a thread is counted on. */
-typedef struct wrec {
-    int nr;               /* RUNNING, RUNNABLE, or the system call it waits in */
-    int npcs;
-    uint64_t pcs[PP_WALL_FRAMES + 1];
-    pprof_label *labels;  /* owned copies, sorted by key, without thread_state */
-    size_t nlabels;
-} wrec;
-
-typedef struct wthread {
-    int tid;
-    uint32_t seen;        /* the tick that last listed it */
-    void *const *slot;    /* its label slot */
-    void *const *tslot;   /* its trace-context slot */
-    int have_cpu, active, valid;
-    int still_ticks;      /* consecutive ticks it did not run */
-    uint64_t sp, pc;      /* where /proc showed it waiting at its last walk */
-    uint64_t cpu_ns;      /* its CPU clock at its last look */
-    uint64_t cpu_now;     /* read this tick */
-    wrec rec;             /* valid: what it is counted on */
-    uint64_t pending;     /* periods counted on rec, not yet in the windows */
-} wthread;
-
 static pp_mutex wall_lock = PP_MUTEX_INIT;
-static pp_wall_window *wins[MAX_WINDOWS];
-static int nwins;
+pp_wall_window *pp_wall_wins[PP_WALL_MAX_WINDOWS];
+int pp_wall_nwins;
 static int rate;          /* in force while windows are attached */
 static int running;       /* the sampler thread exists */
 static int self_tid;
@@ -121,14 +94,12 @@ static uint64_t proc_prev, self_prev;
 static int64_t unexplained_acc, skew_prev, skew_reset;
 static int have_prev;
 
-/* The counters of pprof_wall_stats, in its order (stats_field). */
-enum { ST_TICKS, ST_SAMPLES, ST_STILL, ST_LOOKS, ST_WALKS, ST_SIGNALS, ST_NO_ANSWER, ST_FULL_SCANS, ST_LATE, ST_N };
+/* Where each counter goes in pprof_wall_stats. */
 static const size_t stats_field[ST_N] = {
     offsetof(pprof_wall_stats, ticks),     offsetof(pprof_wall_stats, samples),   offsetof(pprof_wall_stats, still),
     offsetof(pprof_wall_stats, looks),     offsetof(pprof_wall_stats, walks),     offsetof(pprof_wall_stats, signals),
     offsetof(pprof_wall_stats, no_answer), offsetof(pprof_wall_stats, full_scans), offsetof(pprof_wall_stats, late)};
-static _Atomic uint64_t stats[ST_N];
-#define COUNT(which, n) atomic_fetch_add_explicit(&stats[which], (n), memory_order_relaxed)
+_Atomic uint64_t pp_wall_stats[ST_N];
 
 static uint64_t clock_ns(clockid_t c, int *ok)
 {
@@ -147,119 +118,10 @@ static clockid_t thread_clock(int tid)
     return (clockid_t)((~(unsigned)tid) << 3) | 6;
 }
 
-static void free_labels(pprof_label *l, size_t n)
-{
-    for (size_t i = 0; l && i < n; i++) {
-        free((char *)l[i].key);
-        free((char *)l[i].value);
-    }
-    free(l);
-}
-
-static int same_rec(const wrec *a, const wrec *b)
-{
-    if (a->nr != b->nr || a->npcs != b->npcs || a->nlabels != b->nlabels ||
-        memcmp(a->pcs, b->pcs, (size_t)a->npcs * sizeof *a->pcs))
-        return 0;
-    for (size_t i = 0; i < a->nlabels; i++)
-        if (strcmp(a->labels[i].key, b->labels[i].key) || strcmp(a->labels[i].value, b->labels[i].value))
-            return 0;
-    return 1;
-}
-
-/* Adds t's pending periods to every window that keeps its state. */
-static void flush_thread(wthread *t)
-{
-    if (!t->valid || !t->pending)
-        return;
-    if (t->rec.nlabels == 1 && !strcmp(t->rec.labels[0].key, PP_OWN_KEY) &&
-        !strcmp(t->rec.labels[0].value, PP_OWN_VALUE)) { /* the profiler's own threads: left out, as fgprof leaves
-                                                             out its own goroutine */
-        t->pending = 0;
-        return;
-    }
-    pprof_label l[70];
-    size_t n = 0, k = 0;
-    char buf[24];
-    const char *state = t->rec.nr == RUNNING    ? "running"
-                        : t->rec.nr == RUNNABLE ? "runnable"
-                                                : pp_syscall_name(t->rec.nr);
-    if (!state) {
-        snprintf(buf, sizeof buf, "syscall_%d", t->rec.nr);
-        state = buf;
-    }
-    for (; k < t->rec.nlabels && n < 64 && strcmp(t->rec.labels[k].key, "thread_state") < 0; k++)
-        l[n++] = t->rec.labels[k];
-    l[n++] = (pprof_label){"thread_state", state};
-    for (; k < t->rec.nlabels && n < 65; k++)
-        if (strcmp(t->rec.labels[k].key, "thread_state"))
-            l[n++] = t->rec.labels[k];
-    for (int i = 0; i < nwins; i++) {
-        pp_wall_window *w = wins[i];
-        if ((w->state == PP_WALL_OFF_CPU && ON_CPU(t->rec.nr)) || (w->state == PP_WALL_ON_CPU && !ON_CPU(t->rec.nr)))
-            continue;
-        int64_t v[2] = {(int64_t)t->pending, (int64_t)t->pending * w->period_ns};
-        pp_profile_add(w->profile, t->rec.pcs, (size_t)t->rec.npcs, v, l, n);
-    }
-    COUNT(ST_SAMPLES, t->pending);
-    t->pending = 0;
-}
-
 static void flush_all(void)
 {
     for (size_t i = 0; i < nth; i++)
-        flush_thread(th[i]);
-}
-
-/* Makes r (taken over) t's record, flushing the old one if it differs. */
-static void set_rec(wthread *t, wrec *r)
-{
-    if (t->valid && same_rec(&t->rec, r)) {
-        free_labels(r->labels, r->nlabels);
-        return;
-    }
-    flush_thread(t);
-    if (t->valid)
-        free_labels(t->rec.labels, t->rec.nlabels);
-    t->rec = *r;
-    t->valid = 1;
-}
-
-static int cmp_label(const void *a, const void *b)
-{
-    return strcmp(((const pprof_label *)a)->key, ((const pprof_label *)b)->key);
-}
-
-/* Owned, sorted copies of n pairs (NULL, 0 when out of memory). */
-static pprof_label *copy_pairs(const pprof_label *p, size_t n, size_t *out_n)
-{
-    *out_n = 0;
-    pprof_label *l = n ? calloc(n, sizeof *l) : NULL;
-    if (!l)
-        return NULL;
-    for (size_t i = 0; i < n; i++) {
-        l[i].key = strdup(p[i].key);
-        l[i].value = strdup(p[i].value);
-        if (!l[i].key || !l[i].value) {
-            free_labels(l, i + 1);
-            return NULL;
-        }
-    }
-    qsort(l, n, sizeof *l, cmp_label);
-    *out_n = n;
-    return l;
-}
-
-/* Owned copies of n pairs sorted by key with span t's merged in (as
- * pp_trace_pairs merges them; NULL, 0 when out of memory). */
-static pprof_label *span_pairs(const pprof_label *p, size_t n, const pp_trace_snap *t, size_t *out_n)
-{
-    pp_trace_text text = {.heap = NULL};
-    pprof_label *pairs;
-    size_t np = pp_trace_pairs(p, n, t, trace_id, &text, &pairs);
-    pprof_label *l = copy_pairs(pairs, np, out_n);
-    pp_trace_text_free(&text);
-    return l;
+        pp_wall_flush_thread(th[i]);
 }
 
 static wthread *find(int tid)
@@ -274,7 +136,7 @@ static void drop_all(void)
 {
     for (size_t i = 0; i < nth; i++) {
         if (th[i]->valid)
-            free_labels(th[i]->rec.labels, th[i]->rec.nlabels);
+            pp_wall_free_labels(th[i]->rec.labels, th[i]->rec.nlabels);
         free(th[i]);
     }
     free(th);
@@ -341,9 +203,9 @@ static int list_threads(uint32_t stamp)
             th[k++] = th[i];
             continue;
         }
-        flush_thread(th[i]); /* gone: its periods so far */
+        pp_wall_flush_thread(th[i]); /* gone: its periods so far */
         if (th[i]->valid)
-            free_labels(th[i]->rec.labels, th[i]->rec.nlabels);
+            pp_wall_free_labels(th[i]->rec.labels, th[i]->rec.nlabels);
         free(th[i]);
         changed = 1;
     }
@@ -431,11 +293,11 @@ static int look_waiting(wthread *t)
     if (rc == 2 && t->valid) /* it left the call as its labels were read: it waited there at the tick, with the
                                 labels and span it had at its last look (its own are safe to read only while it
                                 waits) */
-        r.labels = copy_pairs(t->rec.labels, t->rec.nlabels, &r.nlabels);
+        r.labels = pp_wall_copy_pairs(t->rec.labels, t->rec.nlabels, &r.nlabels);
     else
-        r.labels = span_pairs(st.labels, st.nlabels, &st.trace, &r.nlabels);
+        r.labels = pp_wall_span_pairs(st.labels, st.nlabels, &st.trace, trace_id, &r.nlabels);
     pp_thread_stack_free_labels(&st);
-    set_rec(t, &r);
+    pp_wall_set_rec(t, &r);
     return 1;
 }
 
@@ -454,8 +316,8 @@ static void take_answers(wthread **who, pp_wall_answer *a, int n, const char *on
                 memcpy(r.pcs, t->rec.pcs, (size_t)r.npcs * sizeof *r.pcs);
             }
             if (t->valid) /* with its last labels */
-                r.labels = copy_pairs(t->rec.labels, t->rec.nlabels, &r.nlabels);
-            set_rec(t, &r);
+                r.labels = pp_wall_copy_pairs(t->rec.labels, t->rec.nlabels, &r.nlabels);
+            pp_wall_set_rec(t, &r);
             continue;
         }
         int nr = RUNNING;
@@ -467,10 +329,10 @@ static void take_answers(wthread **who, pp_wall_answer *a, int n, const char *on
         memcpy(r.pcs, a[i].pcs, (size_t)r.npcs * sizeof *r.pcs);
         const pprof_label *pairs = NULL;
         size_t np = a[i].labels ? pp_labels_pairs(a[i].labels, &pairs) : 0;
-        r.labels = span_pairs(pairs, np, &a[i].trace, &r.nlabels);
+        r.labels = pp_wall_span_pairs(pairs, np, &a[i].trace, trace_id, &r.nlabels);
         if (a[i].labels)
             pp_labels_unref(a[i].labels);
-        set_rec(t, &r);
+        pp_wall_set_rec(t, &r);
     }
 }
 
@@ -515,8 +377,8 @@ static void tick(uint64_t periods, int64_t period_ns)
             if (!moved) {
                 wrec r = {.nr = RUNNABLE, .npcs = t->rec.npcs};
                 memcpy(r.pcs, t->rec.pcs, (size_t)r.npcs * sizeof *r.pcs);
-                r.labels = copy_pairs(t->rec.labels, t->rec.nlabels, &r.nlabels);
-                set_rec(t, &r);
+                r.labels = pp_wall_copy_pairs(t->rec.labels, t->rec.nlabels, &r.nlabels);
+                pp_wall_set_rec(t, &r);
             }
         }
         if (t->valid && !moved) { /* where it was: no look */
@@ -610,7 +472,7 @@ static void *sampler_main(void *arg)
         while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, NULL) == EINTR)
             ;
         pp_mutex_lock(&wall_lock);
-        if (nwins == 0) {
+        if (pp_wall_nwins == 0) {
             /* The threads' records stay (their windows took every count):
              * the next window's first tick reads every thread's clock and
              * looks again only at those that ran meanwhile, not at all. */
@@ -658,7 +520,7 @@ static void fork_parent(void) { pp_mutex_unlock(&wall_lock); }
 static void fork_child(void)
 {
     wall_lock = (pp_mutex)PP_MUTEX_INIT;
-    nwins = 0;
+    pp_wall_nwins = 0;
     running = 0;
     sampler_ns_done = 0;
     slot_ns = 0;
@@ -676,15 +538,15 @@ int pp_wall_attach(pp_wall_window *w, int hz)
     pthread_once(&once, init_once);
     pp_mutex_lock(&wall_lock);
     int rc = 0;
-    if (nwins && hz && hz != rate) {
+    if (pp_wall_nwins && hz && hz != rate) {
         rc = pp_error_detail(PPROF_ERATE, "wall profiling is running at %d Hz; ask for %d or 0", rate, rate);
         goto out;
     }
-    if (nwins == MAX_WINDOWS) {
-        rc = pp_error_detail(PPROF_ELIMIT, "at most %d wall profiles at once", MAX_WINDOWS);
+    if (pp_wall_nwins == PP_WALL_MAX_WINDOWS) {
+        rc = pp_error_detail(PPROF_ELIMIT, "at most %d wall profiles at once", PP_WALL_MAX_WINDOWS);
         goto out;
     }
-    if (!nwins) {
+    if (!pp_wall_nwins) {
         rate = hz ? hz : PP_WALL_DEFAULT_HZ;
         trace_id = pp_env_trace_id_label();
     }
@@ -693,7 +555,7 @@ int pp_wall_attach(pp_wall_window *w, int hz)
     catch_up(pp_now_ns(CLOCK_MONOTONIC));
     flush_all(); /* what was ticked before belongs to the windows already attached */
     w->period_ns = 1000000000ll / rate;
-    wins[nwins++] = w;
+    pp_wall_wins[pp_wall_nwins++] = w;
 out:
     pp_mutex_unlock(&wall_lock);
     return rc;
@@ -707,9 +569,9 @@ pprof_profile *pp_wall_swap(pp_wall_window *w, pprof_profile *next)
     pprof_profile *p = w->profile;
     w->profile = next;
     if (!next)
-        for (int i = 0; i < nwins; i++)
-            if (wins[i] == w) {
-                wins[i] = wins[--nwins];
+        for (int i = 0; i < pp_wall_nwins; i++)
+            if (pp_wall_wins[i] == w) {
+                pp_wall_wins[i] = pp_wall_wins[--pp_wall_nwins];
                 break;
             }
     pp_mutex_unlock(&wall_lock);
@@ -719,7 +581,7 @@ pprof_profile *pp_wall_swap(pp_wall_window *w, pprof_profile *next)
 int pp_wall_hz(void)
 {
     pp_mutex_lock(&wall_lock);
-    int hz = nwins ? rate : 0;
+    int hz = pp_wall_nwins ? rate : 0;
     pp_mutex_unlock(&wall_lock);
     return hz;
 }
@@ -728,10 +590,10 @@ void pp_wall_stats_fill(pprof_wall_stats *out)
 {
     memset(out, 0, sizeof *out);
     for (int i = 0; i < ST_N; i++)
-        *(uint64_t *)(void *)((char *)out + stats_field[i]) = atomic_load(&stats[i]);
+        *(uint64_t *)(void *)((char *)out + stats_field[i]) = atomic_load(&pp_wall_stats[i]);
     pp_mutex_lock(&wall_lock);
     int ok;
-    out->hz = nwins ? rate : 0;
+    out->hz = pp_wall_nwins ? rate : 0;
     out->threads = running ? (int64_t)nth : 0;
     out->sampler_ns = sampler_ns_done + (running && self_tid ? clock_ns(thread_clock(self_tid), &ok) : 0);
     pp_mutex_unlock(&wall_lock);

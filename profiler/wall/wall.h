@@ -25,8 +25,8 @@
  *   - a thread that runs is sent the profiling signal (signals/, a user
  *     with its own value); its handler walks its own stack into a request
  *     slot (answers.c).
- * Counts are kept per thread until its record changes or a window ends,
- * so a thread that sits still costs no profile work at all.
+ * Counts are kept per thread until its record changes or a window ends
+ * (records.c), so a thread that sits still costs no profile work at all.
  *
  * Invariants: the handler side never allocates and takes no lock; the
  * sampler lock (wall_lock) is never taken in a handler; windows receive
