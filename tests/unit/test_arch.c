@@ -124,6 +124,12 @@ static void test_eintr_decode(void)
     code(&uc, poll_like, 5);
     uc.uc_mcontext.pc -= 4;
     CHECK(!pp_arch_eintr_syscall(&uc, &sc));
+    /* right after the svc whatever its result (the wall sampler's "in a
+     * system call"), not one instruction before it */
+    CHECK(!pp_arch_after_syscall(&uc));
+    code(&uc, poll_like, 5);
+    uc.uc_mcontext.regs[0] = 3;
+    CHECK(pp_arch_after_syscall(&uc));
 #else
     /* mov $7,%eax; syscall */
     static const uint8_t poll_like[] = {0xb8, 7, 0, 0, 0, 0x0f, 0x05};
@@ -137,8 +143,17 @@ static void test_eintr_decode(void)
     CHECK(uc.uc_mcontext.gregs[REG_RIP] == (greg_t)(uintptr_t)(page + 64 + 5) && uc.uc_mcontext.gregs[REG_RAX] == 7);
     uc.uc_mcontext.gregs[REG_RAX] = -EAGAIN;
     CHECK(!pp_arch_eintr_syscall(&uc, &sc));
+    /* right after the syscall whatever its result (the wall sampler's "in
+     * a system call"), not at it nor inside the mov before it */
+    uc.uc_mcontext.gregs[REG_RIP] = (greg_t)(uintptr_t)(page + 64 + sizeof poll_like);
+    uc.uc_mcontext.gregs[REG_RAX] = 3;
+    CHECK(pp_arch_after_syscall(&uc));
+    uc.uc_mcontext.gregs[REG_RIP] -= 2;
+    CHECK(!pp_arch_after_syscall(&uc));
+    uc.uc_mcontext.gregs[REG_RIP] -= 1;
+    CHECK(!pp_arch_after_syscall(&uc));
 #endif
-    check_case_end("a system call broken by EINTR");
+    check_case_end("a system call broken by EINTR, and a pc right after one");
 }
 
 /* A PLT stub, which has no CFI on arm64: its return address is in x30. */
