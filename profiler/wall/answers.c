@@ -37,7 +37,6 @@ static struct {
     _Atomic uint64_t slot;
     int n, end;
     int64_t at_ns; /* when the handler ran */
-    int waited;    /* the system call the signal broke (EINTR), or -1 */
     int in_kernel; /* stopped right after a system call instruction */
     const void *labels;
     pp_trace_snap trace;
@@ -57,8 +56,6 @@ static int on_wall_signal(int sig, siginfo_t *si, void *uc)
         if (!atomic_compare_exchange_strong(&slots[i].slot, &expected, SLOT(tid, BUSY)))
             continue;
         slots[i].at_ns = pp_now_ns(CLOCK_MONOTONIC);
-        pp_arch_syscall sc;
-        slots[i].waited = pp_arch_eintr_syscall(uc, &sc) ? (int)sc.nr : -1;
         slots[i].in_kernel = pp_arch_after_syscall(uc);
         slots[i].n = pp_unwind_signal(uc, slots[i].pcs, PP_WALL_FRAMES, &slots[i].end);
         slots[i].labels = pp_labels_current_ref();
@@ -74,7 +71,6 @@ static int on_wall_signal(int sig, siginfo_t *si, void *uc)
 static void take(pp_wall_answer *a, int i, int64_t sent_ns)
 {
     a->delay_ns = slots[i].at_ns - sent_ns;
-    a->waited = slots[i].waited;
     a->in_kernel = slots[i].in_kernel;
     a->npcs = slots[i].n;
     memcpy(a->pcs, slots[i].pcs, (size_t)slots[i].n * sizeof *a->pcs);
@@ -85,29 +81,32 @@ static void take(pp_wall_answer *a, int i, int64_t sent_ns)
     a->ok = 1;
 }
 
-void pp_wall_ask(pp_wall_answer *a, int n, int64_t timeout_ns)
+static int64_t sent_at[PP_WALL_MAX_ASK];
+
+void pp_wall_ask_one(pp_wall_answer *a, int i)
 {
     if (!atomic_exchange(&registered, 1)) {
         pp_signal_register(PP_SIG_QUEUED, WALL_MAGIC, on_wall_signal);
         pp_signal_install();
     }
-    if (n > PP_WALL_MAX_ASK)
-        n = PP_WALL_MAX_ASK;
-    atomic_store(&outstanding, n);
-    for (int i = 0; i < n; i++) {
-        a[i].ok = 0;
-        a[i].labels = NULL;
-        a[i].npcs = 0;
-        a[i].delay_ns = 0;
-        atomic_store(&slots[i].slot, SLOT(a[i].tid, WAITING));
+    a->ok = 0;
+    a->labels = NULL;
+    a->npcs = 0;
+    a->delay_ns = 0;
+    if (i == 0)
+        atomic_store(&outstanding, 0);
+    atomic_fetch_add(&outstanding, 1);
+    atomic_store(&slots[i].slot, SLOT(a->tid, WAITING));
+    sent_at[i] = pp_now_ns(CLOCK_MONOTONIC);
+    if (pp_signal_queue(a->tid, WALL_MAGIC) != 0) { /* gone, or cannot be signalled */
+        uint64_t expected = SLOT(a->tid, WAITING);
+        if (atomic_compare_exchange_strong(&slots[i].slot, &expected, SLOT(0, IDLE)))
+            atomic_fetch_sub(&outstanding, 1);
     }
-    int64_t sent_ns = pp_now_ns(CLOCK_MONOTONIC);
-    for (int i = 0; i < n; i++)
-        if (pp_signal_queue(a[i].tid, WALL_MAGIC) != 0) { /* gone, or cannot be signalled */
-            uint64_t expected = SLOT(a[i].tid, WAITING);
-            if (atomic_compare_exchange_strong(&slots[i].slot, &expected, SLOT(0, IDLE)))
-                atomic_fetch_sub(&outstanding, 1);
-        }
+}
+
+void pp_wall_ask_wait(pp_wall_answer *a, int n, int64_t timeout_ns)
+{
     int64_t end = pp_now_ns(CLOCK_MONOTONIC) + timeout_ns;
     for (;;) {
         int left = atomic_load(&outstanding);
@@ -125,7 +124,7 @@ void pp_wall_ask(pp_wall_answer *a, int n, int64_t timeout_ns)
             continue; /* could not be signalled */
         while (atomic_load(&slots[i].slot) != SLOT(a[i].tid, DONE)) /* the handler is finishing */
             sched_yield();
-        take(&a[i], i, sent_ns);
+        take(&a[i], i, sent_at[i]);
         atomic_store(&slots[i].slot, SLOT(0, IDLE));
     }
 }

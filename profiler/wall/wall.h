@@ -89,14 +89,17 @@ typedef struct pp_wall_answer {
     const void *labels;     /* a reference to its label set (drop with pp_labels_unref), or NULL */
     pp_trace_snap trace;    /* its span */
     int64_t delay_ns;       /* from the request to the handler's start */
-    int waited;             /* the system call the signal broke (it had entered a wait since /proc was read), or -1 */
     int in_kernel;          /* it was in a system call as the signal came (its pc follows the call) */
 } pp_wall_answer;
 /* At most this many threads are asked at once. */
 #define PP_WALL_MAX_ASK 64
-/* Sends the profiling signal to the n (<= PP_WALL_MAX_ASK) threads of
- * a[i].tid and waits until each answered or `timeout_ns` passed; fills
- * the rest of each a[i]. A thread that answers later is ignored. One
- * caller at a time (the sampler). Thread-safe; not for signal handlers. */
-void pp_wall_ask(pp_wall_answer *a, int n, int64_t timeout_ns);
+/* Sends the profiling signal to thread a->tid as request i of a batch
+ * (i < PP_WALL_MAX_ASK, from 0 up: 0 starts a batch); right after the
+ * thread was looked at, so that little happens between the look and the
+ * signal. pp_wall_ask_wait then waits until each of the batch's n threads
+ * answered or `timeout_ns` passed, and fills the rest of each a[i]. A
+ * thread that answers later is ignored. One caller at a time (the
+ * sampler). Thread-safe; not for signal handlers. */
+void pp_wall_ask_one(pp_wall_answer *a, int i);
+void pp_wall_ask_wait(pp_wall_answer *a, int n, int64_t timeout_ns);
 #endif
