@@ -147,6 +147,7 @@ static int forking_tid; /* the forking thread's id in the parent (reg_lock) */
 void pp_threads_fork_child(void)
 {
     reg_lock = (pp_mutex)PP_MUTEX_INIT;
+    pp_threads_creds_fork_child();
     int tid = (int)syscall(SYS_gettid);
     for (int i = 0; i < reg_high; i++)
         registry[i].tid = registry[i].tid == forking_tid ? tid : 0;
@@ -190,6 +191,10 @@ PP_HIDDEN_FRAME void *pp_threads_trampoline(void *p)
     struct start s = *(struct start *)p;
     pthread_setspecific(exit_key, (void *)1);
     register_self(s.create, s.ncreate, s.own);
+    if (s.own) {
+        pp_threads_creds_starting(-1);
+        pp_threads_creds_join();
+    }
     free(p);
     pp_labels_adopt(s.labels);
     pp_trace_adopt(&s.trace);
@@ -210,6 +215,8 @@ void *pp_threads_start_new(void *(*fn)(void *), void *arg, uint64_t caller)
     if (!s)
         return NULL;
     s->own = own;
+    if (own)
+        pp_threads_creds_starting(1);
     s->fn = fn;
     s->arg = arg;
     s->labels = pprof_labels_current();
@@ -224,6 +231,8 @@ void *pp_threads_start_new(void *(*fn)(void *), void *arg, uint64_t caller)
 void pp_threads_start_free(void *p)
 {
     struct start *s = p;
+    if (s->own)
+        pp_threads_creds_starting(-1);
     pprof_labels_unref(s->labels);
     free(s);
 }

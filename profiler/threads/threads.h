@@ -53,6 +53,15 @@ int pp_threads_list_own(int *tids, int max);
  * a second. Thread-safe; not for signal handlers. */
 void pp_threads_mirror_capset(const void *hdr, const void *data);
 void pp_threads_mirror_prctl(int option, unsigned long arg);
+/* Threads of the profiler's own being started (+1 before the clone, -1
+ * once registered or not created): a mirror waits for them. Thread-safe. */
+void pp_threads_creds_starting(int delta);
+/* A thread of the profiler's own, registered: after any mirror in
+ * progress, makes the program's changes kept so far itself (its
+ * creator's credentials were copied at its clone). Not for signal
+ * handlers. */
+void pp_threads_creds_join(void);
+void pp_threads_creds_fork_child(void);
 /* A new thread's start (the creator's labels, the creating call's stack
  * from the call site of `caller`, fn and arg), made by the creating thread
  * for pp_threads_trampoline; NULL when out of memory. */
