@@ -27,8 +27,9 @@ void pp_mark_start(void);
 int64_t pp_start_ns(int realtime);
 /* Clock c now, in nanoseconds. async-signal-safe */
 int64_t pp_now_ns(clockid_t c);
-/* The profiling signal's number (signals/ sets it when it is configured;
- * SIGPROF until then). async-signal-safe */
+/* The profiling signal's number, kept here for signals/ (pprof_cpu_set_signal
+ * sets it, fixed once the handler is installed; SIGPROF until then) and
+ * for the masks of the profiler's threads. async-signal-safe */
 int pp_profiling_signal(void);
 void pp_profiling_signal_set(int sig);
 /* The mask the profiler's own threads run with: every asynchronous signal

@@ -33,7 +33,6 @@ typedef struct user {
 static pp_mutex lock = PP_MUTEX_INIT;
 static user users[MAX_USERS];
 static _Atomic int nusers;
-static int signo = SIGPROF; /* fixed once installed */
 static int installed;
 /* The host's handler that deliveries no user takes go to: one of the two,
  * read atomically in the handler (it can change while signals land). */
@@ -134,7 +133,7 @@ static int put_ours(struct sigaction *old)
     static const int faults[] = {SIGSEGV, SIGBUS, SIGILL, SIGFPE, SIGTRAP, SIGSYS, SIGABRT};
     for (size_t i = 0; i < sizeof faults / sizeof *faults; i++)
         sigdelset(&sa.sa_mask, faults[i]);
-    return sigaction(signo, &sa, old);
+    return sigaction(pp_signal_number(), &sa, old);
 }
 
 int pp_signal_install(void)
@@ -158,7 +157,7 @@ void pp_signal_reclaim(void)
 {
     pp_mutex_lock(&lock);
     struct sigaction cur;
-    if (installed && sigaction(signo, NULL, &cur) == 0 &&
+    if (installed && sigaction(pp_signal_number(), NULL, &cur) == 0 &&
         !((cur.sa_flags & SA_SIGINFO) && cur.sa_sigaction == on_signal)) {
         set_host(&cur);
         if (put_ours(NULL) == 0)
@@ -175,26 +174,27 @@ uint64_t pp_signal_reclaimed(void)
 /* async-signal-safe */
 int pp_signal_number(void)
 {
-    return signo;
+    return pp_profiling_signal(); /* base/ keeps it: the profiler's threads' masks need it too */
 }
 
 int pp_signal_queue(int tid, int value)
 {
     siginfo_t si;
     memset(&si, 0, sizeof si);
-    si.si_signo = signo;
+    int sig = pp_signal_number();
+    si.si_signo = sig;
     si.si_code = SI_QUEUE;
     si.si_pid = getpid();
     si.si_uid = getuid();
     si.si_value.sival_int = value;
-    return (int)syscall(SYS_rt_tgsigqueueinfo, si.si_pid, tid, signo, &si);
+    return (int)syscall(SYS_rt_tgsigqueueinfo, si.si_pid, tid, sig, &si);
 }
 
 void pp_signal_block(sigset_t *old)
 {
     sigset_t block;
     sigemptyset(&block);
-    sigaddset(&block, signo);
+    sigaddset(&block, pp_signal_number());
     pthread_sigmask(SIG_BLOCK, &block, old);
 }
 
@@ -224,12 +224,10 @@ int pprof_cpu_set_signal(int sig)
         return pp_error_detail(PPROF_EINVAL, "signal %d cannot be the profiling signal", sig);
     pp_mutex_lock(&lock);
     int rc = 0;
-    if (installed && sig != signo)
-        rc = pp_error_detail(PPROF_EBUSY, "CPU profiling already uses signal %d", signo);
-    else {
-        signo = sig;
+    if (installed && sig != pp_signal_number())
+        rc = pp_error_detail(PPROF_EBUSY, "CPU profiling already uses signal %d", pp_signal_number());
+    else
         pp_profiling_signal_set(sig);
-    }
     pp_mutex_unlock(&lock);
     return rc;
 }
