@@ -307,7 +307,7 @@ static int start_thread_locked(void)
 {
     if (hub.thread_started)
         return 0;
-    int rc = pp_spawn_detached(hub_main, NULL);
+    int rc = pp_spawn_detached(hub_main, NULL, NULL);
     hub.thread_started = rc == 0;
     return rc;
 }

@@ -178,7 +178,7 @@ static int join(int now)
     if (now && fd < 0)
         return -1;
     self.fd = fd;
-    if (pp_spawn_detached(agent_main, NULL) != 0) {
+    if (pp_spawn_detached(agent_main, NULL, NULL) != 0) {
         if (fd >= 0)
             pp_fd_close(fd);
         self.fd = -1;

@@ -98,7 +98,7 @@ void pp_own_thread_mask(sigset_t *set)
         sigdelset(set, open[i]);
 }
 
-int pp_spawn_detached(void *(*fn)(void *), void *arg)
+int pp_spawn_detached(void *(*fn)(void *), void *arg, pthread_t *out)
 {
     pthread_attr_t attr;
     sigset_t all, old;
@@ -112,6 +112,8 @@ int pp_spawn_detached(void *(*fn)(void *), void *arg)
     pp_own_heap_leave();
     pp_sigmask_exact(SIG_SETMASK, &old, NULL);
     pthread_attr_destroy(&attr);
+    if (!rc && out)
+        *out = t;
     return rc ? PPROF_ESYS : 0;
 }
 

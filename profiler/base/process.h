@@ -9,6 +9,7 @@
  */
 #ifndef PP_PROCESS_H
 #define PP_PROCESS_H
+#include <pthread.h>
 #include <signal.h>
 #include <stdint.h>
 #include <time.h>
@@ -38,9 +39,10 @@ void pp_profiling_signal_set(int sig);
  * credentials: threads/creds.c). Async-signal-safe. */
 void pp_own_thread_mask(sigset_t *set);
 /* Starts fn(arg) on a detached thread of the profiler's own (its
- * allocations come from the own heap) with pp_own_thread_mask's mask.
- * Returns 0 or PPROF_ESYS. Thread-safe. */
-int pp_spawn_detached(void *(*fn)(void *), void *arg);
+ * allocations come from the own heap) with pp_own_thread_mask's mask;
+ * *t (when not NULL) gets the thread. Returns 0 or PPROF_ESYS.
+ * Thread-safe. */
+int pp_spawn_detached(void *(*fn)(void *), void *arg, pthread_t *t);
 /* pthread_sigmask exactly as asked: the interposed one (interpose/
  * signal_hooks.c) keeps the profiling signal open when a program blocks
  * signals wholesale, and passes calls made while pp_sigmask_exact_depth

@@ -18,13 +18,11 @@
 #include "collector.h"
 #include "base/base.h"
 #include "cpu/cpu.h"
-#include "signals/signals.h"
 #include "labels/labels.h"
 #include "model/model.h"
 #include "unwind/unwind.h"
 
 #include <pthread.h>
-#include <signal.h>
 #include <string.h>
 #include <time.h>
 
@@ -147,21 +145,8 @@ int pp_collector_attach_locked(pp_cpu_window *w)
         return pp_fail(PPROF_ELIMIT);
     pp_collector_drain_locked();
     if (!running) {
-        pthread_t t;
-        pthread_attr_t attr;
-        pthread_attr_init(&attr);
-        pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
-        /* The collector leaves every asynchronous signal to the host's
-         * threads (it inherits this mask). */
-        sigset_t all, old;
-        pp_own_thread_mask(&all);
-        pp_sigmask_exact(SIG_BLOCK, &all, &old);
-        pp_own_heap_enter(); /* the collector is the profiler's own thread */
-        int rc = pthread_create(&t, &attr, collector_main, NULL);
-        pp_own_heap_leave();
-        pthread_sigmask(SIG_SETMASK, &old, NULL);
-        pthread_attr_destroy(&attr);
-        if (rc)
+        pthread_t t; /* the profiler's own thread; the host's signals stay the host's */
+        if (pp_spawn_detached(collector_main, NULL, &t))
             return pp_fail(PPROF_ESYS);
         pthread_getcpuclockid(t, &col_clock);
         running = 1;

@@ -83,7 +83,7 @@ void pp_sym_idle_note(struct pp_sym_session *s)
     }
 #endif
     if (!sweeper_running)
-        sweeper_running = pp_spawn_detached(sweeper, s) == 0;
+        sweeper_running = pp_spawn_detached(sweeper, s, NULL) == 0;
     pthread_mutex_unlock(&idle_mu);
 }
 
