@@ -308,6 +308,20 @@ static int look_waiting(wthread *t)
     return 1;
 }
 
+/* t is ready to run and waits for a CPU where it last ran (its last stack
+ * and labels), or, with no record of running, under PP_PC_NO_ANSWER. */
+static void runnable_where_it_ran(wthread *t)
+{
+    wrec r = {.nr = RUNNABLE, .npcs = 1, .pcs = {PP_PC_NO_ANSWER}};
+    if (t->valid && ON_CPU(t->rec.nr)) {
+        r.npcs = t->rec.npcs;
+        memcpy(r.pcs, t->rec.pcs, (size_t)r.npcs * sizeof *r.pcs);
+    }
+    if (t->valid)
+        r.labels = pp_wall_copy_pairs(t->rec.labels, t->rec.nlabels, &r.nlabels);
+    pp_wall_set_rec(t, &r);
+}
+
 /* The answers of running threads: their records (on_cpu[i]: QUEUED,
  * ON_A_CPU or DISPLACED as thread i was asked). */
 static void take_answers(wthread **who, pp_wall_answer *a, int n, const char *on_cpu)
@@ -315,16 +329,9 @@ static void take_answers(wthread **who, pp_wall_answer *a, int n, const char *on
     for (int i = 0; i < n; i++) {
         wthread *t = who[i];
         COUNT(ST_SIGNALS, 1);
-        if (!a[i].ok) { /* still waiting for a CPU: where it ran last, ready to run */
+        if (!a[i].ok) { /* still waiting for a CPU */
             COUNT(ST_NO_ANSWER, 1);
-            wrec r = {.nr = RUNNABLE, .npcs = 1, .pcs = {PP_PC_NO_ANSWER}};
-            if (t->valid && ON_CPU(t->rec.nr)) {
-                r.npcs = t->rec.npcs;
-                memcpy(r.pcs, t->rec.pcs, (size_t)r.npcs * sizeof *r.pcs);
-            }
-            if (t->valid) /* with its last labels */
-                r.labels = pp_wall_copy_pairs(t->rec.labels, t->rec.nlabels, &r.nlabels);
-            pp_wall_set_rec(t, &r);
+            runnable_where_it_ran(t);
             continue;
         }
         int nr = RUNNING;
@@ -379,12 +386,8 @@ static void tick(uint64_t periods, int64_t period_ns)
             /* It ran, then used no CPU for a period: it waits now (looked
              * at), or is ready to run and waits for a CPU where it ran. */
             moved = pp_thread_syscall(t->tid, &nr, &sp, &pc);
-            if (!moved) {
-                wrec r = {.nr = RUNNABLE, .npcs = t->rec.npcs};
-                memcpy(r.pcs, t->rec.pcs, (size_t)r.npcs * sizeof *r.pcs);
-                r.labels = pp_wall_copy_pairs(t->rec.labels, t->rec.nlabels, &r.nlabels);
-                pp_wall_set_rec(t, &r);
-            }
+            if (!moved)
+                runnable_where_it_ran(t);
         }
         if (t->valid && !moved) { /* where it was: no look */
             t->active = ++t->still_ticks < keep;
@@ -514,7 +517,7 @@ static int start_locked(void)
 {
     self_tid = 0; /* the thread sets them */
     slot_ns = 0;
-    if (pp_spawn_detached(sampler_main, NULL))
+    if (pp_spawn_detached(sampler_main, NULL, NULL))
         return pp_error_detail(PPROF_ESYS, "cannot start the wall-clock sampler thread");
     running = 1;
     return 0;
