@@ -159,7 +159,7 @@ dropprivs() { # MODE
     local mode=$1 base out=$TMP/drop-$1.out root=$TMP/root-$1 child tags
     mkdir -p "$root"
     PORT=$(pp_free_port)
-    pp_start "drop-$mode" env LD_PRELOAD="$LIB" LIBPPROF_ADDR=127.0.0.1:$PORT "$BUILD/tests/prog_dropprivs" "$mode" 20 "$root"
+    pp_start "drop-$mode" env LD_PRELOAD="$PUB/libpprof.so" LIBPPROF_ADDR=127.0.0.1:$PORT "$PUB/prog_dropprivs" "$mode" 20 "$root"
     base=http://127.0.0.1:$PORT/debug/pprof
     if [[ $mode == *s* ]]; then # profiles running through the drop: their threads must follow it
         pp_wait_http "$base/" 5 >/dev/null
@@ -188,7 +188,7 @@ realtools() {
     # 20 times: the profiler's threads are still starting as setpriv drops
     # (it was aborted about half the time when they were not all asked)
     for i in $(seq 20); do
-        out=$(LD_PRELOAD=$LIB LIBPPROF_ADDR=127.0.0.1:0 setpriv --reuid=65534 --regid=65534 --clear-groups \
+        out=$(LD_PRELOAD=$PUB/libpprof.so LIBPPROF_ADDR=127.0.0.1:0 setpriv --reuid=65534 --regid=65534 --clear-groups \
             /bin/sh -c 'id -u' 2>"$TMP/setpriv.err")
         [ "$out" = 65534 ] && ok=$((ok + 1))
     done
@@ -198,14 +198,20 @@ realtools() {
         pp_skip "capsh is not installed (libcap2-bin)"
         return
     fi
-    out=$(LD_PRELOAD=$LIB LIBPPROF_ADDR=127.0.0.1:0 capsh --user=nobody -- -c 'id -u' 2>"$TMP/capsh.err")
+    out=$(LD_PRELOAD=$PUB/libpprof.so LIBPPROF_ADDR=127.0.0.1:0 capsh --user=nobody -- -c 'id -u' 2>"$TMP/capsh.err")
     pp_check "capsh --user=nobody under libpprof runs its shell as 65534 (got '$out')" test "$out" = 65534
 }
 if [ "$(id -u)" = 0 ]; then
+    # After the drop the program reads its own files as 65534 (to name its
+    # functions): from a copy any user can read, wherever the build is.
+    PUB=$(mktemp -d /tmp/pprof-drop.XXXXXX)
+    chmod 755 "$PUB"
+    cp "$LIB" "$BUILD/tests/prog_dropprivs" "$PUB/"
     dropprivs ud
     dropprivs cu
     dropprivs skd
     realtools
+    rm -rf "$PUB"
 else
     pp_skip "dropping privileges needs root"
 fi
