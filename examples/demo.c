@@ -138,19 +138,31 @@ static void *restocker(void *arg)
     return NULL;
 }
 
+/* One piece of a request: its size and its span. */
+struct piece {
+    double ms;
+    pprof_trace_context span;
+};
+
+/* Each piece enters its span inside its labels and leaves it before they
+ * are restored, so every sample with a span has the labels too. */
 static void checkout(void *arg)
 {
-    double ms = *(double *)arg;
-    compute_checkout_totals(3 * ms);
-    build_cart((unsigned)(ms * 1000));
+    struct piece *p = arg;
+    const pprof_trace_context *prev = pprof_trace_enter(&p->span);
+    compute_checkout_totals(3 * p->ms);
+    build_cart((unsigned)(p->ms * 1000));
     reserve_inventory();
+    pprof_trace_leave(prev);
 }
 
 static void search(void *arg)
 {
-    double ms = *(double *)arg;
-    rank_search_results(ms);
-    cache_search_results((unsigned)(ms * 7919));
+    struct piece *p = arg;
+    const pprof_trace_context *prev = pprof_trace_enter(&p->span);
+    rank_search_results(p->ms);
+    cache_search_results((unsigned)(p->ms * 7919));
+    pprof_trace_leave(prev);
 }
 
 /* Label sets are built once and shared: one per (endpoint, tenant). */
@@ -183,16 +195,13 @@ static void *worker(void *arg)
     unsigned seed = (unsigned)(uintptr_t)arg + 1;
     for (unsigned i = 0; !stop; i++) {
         int tenant = (i % 4 == 0); /* globex sends a quarter of the requests */
-        double ms = 5 + rand_r(&seed) % 1000 / 100.0;
-        /* Each request runs under its own span (CPU samples carry span_id
-         * and span_name) and under its (endpoint, tenant) labels. */
-        pprof_trace_context span;
-        start_span(&span, "POST /checkout", &seed);
-        const pprof_trace_context *prev = pprof_trace_enter(&span);
-        pprof_do(request_labels[0][tenant], checkout, &ms);
-        start_span(&span, "GET /search", &seed);
-        pprof_do(request_labels[1][tenant], search, &ms);
-        pprof_trace_leave(prev);
+        /* Each piece runs under its (endpoint, tenant) labels and under a
+         * span of its own (CPU samples carry span_id and span_name). */
+        struct piece p = {.ms = 5 + rand_r(&seed) % 1000 / 100.0};
+        start_span(&p.span, "POST /checkout", &seed);
+        pprof_do(request_labels[0][tenant], checkout, &p);
+        start_span(&p.span, "GET /search", &seed);
+        pprof_do(request_labels[1][tenant], search, &p);
         usleep(20 * 1000); /* the service is not always busy */
     }
     return NULL;
