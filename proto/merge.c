@@ -13,6 +13,7 @@
 #include "merge_check.h"
 
 #include "base/base.h"
+#include "model/model.h"
 #include "proto/profile.pb-c.h"
 
 #include <stdlib.h>
@@ -38,6 +39,15 @@ typedef struct merger {
     size_t ncomments, comments_cap;
     int64_t *smap;           /* the current input's string ids -> output ids */
     size_t smap_cap;
+    pp_model_namer *namer;   /* names what inputs left unnamed; NULL: none */
+    int namer_tried;
+    pprof_symbolize how;     /* the namer's */
+    pp_index named_ix;       /* the functions the namer made, by their strings */
+    struct named_fn {
+        int64_t name, system_name, filename;
+        uint64_t id;
+    } *named;
+    size_t named_cap;
 } merger;
 
 /* The output id of string s, added when new; -1 when out of memory. */
@@ -120,9 +130,102 @@ static int64_t in_str(merger *m, const Profile *p, int64_t i)
     return m->smap[i];
 }
 
-/* Copies input p (its ids shifted by the bases) into m. */
-static int add_input(merger *m, const Profile *p, const pprof_merge_input *in)
+/* The id of the function (name, system name, file) the namer made, made
+ * now when new; 0 when out of memory. */
+static uint64_t named_function(merger *m, const pp_model_frame *f)
 {
+    int64_t ids[3] = {str_id(m, f->name), str_id(m, f->system_name), str_id(m, f->filename)};
+    if (ids[0] < 0 || ids[1] < 0 || ids[2] < 0)
+        return 0;
+    uint64_t h = pp_hash_mix(pp_hash_mix(pp_hash_mix(0, (uint64_t)ids[0]), (uint64_t)ids[1]), (uint64_t)ids[2]);
+    PP_INDEX_PROBE(&m->named_ix, h, j) {
+        const struct named_fn *x = &m->named[m->named_ix.slot[j] - 1];
+        if (x->name == ids[0] && x->system_name == ids[1] && x->filename == ids[2])
+            return x->id;
+    }
+    Perftools__Profiles__Function *fn = pp_arena_alloc(&m->arena, sizeof *fn);
+    if (!fn || pp_reserve(&m->named, &m->named_cap, m->named_ix.n, sizeof *m->named) < 0 ||
+        !GROW(m, fns, nfns, fns_cap))
+        return 0;
+    uint32_t k = pp_index_add(&m->named_ix, h);
+    if (!k)
+        return 0;
+    perftools__profiles__function__init(fn);
+    fn->id = ++m->base.function; /* past every input's so far; later ones are shifted past it */
+    fn->name = ids[0];
+    fn->system_name = ids[1];
+    fn->filename = ids[2];
+    m->fns[m->nfns++] = fn;
+    m->named[k - 1] = (struct named_fn){ids[0], ids[1], ids[2], fn->id};
+    return fn->id;
+}
+
+/* Names the locations of the current input without lines (m->locs from
+ * loc_from, its mappings m->maps from map_from) in the files this process
+ * maps too, through the namer, and marks their mappings. */
+static int name_locations(merger *m, size_t loc_from, size_t map_from)
+{
+    if (!m->namer_tried) {
+        m->namer_tried = 1;
+        m->namer = pp_model_namer_begin(m->how);
+    }
+    if (!m->namer)
+        return 0;
+    size_t nm = m->nmaps - map_from;
+    int *left = calloc(nm + 1, sizeof *left); /* per mapping: locations still without names */
+    if (!left)
+        return pp_fail(PPROF_ENOMEM);
+    int rc = 0, touched = 0;
+    for (size_t i = loc_from; i < m->nlocs && rc == 0; i++) {
+        Perftools__Profiles__Location *d = m->locs[i];
+        size_t k = 0;
+        while (k < nm && m->maps[map_from + k]->id != d->mapping_id)
+            k++;
+        const Perftools__Profiles__Mapping *map = k < nm ? m->maps[map_from + k] : NULL;
+        if (d->n_line || !d->address || !map || d->address < map->memory_start || d->address >= map->memory_limit ||
+            !map->filename)
+            continue;
+        touched = 1;
+        pp_model_frame f[16];
+        int n = pp_model_namer_lookup(m->namer, m->strs.strs[map->filename], m->strs.strs[map->build_id],
+                                      d->address - map->memory_start + map->file_offset, f, 16);
+        Perftools__Profiles__Line **lines = n ? pp_arena_alloc(&m->arena, (size_t)n * (sizeof *lines + sizeof **lines)) : NULL;
+        if (n && !lines) {
+            rc = pp_fail(PPROF_ENOMEM);
+            break;
+        }
+        Perftools__Profiles__Line *ln = (Perftools__Profiles__Line *)(lines + n);
+        for (int j = 0; j < n; j++) {
+            perftools__profiles__line__init(&ln[j]);
+            if (!(ln[j].function_id = named_function(m, &f[j]))) {
+                rc = pp_fail(PPROF_ENOMEM);
+                break;
+            }
+            ln[j].line = f[j].line;
+            lines[j] = &ln[j];
+        }
+        if (rc == 0 && n) {
+            d->line = lines;
+            d->n_line = (size_t)n;
+            Perftools__Profiles__Mapping *mm = m->maps[map_from + k];
+            mm->has_filenames |= f[0].filename[0] != 0;
+            mm->has_line_numbers |= f[0].line > 0;
+            mm->has_inline_frames |= m->how != PPROF_SYMBOLIZE_FUNCTIONS && f[0].line > 0;
+        } else {
+            left[k]++;
+        }
+    }
+    for (size_t k = 0; k < nm && touched; k++)
+        if (!left[k] && m->maps[map_from + k]->filename)
+            m->maps[map_from + k]->has_functions = 1;
+    free(left);
+    return rc;
+}
+
+/* Copies input p (its ids shifted by the bases) into m. */
+static int add_input(merger *m, const Profile *p, const pprof_merge_input *in, int name)
+{
+    size_t loc_from = m->nlocs, map_from = m->nmaps;
     pp_merge_tops tops;
     int rc = pp_merge_check(p, &tops);
     if (rc)
@@ -173,6 +276,8 @@ static int add_input(merger *m, const Profile *p, const pprof_merge_input *in)
         d->line = lines;
         m->locs[m->nlocs++] = d;
     }
+    if (name && (rc = name_locations(m, loc_from, map_from)) != 0)
+        return rc;
     /* The input's own labels, the same on every sample: interned once. */
     size_t nextra = in->nlabels + in->nnum_labels;
     Perftools__Profiles__Label *extra = pp_arena_alloc(&m->arena, (nextra + 1) * sizeof *extra);
@@ -265,6 +370,9 @@ static void merger_free(merger *m)
     free(m->fns);
     free(m->comments);
     free(m->smap);
+    free(m->named);
+    pp_index_free(&m->named_ix);
+    pp_model_namer_end(m->namer);
 }
 
 /* The output id of string i of input p (not the current one), -1 when out
@@ -336,10 +444,19 @@ static void unpack_free(void *arena, void *p)
 
 int pprof_merge(const pprof_merge_input *in, size_t n, pprof_writer w)
 {
+    return pprof_merge_naming(in, n, PPROF_SYMBOLIZE_NONE, w);
+}
+
+int pprof_merge_naming(const pprof_merge_input *in, size_t n, pprof_symbolize how, pprof_writer w)
+{
+    if (how < PPROF_SYMBOLIZE_DEFAULT || how > PPROF_SYMBOLIZE_NONE)
+        return pp_error_detail(PPROF_EINVAL, "no such way to symbolize");
     if (!in || n == 0 || !w.write)
         return pp_error_detail(PPROF_EINVAL, "no inputs, or no writer");
     merger m;
     memset(&m, 0, sizeof m);
+    m.how = how;
+    m.namer_tried = how == PPROF_SYMBOLIZE_NONE;
     Profile **ps = calloc(n, sizeof *ps);
     if (!ps || str_id(&m, "") != 0) {
         free(ps);
@@ -390,7 +507,7 @@ int pprof_merge(const pprof_merge_input *in, size_t n, pprof_writer w)
             time = ps[i]->time_nanos;
         if (ps[i]->duration_nanos > duration)
             duration = ps[i]->duration_nanos;
-        rc = add_input(&m, ps[i], &in[i]);
+        rc = add_input(&m, ps[i], &in[i], !m.namer_tried || m.namer);
     }
     Profile out;
     if (rc == 0)

@@ -55,4 +55,24 @@ void pp_model_view_of(const pprof_profile *p, pp_model_view *v);
  * PPROF_ENOMEM. pp_model_tables_free releases what it made. */
 int pp_model_index(pprof_profile *p);
 void pp_model_tables_free(pprof_profile *p);
+
+/* Names for code in files that another process mapped, from this
+ * process's mappings of the same files (namer.c): what a merge of a
+ * tree's profiles uses to name the addresses its members left unnamed.
+ * Holds the symbolizer from begin to end; not thread-safe in between. */
+typedef struct pp_model_frame {
+    const char *name, *system_name, *filename; /* filename "" when unknown */
+    int64_t line;
+} pp_model_frame;
+typedef struct pp_model_namer pp_model_namer;
+/* A namer that names as `how` says; NULL for PPROF_SYMBOLIZE_NONE or when
+ * the symbolizer cannot start. */
+pp_model_namer *pp_model_namer_begin(pprof_symbolize how);
+/* The frames (innermost first, at most max) of the code at file_offset of
+ * the file mapped as `path` with `build_id` ("" for none) in the other
+ * process; 0 when this process does not map that file or knows nothing
+ * there. Strings stay valid until pp_model_namer_end. */
+int pp_model_namer_lookup(pp_model_namer *n, const char *path, const char *build_id, uint64_t file_offset,
+                          pp_model_frame *out, int max);
+void pp_model_namer_end(pp_model_namer *n);
 #endif

@@ -488,6 +488,11 @@ int pp_profile_finish(pprof_profile *p)
 
 int pp_profile_finish_how(pprof_profile *p, pprof_symbolize how)
 {
+    return pp_profile_finish_leaving(p, how, 0);
+}
+
+int pp_profile_finish_leaving(pprof_profile *p, pprof_symbolize how, int leave_pid)
+{
     if (!p || !p->b || how < PPROF_SYMBOLIZE_DEFAULT || how > PPROF_SYMBOLIZE_NONE)
         return pp_fail(PPROF_EINVAL);
     if (how == PPROF_SYMBOLIZE_DEFAULT)
@@ -539,16 +544,26 @@ int pp_profile_finish_how(pprof_profile *p, pprof_symbolize how)
     }
     p->locations = pp_arena_alloc(p->arena, nloc * sizeof *p->locations + 1);
     unsigned char *seen = NULL; /* per mapping: 1 a file name, 2 a line met */
-    if (!p->locations || build_mappings(p, ss) || !(seen = pp_arena_alloc(p->arena, p->nmappings + 1))) {
+    unsigned char *left = NULL; /* per mapping: its file is leave_pid's too */
+    if (!p->locations || build_mappings(p, ss) || !(seen = pp_arena_alloc(p->arena, p->nmappings + 1)) ||
+        !(left = pp_arena_alloc(p->arena, p->nmappings + 1))) {
         pp_sym_end(ss);
         pp_own_end(caller_set);
         goto out;
     }
-    /* Pass 2: symbolize each distinct address once. */
+    memset(left, 0, p->nmappings);
+    if (leave_pid && how != PPROF_SYMBOLIZE_NONE)
+        pp_sym_shared_with(ss, leave_pid, left);
+    /* Pass 2: symbolize each distinct address once (but those left for
+     * leave_pid: their mapping only). */
     for (uint32_t j = 0; j < nloc; j++) {
         pprof_location *loc = &p->locations[j];
         loc->id = j + 1;
-        int mi = symbolize_location(p, ss, *(uint64_t *)pp_table_at(&am, j), loc, how);
+        uint64_t addr = *(uint64_t *)pp_table_at(&am, j);
+        int lm = addr > PP_PC_PSEUDO_MAX ? pp_sym_mapping_of(ss, addr) : -1;
+        int mi = lm >= 0 && (size_t)lm < p->nmappings && left[lm]
+                     ? symbolize_location(p, ss, addr, loc, PPROF_SYMBOLIZE_NONE)
+                     : symbolize_location(p, ss, addr, loc, how);
         if (mi == PPROF_ENOMEM) {
             pp_sym_end(ss);
             pp_own_end(caller_set);

@@ -64,7 +64,7 @@ int pp_recorder_finish(const pprof_recorder *r, pprof_profile *p, pprof_profile 
         pprof_profile_free(p);
         return 0;
     }
-    int rc = pp_profile_finish_how(p, r->symbolize);
+    int rc = pp_profile_finish_leaving(p, r->symbolize, r->leave_pid);
     if (rc) {
         pprof_profile_free(p);
         *out = NULL;
@@ -119,6 +119,14 @@ int pprof_recorder_write_to(pprof_recorder *r, pprof_profile **out)
     if (!r->ops->write_to)
         return pp_error_detail(PPROF_ENOTSUP, "a windowed recorder: use start, snapshot and stop");
     return r->ops->write_to(r, out);
+}
+
+PPROF_API int pprof_recorder_leave_shared(pprof_recorder *r, int pid)
+{
+    if (!r || pid < 0)
+        return pp_fail(PPROF_EINVAL);
+    r->leave_pid = pid;
+    return 0;
 }
 
 int pprof_recorder_set_symbolize(pprof_recorder *r, pprof_symbolize how)

@@ -47,6 +47,7 @@ typedef struct sbuf {
  * not NUL-terminated; `pathlen` already excludes " (deleted)". */
 typedef struct maps_line {
     uint64_t start, limit, offset;
+    uint64_t dev, inode;     /* the file's device (major << 32 | minor) and inode */
     bool exec, write, priv, deleted;
     const char *path;
     size_t pathlen;
@@ -197,6 +198,10 @@ bool pp_sym_module_dwarf(struct pp_sym_session *s, Dwfl_Module *mod);
 
 /* sym_layout.c */
 bool pp_sym_parse_maps_line(const char *line, size_t len, maps_line *m);
+/* sym_layout.c: the whole of a /proc file into out (NUL-terminated). */
+bool pp_sym_read_file(const char *path, sbuf *out);
+/* sym_layout.c: calls fn for each line of text (without its newline). */
+void pp_sym_each_line(const sbuf *text, void (*fn)(const char *line, size_t len, void *arg), void *arg);
 struct dl_counts pp_sym_dl_counts_now(void);
 void pp_sym_refresh(struct pp_sym_session *s);
 

@@ -46,7 +46,7 @@ struct dl_counts pp_sym_dl_counts_now(void)
     return c;
 }
 
-static bool read_file(const char *path, sbuf *out)
+bool pp_sym_read_file(const char *path, sbuf *out)
 {
     int fd = pp_sym_open(path);
     if (fd < 0)
@@ -97,12 +97,18 @@ bool pp_sym_parse_maps_line(const char *line, size_t len, maps_line *m)
     if (end == p)
         return false;
     p = end;
-    for (int field = 0; field < 2; field++) { /* dev, inode */
-        while (p < e && *p == ' ')
-            p++;
-        while (p < e && *p != ' ')
-            p++;
-    }
+    while (p < e && *p == ' ')
+        p++;
+    uint64_t major = strtoull(p, &end, 16); /* dev: major:minor, in hex */
+    uint64_t minor = *end == ':' ? strtoull(end + 1, &end, 16) : 0;
+    m->dev = major << 32 | minor;
+    p = end;
+    while (p < e && *p == ' ')
+        p++;
+    m->inode = strtoull(p, &end, 10);
+    p = end;
+    while (p < e && *p != ' ')
+        p++;
     while (p < e && *p == ' ')
         p++;
     m->path = p;
@@ -116,7 +122,7 @@ bool pp_sym_parse_maps_line(const char *line, size_t len, maps_line *m)
 }
 
 /* Calls fn for every line of the maps text. */
-static void for_each_line(const sbuf *text, void (*fn)(const char *, size_t, void *), void *arg)
+void pp_sym_each_line(const sbuf *text, void (*fn)(const char *, size_t, void *), void *arg)
 {
     const char *p = text->p, *e = text->p + text->n;
     while (p < e) {
@@ -271,6 +277,8 @@ static void snap_line(const char *line, size_t len, void *arg)
     out->start = m.start;
     out->limit = m.limit;
     out->offset = m.offset;
+    out->dev = m.dev;
+    out->inode = m.inode;
     out->path = path;
     out->build_id = mapping_build_id(a->s, &m, path);
 }
@@ -289,7 +297,7 @@ static bool rebuild_snapshot(struct pp_sym_session *s, const sbuf *maps_text)
     pp_sym_mapping *old_maps = s->maps;
     s->map_arena.head = NULL;
     struct snap_args a = {s, NULL, 0, 0, true};
-    for_each_line(maps_text, snap_line, &a);
+    pp_sym_each_line(maps_text, snap_line, &a);
     if (!a.ok) {
         free(a.maps);
         pp_arena_release(&s->map_arena);
@@ -375,10 +383,10 @@ void pp_sym_refresh(struct pp_sym_session *s)
 {
     struct dl_counts dc = pp_sym_dl_counts_now();
     sbuf text = {0}, all = {0}, files = {0};
-    bool have_maps = read_file("/proc/self/maps", &text);
+    bool have_maps = pp_sym_read_file("/proc/self/maps", &text);
     struct sig_args sa = {&all, &files, true};
     if (have_maps)
-        for_each_line(&text, sig_line, &sa);
+        pp_sym_each_line(&text, sig_line, &sa);
     have_maps = have_maps && sa.ok;
 
     bool dwfl_stale = s->dwfl == NULL || s->dwfl_pid != getpid() || !dc.ok || !s->dl_known ||

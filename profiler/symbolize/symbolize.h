@@ -21,6 +21,7 @@
 /* One executable mapping of /proc/self/maps. */
 typedef struct pp_sym_mapping {
     uint64_t start, limit, offset;
+    uint64_t dev, inode;    /* the file's, as /proc/self/maps shows them */
     const char *path;       /* without " (deleted)" */
     const char *build_id;   /* lowercase hex, or "" */
 } pp_sym_mapping;
@@ -63,6 +64,18 @@ int pp_sym_mapping_of(pp_sym_session *s, uint64_t addr);
  * profile's comments): up to max into out; valid until pp_sym_end. */
 size_t pp_sym_notes(pp_sym_session *s, const char **out, size_t max);
 void pp_sym_end(pp_sym_session *s);
+
+/* Files shared with another process (sym_shared.c): marks[i] = 1 for each
+ * mapping i of pp_sym_mappings whose file (device and inode) process pid
+ * maps executable too; marks has room for every mapping. Returns how many
+ * were marked: 0 when pid's maps cannot be read. */
+size_t pp_sym_shared_with(pp_sym_session *s, int pid, unsigned char *marks);
+/* Resolves the code at file_offset of a file that another process mapped
+ * (its path and build ID, "" for none), in this process's mapping of the
+ * same file: res->nframes is 0 when this process maps no such file or
+ * knows nothing there. */
+void pp_sym_lookup_file(pp_sym_session *s, const char *path, const char *build_id, uint64_t file_offset,
+                        int functions_only, pp_sym_result *res);
 
 /* Before a chroot (interpose/): keeps /proc/self/maps and every object
  * mapped now open, so that profiles taken after it keep their function

@@ -13,6 +13,7 @@
 #include "pprof.h"
 #include "proto/profile.pb-c.h"
 #include "check.h"
+#include "pb_decode.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -27,25 +28,6 @@ static pprof_buffer encoded(pprof_recorder *r, pprof_format fmt)
     CHECK(p && pprof_profile_write(p, fmt, pprof_writer_buffer(&b)) == 0);
     pprof_profile_free(p);
     return b;
-}
-
-static Perftools__Profiles__Profile *decode(const pprof_buffer *gz)
-{
-    z_stream z;
-    memset(&z, 0, sizeof z);
-    inflateInit2(&z, 15 + 16);
-    size_t cap = gz->len * 8 + 65536;
-    unsigned char *raw = malloc(cap);
-    z.next_in = (unsigned char *)gz->data;
-    z.avail_in = (uInt)gz->len;
-    z.next_out = raw;
-    z.avail_out = (uInt)cap;
-    int rc = inflate(&z, Z_FINISH);
-    size_t n = cap - z.avail_out;
-    inflateEnd(&z);
-    Perftools__Profiles__Profile *p = rc == Z_STREAM_END ? perftools__profiles__profile__unpack(NULL, n, raw) : NULL;
-    free(raw);
-    return p;
 }
 
 /* The plain profile b with its location ids times `scale` and, when
@@ -90,7 +72,7 @@ int main(void)
     pprof_recorder *tc;
     CHECK(pprof_threadcreate_recorder_new(&tc) == 0);
     pprof_buffer a = encoded(tc, PPROF_FORMAT_PROTO_GZIP), b = encoded(tc, PPROF_FORMAT_PROTO);
-    Perftools__Profiles__Profile *pa = decode(&a);
+    Perftools__Profiles__Profile *pa = decode_gz(&a);
     Perftools__Profiles__Profile *pb = perftools__profiles__profile__unpack(NULL, b.len, (const uint8_t *)b.data);
     CHECK(pa != NULL && pb != NULL);
 
@@ -102,7 +84,7 @@ int main(void)
                               {NULL, 0, NULL, 0, NULL, 0, "process 300 did not answer in time"}};
     pprof_buffer out = {0};
     CHECK(pprof_merge(in, 3, pprof_writer_buffer(&out)) == 0);
-    Perftools__Profiles__Profile *m = decode(&out);
+    Perftools__Profiles__Profile *m = decode_gz(&out);
     CHECK(m != NULL);
     if (m && pa && pb) {
         CHECKF(m->n_sample == pa->n_sample + pb->n_sample && m->n_location == pa->n_location + pb->n_location &&
@@ -150,7 +132,7 @@ int main(void)
     pprof_buffer sparse = reshaped(&b, 2, 0); /* ids 2, 4, ...: shifted by their count, the next input's would meet them */
     pprof_merge_input two[] = {{sparse.data, sparse.len, NULL, 0, NULL, 0, NULL}, {b.data, b.len, NULL, 0, NULL, 0, NULL}};
     CHECK(pprof_merge(two, 2, pprof_writer_buffer(&out)) == 0);
-    m = decode(&out);
+    m = decode_gz(&out);
     CHECK(m != NULL);
     if (m) {
         int refs_ok = m->n_location > 0;
