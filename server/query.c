@@ -151,7 +151,7 @@ static int parse_number(const pp_param *p, int which, int max_seconds, pp_query 
     return 0;
 }
 
-/* format=, labels=, sample_index= and symbolize=: how the profile is
+/* format=, labels=, sample_index=, symbolize= and hub_names=: how the profile is
  * written. 1 when p is none of them. */
 static int parse_output(const pp_param *p, pp_query *pq, char *why, size_t why_size)
 {
@@ -188,6 +188,11 @@ static int parse_output(const pp_param *p, pp_query *pq, char *why, size_t why_s
                 pq->symbolize = (pprof_symbolize)(PPROF_SYMBOLIZE_FULL + i);
         if (!pq->symbolize)
             return bad(why, why_size, "invalid value for \"symbolize\" - must be full, functions or none");
+    } else if (pp_param_is(p, "hub_names")) {
+        long vl = pp_param_value(p, val, sizeof val);
+        if (vl != 1 || (val[0] != '0' && val[0] != '1'))
+            return bad(why, why_size, "invalid value for \"hub_names\" - must be 0 or 1");
+        pq->hub_names = val[0] == '1';
     } else {
         return 1;
     }

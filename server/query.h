@@ -32,6 +32,7 @@ typedef struct pp_query {
     int has_debug, debug;
     int has_gc, gc;
     pprof_symbolize symbolize; /* symbolize=full|functions|none; DEFAULT when absent */
+    int hub_names;             /* hub_names=1: a tree's hub asks, and names what its files hold */
 } pp_query;
 
 /* Parses a raw query (NULL: none) into *out (zeroed first). Returns 0, or

@@ -9,6 +9,7 @@
 #include "base/base.h"
 #include "endpoints.h"
 #include "sched.h"
+#include "tree.h"
 
 #include <pthread.h>
 #include <stdio.h>
@@ -58,6 +59,14 @@ static void finish_window(pprof_recorder *rec, const void *arg, const pp_output 
     pp_write_profile(out, p, o, PPROF_FORMAT_PROTO_GZIP, "requested", (const char *)arg);
 }
 
+/* How rec's profiles are symbolized: as the query says; a member asked
+ * by its hub with hub_names=1 leaves the files the hub maps too to it. */
+static void set_symbolize(pprof_recorder *rec, const pp_req *q)
+{
+    pprof_recorder_set_symbolize(rec, q->q.symbolize);
+    pprof_recorder_leave_shared(rec, q->q.hub_names ? pp_member_hub_pid() : 0);
+}
+
 int pp_serve_window(pp_req *q, pprof_recorder *rec, int seconds, const char *what, const char *disposition)
 {
     if (seconds > q->cfg.max_seconds)
@@ -68,7 +77,7 @@ int pp_serve_window(pp_req *q, pprof_recorder *rec, int seconds, const char *wha
         return pp_reply_error(q, 503, "too many profile requests at once (limit %d); try again later",
                               q->cfg.max_concurrent);
     }
-    pprof_recorder_set_symbolize(rec, q->q.symbolize);
+    set_symbolize(rec, q);
     int rc = pprof_recorder_start(rec);
     if (rc != 0) {
         char why[PP_ERROR_MAX];
@@ -99,7 +108,7 @@ int pp_serve_recorder(pp_req *q, pprof_recorder *rec, pprof_format fmt, const ch
     if (q->q.has_seconds)
         return pp_serve_window(q, rec, q->q.seconds, what, delta_disposition);
     pprof_profile *p = NULL;
-    pprof_recorder_set_symbolize(rec, q->q.symbolize);
+    set_symbolize(rec, q);
     int rc = pprof_recorder_write_to(rec, &p);
     pprof_recorder_free(rec);
     if (rc != 0)
@@ -145,7 +154,7 @@ int pp_serve_delta(pp_req *q, pprof_recorder **state, int (*make)(pprof_recorder
     }
     pprof_profile *p = NULL;
     if (rc == 0)
-        pprof_recorder_set_symbolize(*state, q->q.symbolize);
+        set_symbolize(*state, q);
     if (rc == 0)
         rc = pprof_recorder_snapshot(*state, &p);
     char why[PP_ERROR_MAX];

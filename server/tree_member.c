@@ -217,6 +217,14 @@ int pp_member_joined(void)
     return joined;
 }
 
+int pp_member_hub_pid(void)
+{
+    pthread_mutex_lock(&self.send_mu);
+    int pid = self.fd >= 0 && !pp_hub_here() ? hub_pid : 0;
+    pthread_mutex_unlock(&self.send_mu);
+    return pid;
+}
+
 /* ------------------------------------------------------ exit and fork */
 
 /* A shutdown hook: a member that exits during a window answers with what

@@ -38,6 +38,7 @@ typedef struct tree_call {
     int raw_proto;            /* ?format=proto: the member's answer is an uncompressed profile */
     int fold, fold_labels;    /* format=folded for the tree: the merge is folded, labels=1 */
     char fold_sample[64];     /* its sample_index, "" for the default */
+    pprof_symbolize how;      /* symbolize=: how the merge names what members left unnamed */
 } tree_call;
 
 static int header_is(const pprof_http_response *r, const char *name, const char *value)
@@ -131,7 +132,7 @@ static void merge_all(const tree_call *c, const pprof_http_response *resp)
     }
     pprof_http_response r = *resp;
     r.body = (pprof_buffer){0};
-    int rc = pprof_merge(in, n, pprof_writer_buffer(&r.body));
+    int rc = pprof_merge_naming(in, n, c->how, pprof_writer_buffer(&r.body));
     if (rc == PPROF_EINVAL) { /* a member's profile does not hold together: leave it out, say so */
         pprof_buffer_free(&r.body);
         for (size_t i = 1; i < n; i++) {
@@ -143,7 +144,7 @@ static void merge_all(const tree_call *c, const pprof_http_response *resp)
             }
             pprof_buffer_free(&one);
         }
-        rc = pprof_merge(in, n, pprof_writer_buffer(&r.body));
+        rc = pprof_merge_naming(in, n, c->how, pprof_writer_buffer(&r.body));
     }
     if (rc == 0 && c->fold)
         fold_reply(c, &r);
@@ -184,7 +185,7 @@ static int tree_options(tree_call *c, const char **query, char **rest)
     if (formatted && !c->only_pid && !c->fold) /* the members' gzipped protobufs are merged as such */
         why = "format=proto is for one process: add pid=N (or tree=0 for this one)";
     if (c->fold) { /* the members answer protobufs, the merge is folded */
-        static const char *const folding[] = {"format", "sample_index", "labels"};
+        static const char *const folding[] = {"format", "sample_index", "labels", "hub_names"};
         int repeated = pp_query_find(*query, "format", fval, sizeof fval) > 1;
         repeated |= pp_query_find(*query, "sample_index", sval, sizeof sval) > 1;
         repeated |= pp_query_find(*query, "labels", lval, sizeof lval) > 1;
@@ -194,8 +195,10 @@ static int tree_options(tree_call *c, const char **query, char **rest)
             why = "a parameter is repeated";
         c->fold_labels = !strcmp(lval, "1");
         snprintf(c->fold_sample, sizeof c->fold_sample, "%s", sval);
-        if ((*rest = pp_query_without(*query, folding, 3)))
+        if ((*rest = pp_query_without(*query, folding, 4)))
             *query = *rest;
+    } else if ((*rest = pp_query_without(*query, (const char *const[]){"hub_names"}, 1))) {
+        *query = *rest; /* the hub's to give, never the client's */
     }
     if (why)
         pp_reply_error_to(c->done, c->ctx, 400, "%s", why);
@@ -230,8 +233,20 @@ static int tree_front(const pprof_server_config *cfg, const pprof_http_request *
     const char *name = req->path + plen;
     if ((!strcmp(name, "profile") || !strcmp(name, "wall") || !strcmp(name, "fgprof")) && seconds <= 0)
         seconds = PP_DEFAULT_SECONDS;
+    /* Members asked for the merge leave what is in the hub's files to it
+     * (pprof_recorder_leave_shared): the hub names it once, for all. */
+    char how[16];
+    static const char *const hows[] = {"full", "functions", "none"};
+    opt.how = PPROF_SYMBOLIZE_DEFAULT;
+    for (int i = 0; i < 3 && pp_query_find(lreq.query, "symbolize", how, sizeof how) == 1; i++)
+        if (!strcmp(how, hows[i]))
+            opt.how = (pprof_symbolize)(PPROF_SYMBOLIZE_FULL + i);
+    if (opt.how == PPROF_SYMBOLIZE_DEFAULT)
+        opt.how = (pprof_symbolize)pp_env_symbolize();
+    int hub_names = !pid && opt.how != PPROF_SYMBOLIZE_NONE;
     char wire[1200];
-    snprintf(wire, sizeof wire, "%s%s%s", req->path + plen, lreq.query ? "?" : "", lreq.query ? lreq.query : "");
+    snprintf(wire, sizeof wire, "%s%s%s%s%s", req->path + plen, lreq.query || hub_names ? "?" : "",
+             lreq.query ? lreq.query : "", lreq.query && hub_names ? "&" : "", hub_names ? "hub_names=1" : "");
     tree_call *c = malloc(sizeof *c);
     if (c) {
         *c = opt;
