@@ -82,16 +82,19 @@ PPROF_API int pprof_tree_collect(const char *request, pprof_writer w);
 /* A tree's members are mostly forks of its hub, mapping the same
  * executable and libraries: rather than each building the symbol tables
  * of those files for its own profiles, a member answering its hub leaves
- * them to the hub. With pid > 0, the profiles r writes from now on give
- * the addresses in files that process pid maps too (the same device and
- * inode) their mapping and no names; 0 (the default) names everything.
- * pprof_merge_naming names them in the process pid. Returns 0 or
- * PPROF_EINVAL. Not while r writes a profile. */
-PPROF_API int pprof_recorder_leave_shared(pprof_recorder *r, int pid);
+ * them to the hub. With `maps`, the /proc/<pid>/maps text of the process
+ * that will name them (its executable lines suffice), the profiles r
+ * writes from now on give the addresses in files that process maps too
+ * (the same device and inode) their mapping and no names, and a comment
+ * says how many; NULL (the default) names everything. pprof_merge_naming
+ * in that process names them. The text is copied. Returns 0, PPROF_EINVAL
+ * or PPROF_ENOMEM. Not while r writes a profile. */
+PPROF_API int pprof_recorder_leave_shared(pprof_recorder *r, const char *maps);
 /* pprof_merge, which also names (as `how` says; NONE: not at all) the
  * locations without names of the inputs whose files this process maps:
  * by the mapping's build ID (its path when it has none) and file offset,
- * in this process's mapping of that file. Returns as pprof_merge, or
+ * in this process's mapping of that file. Locations in files it does not
+ * map stay as they came. Returns as pprof_merge, or
  * PPROF_EINVAL for a bad `how`. Thread-safe. */
 PPROF_API int pprof_merge_naming(const pprof_merge_input *in, size_t n, pprof_symbolize how, pprof_writer w);
 

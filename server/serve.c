@@ -13,6 +13,7 @@
 
 #include <pthread.h>
 #include <stdio.h>
+#include <stdlib.h>
 
 void pp_write_profile(pp_reply *r, pprof_profile *p, const pp_output *o, pprof_format fmt, const char *what,
                       const char *disposition)
@@ -60,11 +61,14 @@ static void finish_window(pprof_recorder *rec, const void *arg, const pp_output 
 }
 
 /* How rec's profiles are symbolized: as the query says; a member asked
- * by its hub with hub_names=1 leaves the files the hub maps too to it. */
+ * by its hub with hub_names=1 leaves the files the hub maps too to it
+ * (the hub sent its maps with the request). */
 static void set_symbolize(pprof_recorder *rec, const pp_req *q)
 {
     pprof_recorder_set_symbolize(rec, q->q.symbolize);
-    pprof_recorder_leave_shared(rec, q->q.hub_names ? pp_member_hub_pid() : 0);
+    char *maps = q->q.hub_names ? pp_member_hub_maps() : NULL;
+    pprof_recorder_leave_shared(rec, maps);
+    free(maps);
 }
 
 int pp_serve_window(pp_req *q, pprof_recorder *rec, int seconds, const char *what, const char *disposition)

@@ -22,6 +22,7 @@
 #include "tree_internal.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <poll.h>
 #include <pthread.h>
 #include <stdio.h>
@@ -386,11 +387,50 @@ void pp_hub_set_name(const char *name)
 
 /* ------------------------------------------------------------ requests */
 
-pp_hub_req *pp_hub_ask(const char *wire, int pid, int64_t deadline_s, void *owner)
+/* The executable file lines of this process's maps appended to b (after
+ * its NUL): what the members leave to the hub to name. 0 or -1. */
+static int add_exec_maps(pprof_buffer *b)
 {
+    int fd = open("/proc/self/maps", O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return -1;
+    pprof_buffer all = {0};
+    pprof_writer w = pprof_writer_buffer(&all);
+    char chunk[16384];
+    ssize_t n;
+    int rc = 0;
+    while (rc == 0 && ((n = read(fd, chunk, sizeof chunk)) > 0 || (n < 0 && errno == EINTR)))
+        rc = n > 0 ? w.write(w.ctx, chunk, (size_t)n) : 0;
+    close(fd);
+    pprof_writer out = pprof_writer_buffer(b);
+    for (char *line = all.data, *end = all.data + all.len; rc == 0 && line && line < end;) {
+        char *nl = memchr(line, '\n', (size_t)(end - line));
+        size_t len = nl ? (size_t)(nl - line) + 1 : (size_t)(end - line);
+        char *perm = memchr(line, ' ', len), *path = memchr(line, '/', len);
+        if (perm && perm + 3 < line + len && perm[3] == 'x' && path)
+            rc = out.write(out.ctx, line, len);
+        line += len;
+    }
+    pprof_buffer_free(&all);
+    return rc || n < 0 ? -1 : 0;
+}
+
+pp_hub_req *pp_hub_ask(const char *wire, int with_maps, int pid, int64_t deadline_s, void *owner)
+{
+    pprof_buffer msg = {0};
+    pprof_writer w = pprof_writer_buffer(&msg);
+    if (w.write(w.ctx, wire, strlen(wire) + 1) || (with_maps && add_exec_maps(&msg))) {
+        pprof_buffer_free(&msg); /* the members name everything themselves */
+        msg = (pprof_buffer){(char *)wire, strlen(wire), 0};
+    } else if (!with_maps) {
+        msg.len--; /* no NUL: the request alone */
+    }
     pp_hub_req *t = calloc(1, sizeof *t);
-    if (!t)
+    if (!t) {
+        if (msg.cap)
+            pprof_buffer_free(&msg);
         return NULL;
+    }
     pthread_condattr_t ca; /* its deadline is on the monotonic clock */
     pthread_condattr_init(&ca);
     pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
@@ -412,12 +452,14 @@ pp_hub_req *pp_hub_ask(const char *wire, int pid, int64_t deadline_s, void *owne
         t->nasked++;
         m->asked++;
         pthread_mutex_lock(&m->send_mu);
-        int bad = pp_tree_send(m->fd, PP_TREE_REQ, t->id, 0, wire, strlen(wire));
+        int bad = pp_tree_send(m->fd, PP_TREE_REQ, t->id, 0, msg.data, msg.len);
         pthread_mutex_unlock(&m->send_mu);
         if (bad)
             answered_locked(m->pid, t->id, -1, NULL, 0);
     }
     pthread_mutex_unlock(&hub.mu);
+    if (msg.cap)
+        pprof_buffer_free(&msg);
     return t;
 }
 

@@ -99,10 +99,12 @@ int pp_hub_has_members(void);
  * joined; "" when none. */
 void pp_hub_name(char out[PP_TREE_NAME_MAX]);
 void pp_hub_set_name(const char *name);
-/* Sends wire ("name?query") to every member (only process pid when pid is
+/* Sends wire ("name?query", and with hub_names=1 in the query, a NUL and
+ * the executable file lines of this process's /proc/self/maps: the files
+ * the members leave to it) to every member (only process pid when pid is
  * not 0) and keeps the request for their answers until deadline_s.
  * Returns it, or NULL when out of memory. */
-pp_hub_req *pp_hub_ask(const char *wire, int pid, int64_t deadline_s, void *owner);
+pp_hub_req *pp_hub_ask(const char *wire, int with_maps, int pid, int64_t deadline_s, void *owner);
 /* Waits for the answers until the request's deadline, counts the members
  * that did not answer in time, and leaves the answers as they are. */
 void pp_hub_collect(pp_hub_req *r);

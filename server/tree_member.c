@@ -127,9 +127,31 @@ static void agent_done(void *ctx, const pprof_http_response *resp)
     pthread_mutex_unlock(&self.send_mu);
 }
 
-/* Answers one request of the hub ("name?query") in this process. */
-static void answer(uint32_t id, char *body)
+/* The hub's executable maps, as its latest request with hub_names=1 sent
+ * them (pp_member_hub_maps). */
+static pthread_mutex_t maps_mu = PTHREAD_MUTEX_INITIALIZER;
+static char *hub_maps;
+
+char *pp_member_hub_maps(void)
 {
+    pthread_mutex_lock(&maps_mu);
+    char *copy = hub_maps ? strdup(hub_maps) : NULL;
+    pthread_mutex_unlock(&maps_mu);
+    return copy;
+}
+
+/* Answers one request of the hub ("name?query", and maybe a NUL and the
+ * hub's maps) of len bytes in this process. */
+static void answer(uint32_t id, char *body, size_t len)
+{
+    size_t rlen = strlen(body);
+    if (rlen + 1 < len) { /* body[len] is a NUL too */
+        char *maps = strdup(body + rlen + 1);
+        pthread_mutex_lock(&maps_mu);
+        free(hub_maps);
+        hub_maps = maps;
+        pthread_mutex_unlock(&maps_mu);
+    }
     char path[256];
     char *q = strchr(body, '?');
     if (q)
@@ -164,7 +186,7 @@ static void *agent_main(void *arg)
                 continue;
             return NULL;
         }
-        answer(m.id, body);
+        answer(m.id, body, (size_t)m.len);
         free(body);
     }
 }
@@ -217,14 +239,6 @@ int pp_member_joined(void)
     return joined;
 }
 
-int pp_member_hub_pid(void)
-{
-    pthread_mutex_lock(&self.send_mu);
-    int pid = self.fd >= 0 && !pp_hub_here() ? hub_pid : 0;
-    pthread_mutex_unlock(&self.send_mu);
-    return pid;
-}
-
 /* ------------------------------------------------------ exit and fork */
 
 /* A shutdown hook: a member that exits during a window answers with what
@@ -251,6 +265,8 @@ static void fork_child(void)
     pp_hub_after_fork();
     self.send_mu = (pthread_mutex_t)PTHREAD_MUTEX_INITIALIZER;
     self.fd = -1; /* its descriptors are closed already (base/fds.h) */
+    maps_mu = (pthread_mutex_t)PTHREAD_MUTEX_INITIALIZER;
+    hub_maps = NULL; /* (its parent's hub's; left, not freed) */
     joined_ppid = forking_pid; /* getppid() may already say 1 */
     char name[PP_TREE_NAME_MAX];
     pp_hub_name(name);

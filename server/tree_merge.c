@@ -234,7 +234,9 @@ static int tree_front(const pprof_server_config *cfg, const pprof_http_request *
     if ((!strcmp(name, "profile") || !strcmp(name, "wall") || !strcmp(name, "fgprof")) && seconds <= 0)
         seconds = PP_DEFAULT_SECONDS;
     /* Members asked for the merge leave what is in the hub's files to it
-     * (pprof_recorder_leave_shared): the hub names it once, for all. */
+     * (pprof_recorder_leave_shared, with the hub's maps sent along: a
+     * member may not read them, having dropped privileges); the hub names
+     * it once, for all. */
     char how[16];
     static const char *const hows[] = {"full", "functions", "none"};
     opt.how = PPROF_SYMBOLIZE_DEFAULT;
@@ -250,7 +252,7 @@ static int tree_front(const pprof_server_config *cfg, const pprof_http_request *
     tree_call *c = malloc(sizeof *c);
     if (c) {
         *c = opt;
-        c->t = pp_hub_ask(wire, pid, pp_tree_now_s() + (seconds > 0 ? seconds : 0) + GRACE_S, c);
+        c->t = pp_hub_ask(wire, hub_names, pid, pp_tree_now_s() + (seconds > 0 ? seconds : 0) + GRACE_S, c);
     }
     int rc = 0;
     if (!c || !c->t) { /* out of memory: this process's answer */

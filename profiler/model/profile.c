@@ -19,6 +19,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -488,10 +489,10 @@ int pp_profile_finish(pprof_profile *p)
 
 int pp_profile_finish_how(pprof_profile *p, pprof_symbolize how)
 {
-    return pp_profile_finish_leaving(p, how, 0);
+    return pp_profile_finish_leaving(p, how, NULL);
 }
 
-int pp_profile_finish_leaving(pprof_profile *p, pprof_symbolize how, int leave_pid)
+int pp_profile_finish_leaving(pprof_profile *p, pprof_symbolize how, const char *leave_maps)
 {
     if (!p || !p->b || how < PPROF_SYMBOLIZE_DEFAULT || how > PPROF_SYMBOLIZE_NONE)
         return pp_fail(PPROF_EINVAL);
@@ -544,7 +545,7 @@ int pp_profile_finish_leaving(pprof_profile *p, pprof_symbolize how, int leave_p
     }
     p->locations = pp_arena_alloc(p->arena, nloc * sizeof *p->locations + 1);
     unsigned char *seen = NULL; /* per mapping: 1 a file name, 2 a line met */
-    unsigned char *left = NULL; /* per mapping: its file is leave_pid's too */
+    unsigned char *left = NULL; /* per mapping: its file is in leave_maps */
     if (!p->locations || build_mappings(p, ss) || !(seen = pp_arena_alloc(p->arena, p->nmappings + 1)) ||
         !(left = pp_arena_alloc(p->arena, p->nmappings + 1))) {
         pp_sym_end(ss);
@@ -552,18 +553,23 @@ int pp_profile_finish_leaving(pprof_profile *p, pprof_symbolize how, int leave_p
         goto out;
     }
     memset(left, 0, p->nmappings);
-    if (leave_pid && how != PPROF_SYMBOLIZE_NONE)
-        pp_sym_shared_with(ss, leave_pid, left);
-    /* Pass 2: symbolize each distinct address once (but those left for
-     * leave_pid: their mapping only). */
+    if (leave_maps && how != PPROF_SYMBOLIZE_NONE)
+        pp_sym_shared_with(ss, leave_maps, left);
+    size_t left_addrs = 0, left_files = 0;
+    /* Pass 2: symbolize each distinct address once (but those left to the
+     * process of leave_maps: their mapping only). */
     for (uint32_t j = 0; j < nloc; j++) {
         pprof_location *loc = &p->locations[j];
         loc->id = j + 1;
         uint64_t addr = *(uint64_t *)pp_table_at(&am, j);
         int lm = addr > PP_PC_PSEUDO_MAX ? pp_sym_mapping_of(ss, addr) : -1;
-        int mi = lm >= 0 && (size_t)lm < p->nmappings && left[lm]
-                     ? symbolize_location(p, ss, addr, loc, PPROF_SYMBOLIZE_NONE)
-                     : symbolize_location(p, ss, addr, loc, how);
+        int leave = lm >= 0 && (size_t)lm < p->nmappings && left[lm];
+        if (leave) {
+            left_addrs++;
+            left_files += left[lm] == 1;
+            left[lm] = 2;
+        }
+        int mi = symbolize_location(p, ss, addr, loc, leave ? PPROF_SYMBOLIZE_NONE : how);
         if (mi == PPROF_ENOMEM) {
             pp_sym_end(ss);
             pp_own_end(caller_set);
@@ -571,6 +577,12 @@ int pp_profile_finish_leaving(pprof_profile *p, pprof_symbolize how, int leave_p
         }
         loc->mapping_id = mi >= 0 && (size_t)mi < p->nmappings ? (uint64_t)mi + 1 : 0;
         note_mapping_flags(p, loc, seen);
+    }
+    if (left_addrs) { /* say so: the names come from elsewhere */
+        char note[160];
+        snprintf(note, sizeof note, "%zu addresses in %zu files that the merging process maps too were left to it to name",
+                 left_addrs, left_files);
+        pp_profile_add_comment(p, note);
     }
     const char *notes[8];
     for (size_t i = 0, n = pp_sym_notes(ss, notes, 8); i < n && how == PPROF_SYMBOLIZE_FULL; i++)

@@ -131,9 +131,10 @@ int pp_profile_finish(pprof_profile *p);
 /* The same, symbolized as `how` says (pprof.h's pprof_symbolize; DEFAULT:
  * as LIBPPROF_SYMBOLIZE says). */
 int pp_profile_finish_how(pprof_profile *p, pprof_symbolize how);
-/* The same, but the addresses in files that process leave_pid maps too
- * (0: none) keep their mapping and no names: a tree's member answering
- * its hub, which names them (symbolize/sym_shared.c). */
-int pp_profile_finish_leaving(pprof_profile *p, pprof_symbolize how, int leave_pid);
+/* The same, but the addresses in files that another process maps too, as
+ * leave_maps (its /proc/<pid>/maps text; NULL: none) says, keep their
+ * mapping and no names, and a comment says how many: a tree's member
+ * answering its hub, which names them (symbolize/sym_shared.c). */
+int pp_profile_finish_leaving(pprof_profile *p, pprof_symbolize how, const char *leave_maps);
 
 #endif

@@ -19,6 +19,7 @@
 #include "model/model.h"
 
 #include <stdlib.h>
+#include <string.h>
 #include <time.h>
 
 pprof_recorder *pp_recorder_new(size_t size, const pp_recorder_ops *ops)
@@ -64,7 +65,7 @@ int pp_recorder_finish(const pprof_recorder *r, pprof_profile *p, pprof_profile 
         pprof_profile_free(p);
         return 0;
     }
-    int rc = pp_profile_finish_leaving(p, r->symbolize, r->leave_pid);
+    int rc = pp_profile_finish_leaving(p, r->symbolize, r->leave_maps);
     if (rc) {
         pprof_profile_free(p);
         *out = NULL;
@@ -121,11 +122,15 @@ int pprof_recorder_write_to(pprof_recorder *r, pprof_profile **out)
     return r->ops->write_to(r, out);
 }
 
-PPROF_API int pprof_recorder_leave_shared(pprof_recorder *r, int pid)
+PPROF_API int pprof_recorder_leave_shared(pprof_recorder *r, const char *maps)
 {
-    if (!r || pid < 0)
+    if (!r)
         return pp_fail(PPROF_EINVAL);
-    r->leave_pid = pid;
+    char *copy = maps ? strdup(maps) : NULL;
+    if (maps && !copy)
+        return pp_fail(PPROF_ENOMEM);
+    free(r->leave_maps);
+    r->leave_maps = copy;
     return 0;
 }
 
@@ -150,6 +155,7 @@ void pprof_recorder_free(pprof_recorder *r)
         pprof_recorder_stop(r, NULL);
     if (r->ops->release)
         r->ops->release(r);
+    free(r->leave_maps);
     free(r);
 }
 

@@ -43,7 +43,7 @@ struct pprof_recorder {
     int64_t window_mono_ns; /* the open window's start */
     int64_t window_real_ns;
     pprof_symbolize symbolize; /* how its profiles are symbolized */
-    int leave_pid;             /* its profiles leave the files this process maps too unnamed (0: none) */
+    char *leave_maps;          /* its profiles leave the files these maps name unnamed (NULL: none) */
 };
 
 /* A zeroed recorder of `size` bytes (the kind's struct) with its ops, or

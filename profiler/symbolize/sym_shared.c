@@ -15,7 +15,9 @@
  * another inode, so a package upgrade between the hub's start and a
  * member's exec never lets the hub name a member's code from the wrong
  * file. The hub matches a member's mapping by build ID (by path when the
- * file has none) and the range of file offsets its own mapping covers.
+ * file has none) and the range of file offsets its own mapping covers; by path alone when the
+ * member could not read the file's build ID (the path named the same
+ * device and inode in both).
  */
 #define _GNU_SOURCE
 #include "sym_internal.h"
@@ -44,18 +46,14 @@ static void mark_line(const char *line, size_t len, void *arg)
     }
 }
 
-size_t pp_sym_shared_with(pp_sym_session *s, int pid, unsigned char *marks)
+size_t pp_sym_shared_with(pp_sym_session *s, const char *maps, unsigned char *marks)
 {
-    if (!s || pid <= 0)
+    if (!s || !maps)
         return 0;
     memset(marks, 0, s->nmaps);
-    char path[64];
-    snprintf(path, sizeof path, "/proc/%d/maps", pid);
-    sbuf text = {0};
+    sbuf text = {(char *)maps, strlen(maps), 0};
     struct shared_args a = {s, marks, 0};
-    if (pp_sym_read_file(path, &text))
-        pp_sym_each_line(&text, mark_line, &a);
-    free(text.p);
+    pp_sym_each_line(&text, mark_line, &a);
     return a.n;
 }
 
@@ -71,7 +69,8 @@ void pp_sym_lookup_file(pp_sym_session *s, const char *path, const char *build_i
         const pp_sym_mapping *m = &s->maps[i];
         if (file_offset < m->offset || file_offset - m->offset >= m->limit - m->start)
             continue;
-        if (by_id ? strcmp(m->build_id, build_id) != 0 : (m->build_id[0] || strcmp(m->path, path) != 0))
+        /* (a file the other process could not read has no build ID there) */
+        if (by_id ? strcmp(m->build_id, build_id) != 0 : strcmp(m->path, path) != 0)
             continue;
         pp_sym_lookup_how(s, m->start + (file_offset - m->offset), functions_only, res);
         return;

@@ -66,14 +66,15 @@ size_t pp_sym_notes(pp_sym_session *s, const char **out, size_t max);
 void pp_sym_end(pp_sym_session *s);
 
 /* Files shared with another process (sym_shared.c): marks[i] = 1 for each
- * mapping i of pp_sym_mappings whose file (device and inode) process pid
- * maps executable too; marks has room for every mapping. Returns how many
- * were marked: 0 when pid's maps cannot be read. */
-size_t pp_sym_shared_with(pp_sym_session *s, int pid, unsigned char *marks);
+ * mapping i of pp_sym_mappings whose file (device and inode) the other
+ * process maps executable too, as `maps` (its /proc/<pid>/maps text, or
+ * the executable lines of it) says; marks has room for every mapping.
+ * Returns how many were marked. */
+size_t pp_sym_shared_with(pp_sym_session *s, const char *maps, unsigned char *marks);
 /* Resolves the code at file_offset of a file that another process mapped
- * (its path and build ID, "" for none), in this process's mapping of the
- * same file: res->nframes is 0 when this process maps no such file or
- * knows nothing there. */
+ * (its path and build ID, "" for none: then the path alone decides), in
+ * this process's mapping of the same file: res->nframes is 0 when this
+ * process maps no such file or knows nothing there. */
 void pp_sym_lookup_file(pp_sym_session *s, const char *path, const char *build_id, uint64_t file_offset,
                         int functions_only, pp_sym_result *res);
 

@@ -12,6 +12,9 @@
  * (ends it, forks a new one) and prints "restarted=<pid>"; on SIGTERM it
  * ends the workers and exits.
  *
+ * With PROG_TREE_WORKER_UID=N the workers drop to user and group N as
+ * they start, as a daemon's workers do.
+ *
  * With --collect DIR it does not serve: pprof_tree_start makes it the hub,
  * and on SIGUSR2 it writes pprof_tree_collect's "heap" and
  * "profile?seconds=1" to DIR/heap.pb.gz and DIR/cpu.pb.gz and prints
@@ -125,6 +128,10 @@ static pid_t start_worker(int i)
 {
     pid_t pid = fork();
     if (pid == 0) {
+        const char *uid = getenv("PROG_TREE_WORKER_UID");
+        if (uid && (setresgid((gid_t)atoi(uid), (gid_t)atoi(uid), (gid_t)atoi(uid)) ||
+                    setresuid((uid_t)atoi(uid), (uid_t)atoi(uid), (uid_t)atoi(uid))))
+            _exit(3);
         sigset_t none;
         sigemptyset(&none);
         pthread_sigmask(SIG_SETMASK, &none, NULL); /* a worker ends on SIGTERM */

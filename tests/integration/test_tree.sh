@@ -26,6 +26,9 @@
 #   - without a server (pprof_tree_start), pprof_tree_collect's heap and
 #     CPU profiles: the same per-worker counts and functions
 #   - a member that exits during a window answers with what it had
+#   - the members leave the names in the hub's files to the hub (a
+#     comment says so), also workers that dropped to another user (as
+#     root)
 # Usage: test_tree.sh BUILD_DIR
 . "$(dirname "$0")/lib.sh"
 pp_init "$1"
@@ -56,6 +59,9 @@ pp_pprof -tags "$TMP/cpu.pb.gz" >"$TMP/cpu.tags" 2>&1
 for w in "$w1" "$w2"; do
     pp_check "profile: CPU time under pid $w" grep -qE "^ +[0-9.]+m?s .*: $w\$" "$TMP/cpu.tags"
 done
+pp_pprof -comments "$TMP/cpu.pb.gz" >"$TMP/cpu.comments" 2>&1
+pp_check "profile: the workers left the names in the hub's files to the hub ($(grep -c 'left to it to name' "$TMP/cpu.comments") comments)" \
+    test "$(grep -c 'left to it to name' "$TMP/cpu.comments")" -ge 1
 
 curl -sS --max-time 30 -o "$TMP/heap.pb.gz" "$base/heap"
 for w in "$w1" "$w2"; do
@@ -255,4 +261,27 @@ for _ in $(seq 50); do
 done
 pp_check "index: the member that exited is listed as left, having answered its request (${left:-none})" \
     eval 'echo "$left" | grep -qE "[0-9]+ \(prog_plain, parent [0-9]+, left [0-9]+ s ago after [0-9]+ s, answered 1 of 1 requests, 0 late\)"'
+# Workers that drop to another user cannot read the hub's /proc maps: the
+# hub sends them along, and names their code (even where the build
+# directory is closed to that user).
+if [ "$(id -u)" = 0 ]; then
+    pp_start_helper dprog env PROG_TREE_WORKER_UID=65534 "$BUILD/tests/prog_tree_linked" ||
+        pp_give_up "prog_tree_linked with dropping workers did not serve" dprog
+    dhub=$PID
+    base=http://127.0.0.1:$PORT/debug/pprof
+    pp_wait_line "$TMP/dprog.out" '^worker=' 10 "$dhub" >/dev/null
+    mapfile -t dworkers < <(sed -n 's/^worker=//p' "$TMP/dprog.out")
+    for _ in $(seq 100); do
+        [ "$(curl -sS --max-time 5 "$base/" | grep -c 'pid=[0-9]*">[0-9]*</a>')" -ge 2 ] && break
+        sleep 0.1
+    done
+    curl -sS --max-time 30 -o "$TMP/drop.pb.gz" "$base/profile?seconds=2"
+    for w in "${dworkers[@]}"; do
+        pp_check "workers as user 65534 (not reading the hub's maps): worker_burn under pid $w ($(stat -c %u /proc/$w))" \
+            grep -q worker_burn <(pp_pprof -top -tagfocus="pid=$w" "$TMP/drop.pb.gz" 2>/dev/null)
+    done
+    pp_check "workers as user 65534: they left the names to the hub" \
+        test "$(pp_pprof -comments "$TMP/drop.pb.gz" 2>&1 | grep -c 'left to it to name')" -ge 1
+    pp_stop "$dhub" >/dev/null 2>&1
+fi
 pp_finish
