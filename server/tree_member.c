@@ -265,8 +265,7 @@ static void fork_child(void)
     pp_hub_after_fork();
     self.send_mu = (pthread_mutex_t)PTHREAD_MUTEX_INITIALIZER;
     self.fd = -1; /* its descriptors are closed already (base/fds.h) */
-    maps_mu = (pthread_mutex_t)PTHREAD_MUTEX_INITIALIZER;
-    hub_maps = NULL; /* (its parent's hub's; left, not freed) */
+    maps_mu = (pthread_mutex_t)PTHREAD_MUTEX_INITIALIZER; /* hub_maps: the same hub's */
     joined_ppid = forking_pid; /* getppid() may already say 1 */
     char name[PP_TREE_NAME_MAX];
     pp_hub_name(name);
