@@ -19,9 +19,10 @@ void pp_tree_set_takeover(int (*serve)(void));
  * among its ancestors (up to 16 up), if there is one. 0 when it joined
  * (it then serves nothing itself), -1 when not. */
 int pp_tree_join_ancestor(void);
-/* A malloc'd copy of the executable lines of the hub's maps, as its
- * latest request sent them, or NULL: what this process, a member, leaves
- * to the hub to name (pprof_recorder_leave_shared). Thread-safe. */
+/* A malloc'd copy of the hub's executable files (maps lines without
+ * addresses), as its latest request sent them, or NULL: what this
+ * process, a member, leaves to the hub to name
+ * (pprof_recorder_leave_shared). Thread-safe. */
 char *pp_member_hub_maps(void);
 
 #endif /* PP_TREE_H */

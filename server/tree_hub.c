@@ -23,6 +23,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <poll.h>
 #include <pthread.h>
 #include <stdio.h>
@@ -387,8 +388,10 @@ void pp_hub_set_name(const char *name)
 
 /* ------------------------------------------------------------ requests */
 
-/* The executable file lines of this process's maps appended to b (after
- * its NUL): what the members leave to the hub to name. 0 or -1. */
+/* The executable files of this process's maps appended to b (after its
+ * NUL), one maps line each with the addresses and offset zeroed (a
+ * member needs the device, inode and path; the hub's layout is not its
+ * to know): what the members leave to the hub to name. 0 or -1. */
 static int add_exec_maps(pprof_buffer *b)
 {
     int fd = open("/proc/self/maps", O_RDONLY | O_CLOEXEC);
@@ -405,11 +408,24 @@ static int add_exec_maps(pprof_buffer *b)
     pprof_writer out = pprof_writer_buffer(b);
     for (char *line = all.data, *end = all.data + all.len; rc == 0 && line && line < end;) {
         char *nl = memchr(line, '\n', (size_t)(end - line));
-        size_t len = nl ? (size_t)(nl - line) + 1 : (size_t)(end - line);
-        char *perm = memchr(line, ' ', len), *path = memchr(line, '/', len);
-        if (perm && perm + 3 < line + len && perm[3] == 'x' && path)
-            rc = out.write(out.ctx, line, len);
-        line += len;
+        const char *e = nl ? nl : end, *p = line, *f[5];
+        int fl[5];
+        for (int k = 0; k < 5; k++) { /* addresses, permissions, offset, device, inode */
+            while (p < e && *p == ' ')
+                p++;
+            for (f[k] = p; p < e && *p != ' ';)
+                p++;
+            fl[k] = (int)(p - f[k]);
+        }
+        while (p < e && *p == ' ')
+            p++;
+        if (fl[1] >= 3 && f[1][2] == 'x' && p < e && *p == '/') {
+            char text[PATH_MAX + 96];
+            int k = snprintf(text, sizeof text, "0-0 %.*s 0 %.*s %.*s %.*s\n", fl[1], f[1], fl[3], f[3], fl[4],
+                             f[4], (int)(e - p), p);
+            rc = k > 0 && (size_t)k < sizeof text ? out.write(out.ctx, text, (size_t)k) : 0;
+        }
+        line = nl ? nl + 1 : end;
     }
     pprof_buffer_free(&all);
     return rc || n < 0 ? -1 : 0;

@@ -100,7 +100,7 @@ int pp_hub_has_members(void);
 void pp_hub_name(char out[PP_TREE_NAME_MAX]);
 void pp_hub_set_name(const char *name);
 /* Sends wire ("name?query", and with hub_names=1 in the query, a NUL and
- * the executable file lines of this process's /proc/self/maps: the files
+ * this process's executable files as maps lines without addresses: the files
  * the members leave to it) to every member (only process pid when pid is
  * not 0) and keeps the request for their answers until deadline_s.
  * Returns it, or NULL when out of memory. */
