@@ -130,6 +130,10 @@ static void *next(const char *name)
     return dladdr(f, &info) && info.dli_fbase == malloc_base ? f : NULL;
 }
 
+/* The next malloc is glibc's (the object that defines it is libc.so):
+ * set once by pp_next_resolve. */
+static int next_glibc;
+
 /* malloc-safe: the caller's allocations are served from the bootstrap
  * buffer while this runs. */
 int pp_next_resolve(void)
@@ -140,8 +144,10 @@ int pp_next_resolve(void)
     pp_next_alloc n;
     n.malloc = (void *(*)(size_t))pp_next_symbol("malloc", NULL);
     Dl_info info;
-    if (n.malloc && dladdr((void *)n.malloc, &info))
+    if (n.malloc && dladdr((void *)n.malloc, &info)) {
         malloc_base = info.dli_fbase;
+        next_glibc = info.dli_fname && strstr(info.dli_fname, "/libc.so") != NULL;
+    }
     n.free = (void (*)(void *))pp_next_symbol("free", NULL);
     n.calloc = (void *(*)(size_t, size_t))pp_next_symbol("calloc", NULL);
     n.realloc = (void *(*)(void *, size_t))pp_next_symbol("realloc", NULL);
@@ -187,6 +193,20 @@ int pp_next_resolve(void)
 
 /* The last size asked about and its answer, per thread. */
 static __thread size_t usable_n, usable_u;
+/* glibc's usable size for a request of n that it serves from its heap: a
+ * chunk of n plus its 8-byte size field, 16-byte aligned, at least 32
+ * bytes, less that field. A probe can meet a bigger chunk (a free one
+ * whose remainder would be too small to split), which no other block of
+ * that size gets. async-signal-safe */
+static size_t glibc_heap_usable(size_t n)
+{
+    size_t chunk = (n + 8 + 15) & ~(size_t)15;
+    return (chunk < 32 ? 32 : chunk) - 8;
+}
+
+/* Requests below this never get a mapped chunk from glibc (its mmap
+ * threshold starts there and only grows). */
+#define GLIBC_HEAP_MAX (128 * 1024)
 
 /* Blocks larger than this are not probed: the allocator gives them whole
  * pages, as it gives the sampled block. */
@@ -198,6 +218,8 @@ size_t pp_next_usable_for(size_t n)
 {
     if (n > PROBE_MAX)
         return 0;
+    if (next_glibc && n < GLIBC_HEAP_MAX)
+        return glibc_heap_usable(n);
     if (n == usable_n && usable_u)
         return usable_u;
     void *q = pp_next.malloc(n);
@@ -212,19 +234,6 @@ size_t pp_next_usable_for(size_t n)
     return u;
 }
 
-/* Whether the next malloc is glibc's (asked once). */
-static int next_is_glibc(void)
-{
-    static _Atomic int known = -1;
-    int k = atomic_load(&known);
-    if (k < 0) {
-        Dl_info info;
-        k = dladdr((void *)pp_next.malloc, &info) && info.dli_fname && strstr(info.dli_fname, "/libc.so");
-        atomic_store(&known, k);
-    }
-    return k;
-}
-
 /* Not for the hooks. A large block is not probed from glibc: freeing a
  * mapped chunk would raise its mmap threshold for the program. Its usable
  * size is computed instead, as glibc lays out a mapped chunk (the request
@@ -234,7 +243,7 @@ size_t pp_next_block_size(size_t n)
 {
     if (n <= PROBE_MAX)
         return pp_next_usable_for(n);
-    if (next_is_glibc()) {
+    if (next_glibc) {
         size_t page = (size_t)sysconf(_SC_PAGESIZE);
         size_t chunk = (((n + 8 + 15) & ~(size_t)15) + 8 + page - 1) & ~(page - 1);
         return chunk - 16 < n ? n : chunk - 16;

@@ -111,12 +111,19 @@ static int64_t sum_fn(const pprof_profile *p, const char *fn, int index)
 enum { ALLOC_SPACE = 1, INUSE_SPACE = 3 };
 
 /* The bytes `requested` bytes in blocks of n take, as the allocator counts
- * them: its usable size for a block of n. */
+ * them: its usable size for a block of n, the least of 8 blocks (one block
+ * can be a bigger free chunk that glibc did not split). */
 static int64_t in_blocks(int64_t requested, size_t n)
 {
-    void *b = malloc(n);
-    int64_t u = (int64_t)malloc_usable_size(b);
-    free(b);
+    void *b[8];
+    int64_t u = INT64_MAX;
+    for (int i = 0; i < 8; i++) {
+        b[i] = malloc(n);
+        int64_t k = (int64_t)malloc_usable_size(b[i]);
+        u = k < u ? k : u;
+    }
+    for (int i = 0; i < 8; i++)
+        free(b[i]);
     return requested / (int64_t)n * u;
 }
 
