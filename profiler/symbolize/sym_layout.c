@@ -99,13 +99,19 @@ bool pp_sym_parse_maps_line(const char *line, size_t len, maps_line *m)
     p = end;
     while (p < e && *p == ' ')
         p++;
+    if (p >= e) /* (strtoull would read on into the next line) */
+        return false;
     uint64_t major = strtoull(p, &end, 16); /* dev: major:minor, in hex */
-    uint64_t minor = *end == ':' ? strtoull(end + 1, &end, 16) : 0;
+    uint64_t minor = end + 1 < e && *end == ':' ? strtoull(end + 1, &end, 16) : 0;
     m->dev = major << 32 | minor;
     p = end;
     while (p < e && *p == ' ')
         p++;
+    if (p >= e)
+        return false;
     m->inode = strtoull(p, &end, 10);
+    if (end > e)
+        return false;
     p = end;
     while (p < e && *p != ' ')
         p++;

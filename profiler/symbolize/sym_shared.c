@@ -14,9 +14,9 @@
  * executable; a file replaced on disk since one of them mapped it has
  * another inode, so a package upgrade between the hub's start and a
  * member's exec never lets the hub name a member's code from the wrong
- * file. The hub matches a member's mapping by build ID (by path when the
- * file has none) and the range of file offsets its own mapping covers; by path alone when the
- * member could not read the file's build ID (the path named the same
+ * file. The hub matches a member's mapping by build ID and the range of
+ * file offsets its own mapping covers; by path alone when the member has
+ * no build ID for the file (it could not read it; the path named the same
  * device and inode in both).
  */
 #define _GNU_SOURCE
