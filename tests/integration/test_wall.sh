@@ -13,20 +13,25 @@
 #   - each of the three threads' samples x period is the window's length
 #     within 2% (every live thread is counted at every tick);
 #   - thread_state's shares of the cycling thread (running, poll, futex,
-#     clock_nanosleep) are each within 3 points of its own measure over
+#     clock_nanosleep) are each within 4 points of its own measure over
 #     the window, when the thread waited for a CPU under 10% of it.
 #     Chance: the window holds n = 10 x 400 = 4,000 samples of the thread;
 #     taken as independent draws (an upper bound: ticks are one per
 #     period, at a random point of it, so a phase of the thread is counted
 #     floor or ceil of its length in periods), a share p has a standard
 #     deviation of sqrt(p(1-p)/n): 0.77 points at p = 0.4, 0.72 at 0.3,
-#     0.63 at 0.2, 0.47 at 0.1; 3 points is 3.9, 4.1, 4.7 and 6.3 of them,
-#     two-sided 1.1e-4, 3.5e-5, 2.1e-6 and 3e-10: 1.4e-4 for the four,
-#     under 1 in 1,000. The sampler's own errors add to chance: on the
-#     shared 2-core machine, with the thread kept waiting for a CPU 24 to
-#     47% of the window (load average 4 to 32), the shares were 0 to 3.6
-#     points from the measure in 14 runs (docs/wall.md says why); those
-#     runs were not checked;
+#     0.63 at 0.2, 0.47 at 0.1. The sampler's own error adds a bias: in
+#     16 runs on the quiet 2-core machine (docs/wall.md) the shares were
+#     off by running -0.66, poll +1.17, futex +0.56, clock_nanosleep -1.08
+#     points on average, with spreads (standard deviations) of 0.65, 0.52,
+#     0.48 and 0.47, within chance's; one CI run had poll +3.01, which
+#     the 3 points checked before failed. 4 points less the bias is 4.3,
+#     3.9, 5.5 and 6.2 of chance's deviations above, one-sided 8e-6,
+#     5e-5, 2e-8 and 3e-10: under 1 in 1,000 for the four. The sampler's
+#     errors grow when the machine is busy: with the thread kept waiting
+#     for a CPU 24 to 47% of the window (load average 4 to 32), the shares
+#     were 0 to 3.6 points from the measure in 14 runs; those runs are not
+#     checked;
 #   - the waiting thread's samples carry its span, as running ones do:
 #     under -tagfocus thread_state=read, every sample has span_name
 #     "GET /wait" and a span_id, at least 3 spans show (it waits under a
@@ -132,8 +137,8 @@ for pair in "running:$mc" "poll:$mp" "futex:$mm" "clock_nanosleep:$ms"; do
         pp_note "thread cycle's $st share $got%, its own measure $want% (not checked: it waited for a CPU $md% of the window)"
         continue
     fi
-    pp_check "thread cycle's $st share $got%, its own measure $want%, within 3 points" \
-        pp_in_range "$got" "$(awk -v w="$want" 'BEGIN { print w - 3 }')" "$(awk -v w="$want" 'BEGIN { print w + 3 }')"
+    pp_check "thread cycle's $st share $got%, its own measure $want%, within 4 points" \
+        pp_in_range "$got" "$(awk -v w="$want" 'BEGIN { print w - 4 }')" "$(awk -v w="$want" 'BEGIN { print w + 4 }')"
 done
 
 # --- spans on waiting samples: thread span waits in read() under its span
