@@ -109,6 +109,7 @@ int pp_arch_eintr_syscall(const ucontext_t *uc, pp_arch_syscall *sc)
     if (!first_argument(svc, (pc & 4095) - 4, x, &sc->arg0))
         return 0;
     sc->nr = (long)x[8];
+    sc->arg2 = x[2];
     return 1;
 }
 
@@ -124,6 +125,7 @@ void pp_arch_syscall_rewind(ucontext_t *uc, const pp_arch_syscall *sc)
 {
     uc->uc_mcontext.pc -= 4;
     uc->uc_mcontext.regs[0] = sc->arg0;
+    uc->uc_mcontext.regs[2] = sc->arg2;
     uc->uc_mcontext.regs[8] = (uint64_t)sc->nr;
 }
 
@@ -177,6 +179,7 @@ int pp_arch_eintr_syscall(const ucontext_t *uc, pp_arch_syscall *sc)
         return 0;
     sc->nr = (long)nr;
     sc->arg0 = (uint64_t)g[REG_RDI];
+    sc->arg2 = (uint64_t)g[REG_RDX];
     return 1;
 }
 
@@ -194,5 +197,6 @@ void pp_arch_syscall_rewind(ucontext_t *uc, const pp_arch_syscall *sc)
     greg_t *g = uc->uc_mcontext.gregs;
     g[REG_RIP] -= 2;
     g[REG_RAX] = (greg_t)sc->nr;
+    g[REG_RDX] = (greg_t)sc->arg2;
 }
 #endif

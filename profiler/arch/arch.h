@@ -52,6 +52,7 @@ int pp_arch_in_plt_stub(uintptr_t pc, uintptr_t lo, uintptr_t hi);
 typedef struct pp_arch_syscall {
     long nr;
     uint64_t arg0;           /* the first argument (arm64: lost in x0, recovered) */
+    uint64_t arg2;           /* the third (poll's timeout) */
 } pp_arch_syscall;
 
 /* 1 if uc was interrupted right after a system call instruction that

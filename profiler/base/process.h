@@ -28,6 +28,12 @@ void pp_mark_start(void);
 int64_t pp_start_ns(int realtime);
 /* Clock c now, in nanoseconds. async-signal-safe */
 int64_t pp_now_ns(clockid_t c);
+/* Thread tid's CPU clock, in the kernel's encoding (~tid << 3 | SCHED |
+ * PERTHREAD). async-signal-safe */
+static inline clockid_t pp_thread_cpu_clock(int tid)
+{
+    return (clockid_t)((~(unsigned)tid) << 3) | 6;
+}
 /* The profiling signal's number, kept here for signals/ (pprof_cpu_set_signal
  * sets it, fixed once the handler is installed; SIGPROF until then) and
  * for the masks of the profiler's threads. async-signal-safe */

@@ -71,12 +71,6 @@ static uint64_t mono_ns(void)
 
 /* --- the registry (pp_cpu_reg_lock held) --- */
 
-static clockid_t thread_cpu_clock(int tid)
-{
-    /* The kernel's encoding of a thread's CPU clock: ~tid << 3 | SCHED | PERTHREAD. */
-    return (clockid_t)((~(unsigned)tid) << 3) | 6;
-}
-
 /* xorshift, so the host's random() sequence is left alone (pp_cpu_reg_lock held) */
 static uint64_t next_random(void)
 {
@@ -102,7 +96,7 @@ static pp_thread_state *state_of_locked(int tid)
 static uint64_t cpu_of(int tid)
 {
     struct timespec ts;
-    if (clock_gettime(thread_cpu_clock(tid), &ts))
+    if (clock_gettime(pp_thread_cpu_clock(tid), &ts))
         return 0;
     return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 }
@@ -150,7 +144,7 @@ static int arm_locked(int tid)
     ev.sigev_value.sival_int = PP_TIMER_VALUE;
     ev._sigev_un._tid = tid; /* sigev_notify_thread_id */
     timer_t t;
-    if (timer_create(thread_cpu_clock(tid), &ev, &t))
+    if (timer_create(pp_thread_cpu_clock(tid), &ev, &t))
         return pp_fail(PPROF_ESYS); /* errno says why (pp_cpu_enable reads it) */
     int64_t p = pp_cpu_period_ns(hz);
     int64_t first = 1 + (int64_t)(next_random() % (uint64_t)p);

@@ -95,7 +95,7 @@ static void on_signal(int sig, siginfo_t *si, void *uc)
         int took = u->fn(sig, si, uc);
         errno = saved;
         if (took) {
-            pp_signal_restart_wait(uc, sig);
+            pp_signal_restart_wait(uc, sig, took == PP_SIG_TOOK_ENDED_WAIT);
             return;
         }
     }

@@ -28,8 +28,11 @@ enum {
 };
 
 /* Takes a delivery: returns 1 when it was the user's, 0 to let the next
- * user or the host's handler have it. async-signal-safe, like every
+ * user or the host's handler have it, PP_SIG_TOOK_ENDED_WAIT when it was
+ * the user's and the thread was not on a CPU when it was signalled: a
+ * wait it was in had ended (see restart.c). async-signal-safe, like every
  * function that implements it. */
+#define PP_SIG_TOOK_ENDED_WAIT 2
 typedef int (*pp_signal_fn)(int sig, siginfo_t *si, void *uc);
 
 /* Registers fn for deliveries of the kinds in `kinds` whose value
@@ -62,7 +65,8 @@ void pp_signal_fork_child(void);
 /* If the profiling signal `sig` interrupted a wait the thread can enter
  * again with the same arguments (restart.c), and no signal of the
  * program's with a handler is pending for it, points the interrupted
- * context back at the wait. The dispatcher calls it last, after a user
- * took the delivery. async-signal-safe */
-void pp_signal_restart_wait(void *ucontext, int sig);
+ * context back at the wait; `ended`: the wait had ended as the signal was
+ * sent, and a poll is entered again with no time to wait. The dispatcher
+ * calls it last, after a user took the delivery. async-signal-safe */
+void pp_signal_restart_wait(void *ucontext, int sig, int ended);
 #endif

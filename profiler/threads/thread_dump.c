@@ -21,7 +21,9 @@
  *     late signal is ignored when it arrives.
  * A thread seen running may enter a waiting call before the signal
  * arrives; the dispatcher sends it back into the call (pp_signal_restart_wait)
- * rather than let it fail with EINTR.
+ * rather than let it fail with EINTR; one whose CPU clock stood still as it
+ * was asked (ready to run, maybe woken from a wait) is told apart, so that
+ * a poll whose time had run out does not wait its timeout again.
  * One dump runs at a time.
  */
 #define _GNU_SOURCE
@@ -63,6 +65,7 @@ static pp_mutex dump_lock = PP_MUTEX_INIT;
 static struct {
     _Atomic uint64_t slot;
     int n, end;
+    int off_cpu; /* the asked thread was ready to run but not on a CPU */
     const void *labels;
     uint64_t pcs[PP_DUMP_FRAMES];
 } answer;
@@ -78,7 +81,9 @@ static int on_dump_signal(int sig, siginfo_t *si, void *uc)
     if (atomic_compare_exchange_strong(&answer.slot, &expected, SLOT(tid, BUSY))) {
         answer.n = pp_unwind_signal(uc, answer.pcs, PP_DUMP_FRAMES, &answer.end);
         answer.labels = pp_labels_current_ref();
+        int ended = answer.off_cpu;
         atomic_store(&answer.slot, SLOT(tid, DONE));
+        return ended ? PP_SIG_TOOK_ENDED_WAIT : 1;
     } /* else a late or stray request */
     return 1;
 }
@@ -364,6 +369,12 @@ int pp_thread_walk_waiting(int tid, pp_thread_stack *t, void *const *slot, void 
  * Returns 0 if the thread no longer exists. */
 static int ask(int tid, pp_thread_stack *t, int64_t budget_ns)
 {
+    /* A CPU clock that does not move: ready to run, not on a CPU (it may
+     * have been woken from a wait: signals/restart.c). */
+    struct timespec c1, c2;
+    clockid_t c = pp_thread_cpu_clock(tid);
+    answer.off_cpu = clock_gettime(c, &c1) == 0 && clock_gettime(c, &c2) == 0 && c1.tv_sec == c2.tv_sec &&
+                     c1.tv_nsec == c2.tv_nsec;
     atomic_store(&answer.slot, SLOT(tid, WAITING));
     int64_t end = pp_now_ns(CLOCK_MONOTONIC) + (budget_ns < PER_THREAD_NS ? budget_ns : PER_THREAD_NS);
     int gone = 0;

@@ -119,12 +119,6 @@ static uint64_t clock_ns(clockid_t c, int *ok)
     return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 }
 
-static clockid_t thread_clock(int tid)
-{
-    /* The kernel's encoding of a thread's CPU clock: ~tid << 3 | SCHED | PERTHREAD. */
-    return (clockid_t)((~(unsigned)tid) << 3) | 6;
-}
-
 static void flush_all(void)
 {
     for (size_t i = 0; i < nth; i++)
@@ -244,7 +238,7 @@ static void read_clocks(int changed)
         t->cpu_now = t->cpu_ns;
         if (!t->active)
             continue;
-        uint64_t c = clock_ns(thread_clock(t->tid), &ok);
+        uint64_t c = clock_ns(pp_thread_cpu_clock(t->tid), &ok);
         if (!ok)
             continue;
         if (t->have_cpu)
@@ -272,7 +266,7 @@ static void read_clocks(int changed)
         wthread *t = th[i];
         if (t->active)
             continue;
-        uint64_t c = clock_ns(thread_clock(t->tid), &ok);
+        uint64_t c = clock_ns(pp_thread_cpu_clock(t->tid), &ok);
         if (ok)
             t->cpu_now = c;
     }
@@ -322,6 +316,20 @@ static void runnable_where_it_ran(wthread *t)
     pp_wall_set_rec(t, &r);
 }
 
+/* t was seen waiting, has used no CPU since, and is ready to run: woken
+ * from that wait, it waits for a CPU to return from the call. Counted
+ * runnable on the wait's stack and labels, and not signalled: a signal
+ * that comes after the call's time ran out makes it fail with EINTR
+ * (poll checks for signals before its timeout), which the dispatcher
+ * must then undo (signals/restart.c). */
+static void runnable_in_wait(wthread *t)
+{
+    wrec r = {.nr = RUNNABLE, .npcs = t->rec.npcs};
+    memcpy(r.pcs, t->rec.pcs, (size_t)r.npcs * sizeof *r.pcs);
+    r.labels = pp_wall_copy_pairs(t->rec.labels, t->rec.nlabels, &r.nlabels);
+    pp_wall_set_rec(t, &r);
+}
+
 /* The answers of running threads: their records (on_cpu[i]: QUEUED,
  * ON_A_CPU or DISPLACED as thread i was asked). */
 static void take_answers(wthread **who, pp_wall_answer *a, int n, const char *on_cpu)
@@ -348,8 +356,45 @@ static void take_answers(wthread **who, pp_wall_answer *a, int n, const char *on
     }
 }
 
+/* The last batch of a tick's requests is not waited for: the sampler goes
+ * back to sleep and takes the answers at its next tick, or when a window
+ * is attached or swapped (take_later). Waiting for them kept it from
+ * its next tick: a thread it displaced from its own CPU answers only
+ * once the sampler sleeps, and the sampler, woken by the answer after a
+ * few microseconds asleep, had run ahead of that thread's share of the
+ * CPU and waited for it until the thread next blocked or the scheduler's
+ * tick (up to 4 ms at HZ=250): half of those wake-ups waited more than
+ * 0.3 ms (`perf sched timehist`, prog_wall_linked at 400 Hz, 315 of 613
+ * in 4 s, 512 ms in all). Its next tick then looked when that thread
+ * blocked: a thread cycling through computing and poll() showed 1 to 2
+ * points of its computing as poll (docs/wall.md). The periods of a tick
+ * still to be answered wait in each thread's `held`, counted on the
+ * record the answer gives. */
+static pp_wall_answer ask[PP_WALL_MAX_ASK];
+static wthread *who[PP_WALL_MAX_ASK];
+static char on_cpu[PP_WALL_MAX_ASK];
+static int nlater;
+static int64_t later_end; /* when the batch's answers are given up on */
+
+/* Under wall_lock, before the threads' list or the windows change. */
+static void take_later(void)
+{
+    if (!nlater)
+        return;
+    int64_t left = later_end - pp_now_ns(CLOCK_MONOTONIC);
+    pp_wall_ask_wait(ask, nlater, left > 0 ? left : 0);
+    take_answers(who, ask, nlater, on_cpu);
+    for (int i = 0; i < nlater; i++) {
+        who[i]->pending += who[i]->held;
+        who[i]->held = 0;
+        who[i]->later = 0;
+    }
+    nlater = 0;
+}
+
 static void tick(uint64_t periods, int64_t period_ns)
 {
+    take_later();
     uint32_t stamp = ++tick_no;
     int changed = list_threads(stamp);
     /* A late tick: the periods it missed are counted half on what each
@@ -361,9 +406,6 @@ static void tick(uint64_t periods, int64_t period_ns)
         if (th[i]->valid)
             th[i]->pending += before;
     read_clocks(changed);
-    static pp_wall_answer ask[PP_WALL_MAX_ASK];
-    static wthread *who[PP_WALL_MAX_ASK];
-    static char on_cpu[PP_WALL_MAX_ASK];
     int my_cpu = sched_getcpu();
     int nask = 0;
     /* A thread ready to run may wait for a CPU before it answers; the tick
@@ -373,7 +415,7 @@ static void tick(uint64_t periods, int64_t period_ns)
     int keep = (int)(KEEP_ACTIVE_NS / period_ns) + 1;
     for (size_t i = 0; i < nth; i++) {
         wthread *t = th[i];
-        int moved = !t->have_cpu || t->cpu_now != t->cpu_ns;
+        int moved = !t->have_cpu || t->cpu_now != t->cpu_ns, ran = moved;
         t->cpu_ns = t->cpu_now;
         t->have_cpu |= t->cpu_now != 0;
         int nr;
@@ -407,11 +449,16 @@ static void tick(uint64_t periods, int64_t period_ns)
         }
         /* State R: where it is (see RUNNABLE_DELAY_NS). */
         int ok, ok2;
-        uint64_t c = clock_ns(thread_clock(t->tid), &ok);
-        on_cpu[nask] = clock_ns(thread_clock(t->tid), &ok2) != c || !ok || !ok2 ? ON_A_CPU : QUEUED;
+        uint64_t c = clock_ns(pp_thread_cpu_clock(t->tid), &ok);
+        on_cpu[nask] = clock_ns(pp_thread_cpu_clock(t->tid), &ok2) != c || !ok || !ok2 ? ON_A_CPU : QUEUED;
+        if (on_cpu[nask] == QUEUED && !ran && c == t->cpu_ns && t->valid && !ON_CPU(t->rec.nr)) {
+            runnable_in_wait(t);
+            continue;
+        }
         if (on_cpu[nask] == QUEUED && pp_thread_cpu(t->tid) == my_cpu)
             on_cpu[nask] = DISPLACED;
         ask[nask].tid = t->tid;
+        ask[nask].off_cpu = on_cpu[nask] != ON_A_CPU;
         pp_wall_ask_one(&ask[nask], nask); /* now: its state is the one just read */
         who[nask++] = t;
         if (nask == PP_WALL_MAX_ASK) {
@@ -420,13 +467,16 @@ static void tick(uint64_t periods, int64_t period_ns)
             nask = 0;
         }
     }
-    if (nask) {
-        pp_wall_ask_wait(ask, nask, timeout);
-        take_answers(who, ask, nask, on_cpu);
-    }
-    for (size_t i = 0; i < nth; i++)
-        if (th[i]->valid)
+    for (int i = 0; i < nask; i++)
+        who[i]->later = 1;
+    nlater = nask;
+    later_end = pp_now_ns(CLOCK_MONOTONIC) + timeout;
+    for (size_t i = 0; i < nth; i++) {
+        if (th[i]->later)
+            th[i]->held += periods - before;
+        else if (th[i]->valid)
             th[i]->pending += periods - before;
+    }
     COUNT(ST_TICKS, 1);
     COUNT(ST_LATE, periods - 1);
 }
@@ -481,6 +531,7 @@ static void *sampler_main(void *arg)
         while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, NULL) == EINTR)
             ;
         pp_mutex_lock(&wall_lock);
+        take_later();
         if (pp_wall_nwins == 0) {
             /* The threads' records stay (their windows took every count):
              * the next window's first tick reads every thread's clock and
@@ -533,6 +584,7 @@ static void fork_child(void)
     running = 0;
     sampler_ns_done = 0;
     slot_ns = 0;
+    nlater = 0; /* the answers were the parent's threads' */
     drop_all();
 }
 
@@ -561,6 +613,7 @@ int pp_wall_attach(pp_wall_window *w, int hz)
     }
     if (!running && (rc = start_locked()) != 0)
         goto out;
+    take_later();
     catch_up(pp_now_ns(CLOCK_MONOTONIC));
     flush_all(); /* what was ticked before belongs to the windows already attached */
     w->period_ns = 1000000000ll / rate;
@@ -573,6 +626,7 @@ out:
 pprof_profile *pp_wall_swap(pp_wall_window *w, pprof_profile *next)
 {
     pp_mutex_lock(&wall_lock);
+    take_later();
     catch_up(pp_now_ns(CLOCK_MONOTONIC));
     flush_all();
     pprof_profile *p = w->profile;
@@ -604,7 +658,7 @@ void pp_wall_stats_fill(pprof_wall_stats *out)
     int ok;
     out->hz = pp_wall_nwins ? rate : 0;
     out->threads = running ? (int64_t)nth : 0;
-    out->sampler_ns = sampler_ns_done + (running && self_tid ? clock_ns(thread_clock(self_tid), &ok) : 0);
+    out->sampler_ns = sampler_ns_done + (running && self_tid ? clock_ns(pp_thread_cpu_clock(self_tid), &ok) : 0);
     pp_mutex_unlock(&wall_lock);
 }
 

@@ -13,25 +13,30 @@
 #   - each of the three threads' samples x period is the window's length
 #     within 2% (every live thread is counted at every tick);
 #   - thread_state's shares of the cycling thread (running, poll, futex,
-#     clock_nanosleep) are each within 4 points of its own measure over
+#     clock_nanosleep) are each within 5 points of its own measure over
 #     the window, when the thread waited for a CPU under 10% of it.
 #     Chance: the window holds n = 10 x 400 = 4,000 samples of the thread;
 #     taken as independent draws (an upper bound: ticks are one per
 #     period, at a random point of it, so a phase of the thread is counted
 #     floor or ceil of its length in periods), a share p has a standard
 #     deviation of sqrt(p(1-p)/n): 0.77 points at p = 0.4, 0.72 at 0.3,
-#     0.63 at 0.2, 0.47 at 0.1. The sampler's own error adds a bias: in
-#     16 runs on the quiet 2-core machine (docs/wall.md) the shares were
-#     off by running -0.66, poll +1.17, futex +0.56, clock_nanosleep -1.08
-#     points on average, with spreads (standard deviations) of 0.65, 0.52,
-#     0.48 and 0.47, within chance's; one CI run had poll +3.01, which
-#     the 3 points checked before failed. 4 points less the bias is 4.3,
-#     3.9, 5.5 and 6.2 of chance's deviations above, one-sided 8e-6,
-#     5e-5, 2e-8 and 3e-10: under 1 in 1,000 for the four. The sampler's
+#     0.63 at 0.2, 0.47 at 0.1. The sampler adds a bias of its own
+#     (docs/wall.md): in 12 runs on the quiet 2-core machine the shares
+#     were off by running +1.77, poll -0.19, futex -0.29 and
+#     clock_nanosleep -1.29 points on average (at most +2.23 and -2.13),
+#     with spreads (standard deviations) of 0.42, 0.47, 0.35 and 0.31,
+#     within chance's. 5 points less the bias is 4.2, 6.7, 7.5 and 7.9 of
+#     chance's deviations above, one-sided 1.3e-5 or less each: under 1
+#     in 1,000 for the four. (With 3 points, a CI run failed on poll +3.01
+#     before the sampler's two fixes of docs/wall.md.) The sampler's
 #     errors grow when the machine is busy: with the thread kept waiting
 #     for a CPU 24 to 47% of the window (load average 4 to 32), the shares
 #     were 0 to 3.6 points from the measure in 14 runs; those runs are not
 #     checked;
+#   - at most 2% of the cycling thread's 3 ms polls take over 5.5 ms (a
+#     poll the profiling signal broke after its time ran out, entered
+#     again for a whole timeout; checked when the shares are): 54 to 67 of
+#     about 980 before that was fixed, 0 to 5 in the 12 runs after;
 #   - the waiting thread's samples carry its span, as running ones do:
 #     under -tagfocus thread_state=read, every sample has span_name
 #     "GET /wait" and a span_id, at least 3 spans show (it waits under a
@@ -113,13 +118,15 @@ pp_check "thread compute is all running or runnable ($(count compute runnable) r
 # the cycling thread's own measure over the window: the report lines
 # around its start and end (cumulative ns per phase)
 end=$((start + $(awk -v d="$dur" 'BEGIN { printf "%.0f", d * 1e9 }')))
-read -r mc mp mm ms md < <(awk -v a="$start" -v b="$end" '
+read -r mc mp mm ms md np nl < <(awk -v a="$start" -v b="$end" '
     /^m / { for (i = 2; i <= NF; i++) { split($i, kv, "="); v[kv[1]] = kv[2] }
-            if (v["t"] <= a) { c0 = v["compute"]; p0 = v["poll"]; m0 = v["mutex"]; s0 = v["sleep"]; d0 = v["delay"] }
-            if (v["t"] >= b && !done) { c1 = v["compute"]; p1 = v["poll"]; m1 = v["mutex"]; s1 = v["sleep"]; d1 = v["delay"]; done = 1 } }
+            if (v["t"] <= a) { c0 = v["compute"]; p0 = v["poll"]; m0 = v["mutex"]; s0 = v["sleep"]; d0 = v["delay"]
+                               n0 = v["polls"]; l0 = v["long"] }
+            if (v["t"] >= b && !done) { c1 = v["compute"]; p1 = v["poll"]; m1 = v["mutex"]; s1 = v["sleep"]; d1 = v["delay"]
+                                        n1 = v["polls"]; l1 = v["long"]; done = 1 } }
     END { t = (c1 - c0) + (p1 - p0) + (m1 - m0) + (s1 - s0); if (t <= 0) t = 1
-          printf "%.2f %.2f %.2f %.2f %.2f\n", 100 * (c1 - c0) / t, 100 * (p1 - p0) / t, 100 * (m1 - m0) / t,
-                 100 * (s1 - s0) / t, 100 * (d1 - d0) / t }' \
+          printf "%.2f %.2f %.2f %.2f %.2f %d %d\n", 100 * (c1 - c0) / t, 100 * (p1 - p0) / t, 100 * (m1 - m0) / t,
+                 100 * (s1 - s0) / t, 100 * (d1 - d0) / t, n1 - n0, l1 - l0 }' \
     "$TMP/prog.out")
 # The sampler needs a CPU to look, as the thread does to run: when the
 # thread waited for one more than 10% of the window (the machine busy with
@@ -137,9 +144,15 @@ for pair in "running:$mc" "poll:$mp" "futex:$mm" "clock_nanosleep:$ms"; do
         pp_note "thread cycle's $st share $got%, its own measure $want% (not checked: it waited for a CPU $md% of the window)"
         continue
     fi
-    pp_check "thread cycle's $st share $got%, its own measure $want%, within 4 points" \
-        pp_in_range "$got" "$(awk -v w="$want" 'BEGIN { print w - 4 }')" "$(awk -v w="$want" 'BEGIN { print w + 4 }')"
+    pp_check "thread cycle's $st share $got%, its own measure $want%, within 5 points" \
+        pp_in_range "$got" "$(awk -v w="$want" 'BEGIN { print w - 5 }')" "$(awk -v w="$want" 'BEGIN { print w + 5 }')"
 done
+if [ "$busy" = 1 ]; then
+    pp_note "thread cycle: $nl of its $np polls took over 5.5 ms (not checked: it waited for a CPU $md% of the window)"
+else
+    pp_check "thread cycle: $nl of its $np 3 ms polls took over 5.5 ms, at most 2%" \
+        test "$np" -gt 500 -a "$((nl * 50))" -le "$np"
+fi
 
 # --- spans on waiting samples: thread span waits in read() under its span
 pp_pprof -tags -sample_index=samples -tagfocus thread_state=read "$TMP/wall.pb.gz" >"$TMP/read.tags" 2>&1
