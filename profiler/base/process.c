@@ -48,6 +48,16 @@ int64_t pp_now_ns(clockid_t c)
     return (int64_t)ts.tv_sec * 1000000000ll + ts.tv_nsec;
 }
 
+int pp_thread_off_cpu(int tid, uint64_t *ns)
+{
+    struct timespec a, b;
+    clockid_t c = pp_thread_cpu_clock(tid);
+    int ok = clock_gettime(c, &a) == 0 && clock_gettime(c, &b) == 0;
+    if (ns)
+        *ns = ok ? (uint64_t)a.tv_sec * 1000000000ull + (uint64_t)a.tv_nsec : 0;
+    return ok && a.tv_sec == b.tv_sec && a.tv_nsec == b.tv_nsec;
+}
+
 void pp_mark_start(void)
 {
     atomic_store(&start_real, pp_now_ns(CLOCK_REALTIME));

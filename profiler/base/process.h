@@ -34,6 +34,10 @@ static inline clockid_t pp_thread_cpu_clock(int tid)
 {
     return (clockid_t)((~(unsigned)tid) << 3) | 6;
 }
+/* 1 if thread tid's CPU clock stands still between two reads in a row
+ * (ready to run or waiting, not on a CPU), 0 if it moves or cannot be
+ * read; *ns (when not NULL) gets the first read. Thread-safe. */
+int pp_thread_off_cpu(int tid, uint64_t *ns);
 /* The profiling signal's number, kept here for signals/ (pprof_cpu_set_signal
  * sets it, fixed once the handler is installed; SIGPROF until then) and
  * for the masks of the profiler's threads. async-signal-safe */

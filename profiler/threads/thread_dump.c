@@ -369,12 +369,7 @@ int pp_thread_walk_waiting(int tid, pp_thread_stack *t, void *const *slot, void 
  * Returns 0 if the thread no longer exists. */
 static int ask(int tid, pp_thread_stack *t, int64_t budget_ns)
 {
-    /* A CPU clock that does not move: ready to run, not on a CPU (it may
-     * have been woken from a wait: signals/restart.c). */
-    struct timespec c1, c2;
-    clockid_t c = pp_thread_cpu_clock(tid);
-    answer.off_cpu = clock_gettime(c, &c1) == 0 && clock_gettime(c, &c2) == 0 && c1.tv_sec == c2.tv_sec &&
-                     c1.tv_nsec == c2.tv_nsec;
+    answer.off_cpu = pp_thread_off_cpu(tid, NULL); /* maybe woken from a wait: signals/restart.c */
     atomic_store(&answer.slot, SLOT(tid, WAITING));
     int64_t end = pp_now_ns(CLOCK_MONOTONIC) + (budget_ns < PER_THREAD_NS ? budget_ns : PER_THREAD_NS);
     int gone = 0;

@@ -37,8 +37,8 @@ typedef struct wthread {
     uint64_t cpu_now;     /* read this tick */
     wrec rec;             /* valid: what it is counted on */
     uint64_t pending;     /* periods counted on rec, not yet in the windows */
-    uint64_t held;        /* periods of a tick whose answer is still to come (sampler.c's later) */
-    int later;            /* its answer is still to come */
+    uint64_t held;        /* periods of a tick whose answer is still to come (sampler.c's
+                             take_later); 0 when none is */
 } wthread;
 
 /* sampler.c's attached windows. */

@@ -302,12 +302,13 @@ static int look_waiting(wthread *t)
     return 1;
 }
 
-/* t is ready to run and waits for a CPU where it last ran (its last stack
- * and labels), or, with no record of running, under PP_PC_NO_ANSWER. */
-static void runnable_where_it_ran(wthread *t)
+/* t is ready to run and waits for a CPU under its record's labels, and its
+ * record's stack when `keep_stack` (else under PP_PC_NO_ANSWER); with no
+ * record, under PP_PC_NO_ANSWER alone. */
+static void runnable(wthread *t, int keep_stack)
 {
     wrec r = {.nr = RUNNABLE, .npcs = 1, .pcs = {PP_PC_NO_ANSWER}};
-    if (t->valid && ON_CPU(t->rec.nr)) {
+    if (t->valid && keep_stack) {
         r.npcs = t->rec.npcs;
         memcpy(r.pcs, t->rec.pcs, (size_t)r.npcs * sizeof *r.pcs);
     }
@@ -316,18 +317,11 @@ static void runnable_where_it_ran(wthread *t)
     pp_wall_set_rec(t, &r);
 }
 
-/* t was seen waiting, has used no CPU since, and is ready to run: woken
- * from that wait, it waits for a CPU to return from the call. Counted
- * runnable on the wait's stack and labels, and not signalled: a signal
- * that comes after the call's time ran out makes it fail with EINTR
- * (poll checks for signals before its timeout), which the dispatcher
- * must then undo (signals/restart.c). */
-static void runnable_in_wait(wthread *t)
+/* t waits for a CPU where it last ran (its last stack and labels), or,
+ * with no record of running, under PP_PC_NO_ANSWER. */
+static void runnable_where_it_ran(wthread *t)
 {
-    wrec r = {.nr = RUNNABLE, .npcs = t->rec.npcs};
-    memcpy(r.pcs, t->rec.pcs, (size_t)r.npcs * sizeof *r.pcs);
-    r.labels = pp_wall_copy_pairs(t->rec.labels, t->rec.nlabels, &r.nlabels);
-    pp_wall_set_rec(t, &r);
+    runnable(t, t->valid && ON_CPU(t->rec.nr));
 }
 
 /* The answers of running threads: their records (on_cpu[i]: QUEUED,
@@ -387,7 +381,6 @@ static void take_later(void)
     for (int i = 0; i < nlater; i++) {
         who[i]->pending += who[i]->held;
         who[i]->held = 0;
-        who[i]->later = 0;
     }
     nlater = 0;
 }
@@ -448,11 +441,16 @@ static void tick(uint64_t periods, int64_t period_ns)
             continue;
         }
         /* State R: where it is (see RUNNABLE_DELAY_NS). */
-        int ok, ok2;
-        uint64_t c = clock_ns(pp_thread_cpu_clock(t->tid), &ok);
-        on_cpu[nask] = clock_ns(pp_thread_cpu_clock(t->tid), &ok2) != c || !ok || !ok2 ? ON_A_CPU : QUEUED;
+        uint64_t c;
+        on_cpu[nask] = pp_thread_off_cpu(t->tid, &c) ? QUEUED : ON_A_CPU;
         if (on_cpu[nask] == QUEUED && !ran && c == t->cpu_ns && t->valid && !ON_CPU(t->rec.nr)) {
-            runnable_in_wait(t);
+            /* Seen waiting, no CPU since, ready to run: woken from that
+             * wait, waiting for a CPU to return from the call. Counted on
+             * the wait's stack and labels, and not signalled: a signal
+             * after the call's time ran out makes poll fail with EINTR
+             * (it checks for signals before its timeout), which the
+             * dispatcher must then undo (signals/restart.c). */
+            runnable(t, 1);
             continue;
         }
         if (on_cpu[nask] == QUEUED && pp_thread_cpu(t->tid) == my_cpu)
@@ -468,15 +466,12 @@ static void tick(uint64_t periods, int64_t period_ns)
         }
     }
     for (int i = 0; i < nask; i++)
-        who[i]->later = 1;
+        who[i]->held = periods - before; /* at least 1 */
     nlater = nask;
     later_end = pp_now_ns(CLOCK_MONOTONIC) + timeout;
-    for (size_t i = 0; i < nth; i++) {
-        if (th[i]->later)
-            th[i]->held += periods - before;
-        else if (th[i]->valid)
+    for (size_t i = 0; i < nth; i++)
+        if (th[i]->valid && !th[i]->held)
             th[i]->pending += periods - before;
-    }
     COUNT(ST_TICKS, 1);
     COUNT(ST_LATE, periods - 1);
 }
