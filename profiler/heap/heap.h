@@ -2,10 +2,11 @@
  *
  * The allocation hooks (interpose/heap_hooks*.c) forward to the next
  * allocator (heap_next.c) and sample a Poisson process with a thread-local
- * countdown (heap_sample.c); a sampled object is placed page-aligned and
- * recorded by (stack, labels, size) with its address in a live table
- * (heap_table.c); profiles unsample the raw counts as Go does
- * (heap_profile.c). Windows are differences of record snapshots, with
+ * countdown (heap_sample.c); a sampled object is an ordinary block of the
+ * next allocator, recorded by (stack, labels, size) with its address in a
+ * live table (heap_table.c) that a free looks in only when a map of
+ * granules says it may be there; profiles unsample the raw counts as Go
+ * does (heap_profile.c). Windows are differences of record snapshots, with
  * in-use values always absolute.
  *
  * Invariants: everything the hooks reach is malloc-safe (no malloc, mmap'd
@@ -57,14 +58,9 @@ typedef struct pp_next_ext {
     void (*tc_free_sized)(void *, size_t);
 } pp_next_ext;
 extern PP_HEAP_HIDDEN pp_next_ext pp_next_x;
-/* The usable size the next allocator gives an unsampled block of n bytes
- * (asked once per size and thread: a block is allocated and freed), or 0
- * for blocks too large to ask about (whole pages, as the sampled block
- * has). malloc-safe once pp_next_ready() */
-size_t pp_next_usable_for(size_t n);
-/* The same for any n, larger blocks too (probed by allocating one): the
- * bytes an unsampled block of n bytes holds, as the allocator counts it.
- * Needs pp_next_ready(). Not malloc-safe. */
+/* The bytes a block of n bytes holds, as the allocator counts it (computed
+ * for glibc, else asked by allocating and freeing one, once per size and
+ * thread). Needs pp_next_ready(). Not malloc-safe. */
 size_t pp_next_block_size(size_t n);
 /* 1 once pp_next is usable. malloc-safe */
 extern PP_HEAP_HIDDEN _Atomic int pp_next_state;
@@ -114,9 +110,6 @@ void pp_own_heap_fork_parent(void);
 void pp_own_heap_fork_child(void);
 
 /* --- sampling (heap_sample.c) --- */
-/* The page alignment every sampled object gets: free(p) consults the live
- * table only when p is a multiple of it. */
-#define PP_HEAP_ALIGN 4096
 /* Bytes until the calling thread's next sample; the hooks' fast path is
  * `if ((pp_heap_left -= size) > 0)`. Initial-exec TLS. */
 extern PP_HEAP_HIDDEN __thread int64_t pp_heap_left;
@@ -133,15 +126,13 @@ int pp_heap_is_unpaired(void);
  * return address is `caller`). Returns 0, or -1 when the tables are full
  * (the object is then not tracked). malloc-safe */
 int pp_heap_sampled(void *p, size_t size, uint64_t caller);
-/* Called for every page-aligned pointer about to be released: removes it
- * from the live table if it was sampled, counting the free. Returns 1 if it
+/* Called for every pointer about to be released whose granule may hold a
+ * sampled object (pp_heap_maybe_sampled): removes it from the live table
+ * if it was sampled, counting the free. Returns 1 if it
  * was sampled, 0 if not, -1 if a fork held the table: p may have been
  * sampled, and the table releases it with the next allocator's free once
  * its free is counted (the caller must not). Preserves errno. malloc-safe */
 int pp_heap_freed(void *p);
-/* The usable size to report for p (interpose/heap_hooks.c) whose block's
- * own usable size is `real`. malloc-safe */
-size_t pp_heap_usable(const void *p, size_t real);
 /* Re-entry guard: allocations made while it is raised are never sampled
  * (a forwarded operator new calling malloc, the profiler's own work). */
 void pp_heap_guard_enter(int64_t *saved);
@@ -184,13 +175,53 @@ size_t pp_heap_table_size(const void *p);
 /* Puts an object taken with pp_heap_table_take back (the release failed).
  * malloc-safe */
 void pp_heap_table_put_back(void *p, uint32_t rec);
-/* 1 if p may be in the live table (a lock-free look at its bucket).
- * malloc-safe */
+/* What a free must look at: two bits per 256-byte granule of the address
+ * modulo 4 GiB (granules that far apart share them; 4 MiB of address
+ * space, touched only where the heap is). PP_MAP_SAMPLED is set while an
+ * object in the live table starts in the granule (changed with the table's
+ * lock held, read without it); PP_MAP_OWN marks the bootstrap buffer's and
+ * the own heap's granules (set before their blocks are handed out, never
+ * cleared). A free whose bits are clear goes straight to the next
+ * allocator. Neighbouring granules share a cache line (64 KiB of heap per
+ * line), so a program's frees read a few lines of it, as they read their
+ * own heap. */
+#define PP_GRANULE_SHIFT 8
+#define PP_MAP_SAMPLED 1u
+#define PP_MAP_OWN 2u
+extern PP_HEAP_HIDDEN _Atomic uint8_t pp_heap_map[1u << (32 - PP_GRANULE_SHIFT - 2)];
+static inline uint32_t pp_granule(const void *p) /* malloc-safe */
+{
+    return (uint32_t)(uintptr_t)p >> PP_GRANULE_SHIFT;
+}
+/* p's bits. malloc-safe */
+static inline unsigned pp_heap_map_bits(const void *p)
+{
+    uint32_t g = pp_granule(p);
+    return (unsigned)(atomic_load_explicit(&pp_heap_map[g >> 2], memory_order_relaxed) >> ((g & 3) * 2)) & 3u;
+}
+/* 0 when p is certainly not a sampled object. malloc-safe */
+static inline int pp_heap_maybe_sampled(const void *p)
+{
+    return pp_heap_map_bits(p) & PP_MAP_SAMPLED;
+}
+/* Sets `bit` for granule g; clears it when `set` is 0. malloc-safe */
+static inline void pp_heap_map_set(uint32_t g, unsigned bit, int set)
+{
+    uint8_t m = (uint8_t)(bit << ((g & 3) * 2));
+    if (set)
+        atomic_fetch_or_explicit(&pp_heap_map[g >> 2], m, memory_order_release);
+    else
+        atomic_fetch_and_explicit(&pp_heap_map[g >> 2], (uint8_t)~m, memory_order_relaxed);
+}
+/* Marks [from, from + len) PP_MAP_OWN. malloc-safe */
+void pp_heap_map_own(uintptr_t from, size_t len);
+/* 1 if p may be in the live table (a lock-free look at its bucket; the
+ * objects of one granule share a bucket). malloc-safe */
 #define PP_LIVE_BUCKET_BITS 16
 extern PP_HEAP_HIDDEN _Atomic uint32_t pp_live_buckets[1u << PP_LIVE_BUCKET_BITS];
 static inline uint32_t pp_live_bucket(const void *p) /* malloc-safe */
 {
-    return (uint32_t)((((uintptr_t)p >> 12) * 0x9e3779b97f4a7c15ull) >> (64 - PP_LIVE_BUCKET_BITS));
+    return (uint32_t)(((uint64_t)pp_granule(p) * 0x9e3779b97f4a7c15ull) >> (64 - PP_LIVE_BUCKET_BITS));
 }
 static inline int pp_heap_table_maybe_live(const void *p) /* malloc-safe */
 {
@@ -213,8 +244,6 @@ typedef struct pp_heap_table_stats {
     uint64_t deferred_lost; /* objects whose free can no longer be seen (during a fork) */
 } pp_heap_table_stats;
 void pp_heap_table_stats_get(pp_heap_table_stats *s);
-/* Commits the tables' fixed memory (start-up). */
-void pp_heap_table_init(void);
 
 /* fork handlers (lifecycle.c) */
 void pp_heap_fork_prepare(void);

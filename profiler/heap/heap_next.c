@@ -15,15 +15,13 @@
  * each the next definition, wherever it is: what the program would call
  * without libpprof. A wrapper library that defines malloc but not free, or
  * no memalign, gets glibc's for those, as it would anyway. Sampled objects
- * come from memalign and go back through free, so sampling needs both from
- * the object that defines malloc; when they are not, heap sampling steps
- * aside (one line on stderr) and every allocation goes where it would
- * without libpprof.
+ * come from malloc, calloc or memalign and go back through free, so
+ * sampling needs free and memalign from the object that defines malloc;
+ * when they are not, heap sampling steps aside (one line on stderr) and
+ * every allocation goes where it would without libpprof.
  *
- * A sampled object sits in a page-aligned block whose usable size is the
- * block's, not what the program would see; pp_next_usable_for gives the
- * latter (a block of that size is allocated and freed to ask), so the
- * size queries can answer for a sampled object as for any other.
+ * pp_next_block_size gives the bytes the allocator counts for a block of a
+ * given size: the unit of the heap profiles' values.
  */
 #define _GNU_SOURCE
 #include "heap.h"
@@ -186,41 +184,52 @@ int pp_next_resolve(void)
     x.tc_free = (void (*)(void *))next("tc_free");
     x.tc_free_sized = (void (*)(void *, size_t))next("tc_free_sized");
     pp_next_x = x;
+    /* free's and realloc's fast paths open when they read a non-NULL
+     * function (with acquire): the bootstrap buffer is marked before. */
+    pp_heap_map_own((uintptr_t)boot, BOOT_SIZE);
+    void (*fr)(void *) = n.free;
+    void *(*re)(void *, size_t) = n.realloc;
+    n.free = NULL;
+    n.realloc = NULL;
     pp_next = n;
+    __atomic_store_n(&pp_next.free, fr, __ATOMIC_RELEASE);
+    __atomic_store_n(&pp_next.realloc, re, __ATOMIC_RELEASE);
     atomic_store(&state, 2);
     return 1;
 }
 
 /* The last size asked about and its answer, per thread. */
 static __thread size_t usable_n, usable_u;
-/* glibc's usable size for a request of n that it serves from its heap: a
- * chunk of n plus its 8-byte size field, 16-byte aligned, at least 32
- * bytes, less that field. A probe can meet a bigger chunk (a free one
- * whose remainder would be too small to split), which no other block of
- * that size gets. async-signal-safe */
-static size_t glibc_heap_usable(size_t n)
-{
-    size_t chunk = (n + 8 + 15) & ~(size_t)15;
-    return (chunk < 32 ? 32 : chunk) - 8;
-}
 
 /* Requests below this never get a mapped chunk from glibc (its mmap
  * threshold starts there and only grows). */
 #define GLIBC_HEAP_MAX (128 * 1024)
 
-/* Blocks larger than this are not probed: the allocator gives them whole
- * pages, as it gives the sampled block. */
-#define PROBE_MAX (256 * 1024)
+/* Blocks up to this size are probed once per size and thread; glibc's
+ * larger ones are computed. */
+#define PROBE_CACHED (256 * 1024)
 
-/* malloc-safe once pp_next_ready(): the probe goes straight to the next
- * allocator, past the hooks. */
-size_t pp_next_usable_for(size_t n)
+/* For glibc the size is computed, as glibc lays out a chunk: a request
+ * served from its heap is a chunk of n plus its 8-byte size field, 16-byte
+ * aligned, at least 32 bytes, less that field (a probe could meet a bigger
+ * free chunk whose remainder was too small to split, which no other block
+ * of that size gets); a block over PROBE_CACHED is a mapped chunk (not
+ * probed: freeing one would raise glibc's mmap threshold for the program),
+ * the request plus an 8-byte header, 16-byte aligned, plus the next
+ * chunk's 8-byte size field, rounded to pages, less 16 bytes of header.
+ * Other allocators are probed, past the hooks. */
+size_t pp_next_block_size(size_t n)
 {
-    if (n > PROBE_MAX)
-        return 0;
-    if (next_glibc && n < GLIBC_HEAP_MAX)
-        return glibc_heap_usable(n);
-    if (n == usable_n && usable_u)
+    if (next_glibc && n < GLIBC_HEAP_MAX) {
+        size_t chunk = (n + 8 + 15) & ~(size_t)15;
+        return (chunk < 32 ? 32 : chunk) - 8;
+    }
+    if (next_glibc && n > PROBE_CACHED) {
+        size_t page = (size_t)sysconf(_SC_PAGESIZE);
+        size_t chunk = (((n + 8 + 15) & ~(size_t)15) + 8 + page - 1) & ~(page - 1);
+        return chunk - 16 < n ? n : chunk - 16;
+    }
+    if (n <= PROBE_CACHED && n == usable_n && usable_u)
         return usable_u;
     void *q = pp_next.malloc(n);
     if (!q)
@@ -229,29 +238,9 @@ size_t pp_next_usable_for(size_t n)
     pp_next.free(q);
     if (u < n)
         u = n;
-    usable_n = n;
-    usable_u = u;
-    return u;
-}
-
-/* Not for the hooks. A large block is not probed from glibc: freeing a
- * mapped chunk would raise its mmap threshold for the program. Its usable
- * size is computed instead, as glibc lays out a mapped chunk (the request
- * plus an 8-byte header, 16-byte aligned, plus the next chunk's 8-byte
- * size field, rounded to pages, less 16 bytes of header). */
-size_t pp_next_block_size(size_t n)
-{
-    if (n <= PROBE_MAX)
-        return pp_next_usable_for(n);
-    if (next_glibc) {
-        size_t page = (size_t)sysconf(_SC_PAGESIZE);
-        size_t chunk = (((n + 8 + 15) & ~(size_t)15) + 8 + page - 1) & ~(page - 1);
-        return chunk - 16 < n ? n : chunk - 16;
+    if (n <= PROBE_CACHED) {
+        usable_n = n;
+        usable_u = u;
     }
-    void *q = pp_next.malloc(n);
-    if (!q)
-        return n;
-    size_t u = pp_next.usable_size(q);
-    pp_next.free(q);
-    return u < n ? n : u;
+    return u;
 }

@@ -190,7 +190,6 @@ int pp_heap_bytes_requested;
 
 void pp_heap_init(void)
 {
-    pp_heap_table_init();
     static const char *const units[] = {"allocated", "requested", NULL};
     pp_heap_bytes_requested = pp_env_word("LIBPPROF_HEAP_BYTES", units, 0, "allocated") == 1;
     int r = pp_env_int("LIBPPROF_HEAP_RATE", PPROF_HEAP_DEFAULT_RATE, 0, INT_MAX);

@@ -6,8 +6,9 @@
  * (c[1]). The store's lock also guards the live table.
  *
  * The live table maps each sampled object's address to its record: chained
- * buckets of nodes taken from a second reservation with a free list. Only
- * page-aligned frees look here, and a lock-free look at the bucket head
+ * buckets of nodes taken from a second reservation with a free list, and
+ * marks the granules where they start (pp_heap_map, heap.h). Only frees in
+ * a marked granule look here, and a lock-free look at the bucket head
  * settles most of them without the lock. An address entered twice (its
  * first free went to the allocator directly, as in a library opened with
  * RTLD_DEEPBIND) counts the old entry as freed.
@@ -49,9 +50,10 @@ static pp_store recs = PP_STORE_INIT(1ull << 30, 1u << 17);
 static live_node *nodes;           /* reserved LIVE_MAX */
 static uint32_t nodes_used, free_nodes;
 _Atomic uint32_t pp_live_buckets[LIVE_BUCKETS];
+_Atomic uint8_t pp_heap_map[1u << (32 - PP_GRANULE_SHIFT - 2)];
 static _Atomic uint64_t nlive;
 
-/* Deferred frees: the objects, page-aligned, linked through their first
+/* Deferred frees: the objects, linked through their first
  * word; its bit 0 marks a node whose second word is the record id of an
  * object already taken out of the live table. */
 static _Atomic uintptr_t deferred;
@@ -84,6 +86,26 @@ const pp_rec *pp_heap_rec_get(uint32_t id)
     return id ? rec_at(id) : NULL;
 }
 
+/* Clears p's granule's PP_MAP_SAMPLED unless another live object starts
+ * in it (they share p's bucket; p's node is unlinked). Lock held.
+ * malloc-safe */
+static void unmark(const void *p)
+{
+    uint32_t g = pp_granule(p);
+    for (uint32_t i = atomic_load_explicit(&pp_live_buckets[pp_live_bucket(p)], memory_order_relaxed); i;
+         i = nodes[i - 1].next)
+        if (pp_granule((const void *)nodes[i - 1].ptr) == g)
+            return;
+    pp_heap_map_set(g, PP_MAP_SAMPLED, 0);
+}
+
+/* malloc-safe */
+void pp_heap_map_own(uintptr_t from, size_t len)
+{
+    for (uintptr_t a = from & ~(uintptr_t)((1u << PP_GRANULE_SHIFT) - 1); a < from + len; a += 1u << PP_GRANULE_SHIFT)
+        pp_heap_map_set(pp_granule((const void *)a), PP_MAP_OWN, 1);
+}
+
 /* Unlinks p's node (lock held); returns its record or 0. malloc-safe */
 static uint32_t unlink_live(const void *p)
 {
@@ -92,6 +114,7 @@ static uint32_t unlink_live(const void *p)
         live_node *nd = &nodes[i - 1];
         if (nd->ptr == (uintptr_t)p) {
             atomic_store_explicit(link, nd->next, memory_order_relaxed);
+            unmark(p);
             uint32_t rec = nd->rec;
             nd->next = free_nodes;
             free_nodes = i;
@@ -119,6 +142,7 @@ static int link_live(void *p, uint32_t rec)
     _Atomic uint32_t *b = &pp_live_buckets[pp_live_bucket(p)];
     nodes[i - 1] = (live_node){(uintptr_t)p, rec, atomic_load_explicit(b, memory_order_relaxed)};
     atomic_store_explicit(b, i, memory_order_release);
+    pp_heap_map_set(pp_granule(p), PP_MAP_SAMPLED, 1);
     atomic_fetch_add(&nlive, 1);
     return 0;
 }
@@ -235,20 +259,6 @@ size_t pp_heap_table_size(const void *p)
     return n;
 }
 
-/* The usable size the program sees for p, whose block's own usable size
- * is `real`: for a sampled object, what an unsampled block of its size
- * would have, so that programs that size strings by it (and trim the slack
- * with realloc) or add it up treat sampled objects as any other.
- * malloc-safe */
-size_t pp_heap_usable(const void *p, size_t real)
-{
-    if (((uintptr_t)p & (PP_HEAP_ALIGN - 1)) || !pp_heap_table_maybe_live(p))
-        return real;
-    size_t n = pp_heap_table_size(p);
-    size_t u = n ? pp_next_usable_for(n) : 0;
-    return u && u < real ? u : real;
-}
-
 /* malloc-safe */
 int pp_heap_table_free(void *p)
 {
@@ -317,15 +327,6 @@ int pp_heap_snap_take(pp_heap_snap *s)
 void pp_heap_snap_free(pp_heap_snap *s)
 {
     pp_store_snap_free(s);
-}
-
-/* Writes the live buckets once, at start-up: frees read them, and a first
- * write after a read of a zero page costs a fault and a TLB flush on every
- * CPU the process runs on, which frees would otherwise pay a page at a
- * time. (Record buckets are only touched when sampling.) */
-void pp_heap_table_init(void)
-{
-    memset((void *)pp_live_buckets, 0, sizeof pp_live_buckets);
 }
 
 void pp_heap_table_stats_get(pp_heap_table_stats *s)

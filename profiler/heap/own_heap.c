@@ -80,6 +80,7 @@ static void *take_locked(unsigned c)
         if (committed + grow > pp_own_size ||
             mprotect((void *)(pp_own_base + committed), grow, PROT_READ | PROT_WRITE) != 0)
             return NULL;
+        pp_heap_map_own(pp_own_base + committed, grow); /* free's fast path must not take its blocks */
         committed += grow;
     }
     b = (void *)(pp_own_base + used);

@@ -3,17 +3,17 @@
  * Every function forwards to the next allocator (heap_next.c). The fast
  * path of an allocation is one thread-local countdown (heap_sample.c);
  * when it runs out, the slow path decides whether to sample, and a sampled
- * object is allocated page-aligned with the next allocator's memalign and
- * recorded. A free looks in the live table only when the pointer is
- * page-aligned, and takes the object out of it before releasing it, so an
- * address reused at once by another thread is never confused with it.
+ * object is allocated as any other and recorded. A free looks in the live
+ * table only when the pointer's granule holds a sampled object (one read
+ * of pp_heap_map, which also marks the bootstrap buffer and the own heap),
+ * and takes the object out of it before releasing it, so an address reused
+ * at once by another thread is never confused with it.
  * Pointers from the bootstrap buffer are never released. A thread that
  * allocates from the profiler's own heap (own_heap.c) takes the slow path
  * every time; its blocks are known by their address wherever they go.
  *
- * The size queries answer for a sampled object what they would for an
- * unsampled one of the same size (pp_heap_usable); heap_hooks_ext.c does
- * the same for the allocators' own entry points.
+ * A sampled object is the block the program would have had, so the size
+ * queries need no translation.
  *
  * Each hook passes its own return address down, so the recorded stack
  * starts at the call to malloc in the program and the profiler's frames
@@ -31,6 +31,7 @@
 #define LIKELY(x) __builtin_expect(!!(x), 1)
 #define UNLIKELY(x) __builtin_expect(!!(x), 0)
 #define CALLER ((uint64_t)(uintptr_t)__builtin_return_address(0))
+#define PAGE 4096 /* valloc's and pvalloc's alignment */
 
 /* Counts `n` down; 1 if the allocation is to be sampled. malloc-safe */
 static inline int take_sample(size_t n)
@@ -40,15 +41,13 @@ static inline int take_sample(size_t n)
     return pp_heap_should_sample(n);
 }
 
-/* A page-aligned block for a sampled object, recorded. malloc-safe */
+/* A sampled object: the block malloc (`align` 0; calloc's when `zero`) or
+ * memalign would give, recorded. malloc-safe */
 __attribute__((noinline)) static void *sampled_alloc(size_t align, size_t n, int zero, uint64_t caller)
 {
-    void *p = pp_next.memalign(align > PP_HEAP_ALIGN ? align : PP_HEAP_ALIGN, n);
-    if (!p)
-        return NULL;
-    if (zero)
-        memset(p, 0, n);
-    pp_heap_sampled(p, n, caller);
+    void *p = align ? pp_next.memalign(align, n) : zero ? pp_next.calloc(1, n) : pp_next.malloc(n);
+    if (p)
+        pp_heap_sampled(p, n, caller);
     return p;
 }
 
@@ -90,19 +89,19 @@ __attribute__((noinline)) static void free_slow(void *p)
         pp_own_free(p);
         return;
     }
-    if (!((uintptr_t)p & (PP_HEAP_ALIGN - 1)) && pp_heap_freed(p) < 0)
+    if (pp_heap_maybe_sampled(p) && pp_heap_freed(p) < 0)
         return; /* the table releases it once a fork lets go (heap_table.c) */
     if (ready())
         pp_next.free(p);
 }
 
-/* Page-aligned pointers that were never sampled (an unsampled chunk reused
- * after a sampled one) cost one look at their live-table bucket. malloc-safe */
+/* One look at the map (pp_heap_map): a pointer whose granule holds no
+ * sampled object and none of the profiler's own goes straight to the next
+ * allocator. malloc-safe */
 API void free(void *p)
 {
-    void (*f)(void *) = pp_next.free;
-    if (LIKELY(f != NULL) && !pp_boot_owns(p) && !pp_own_owns(p) &&
-        (LIKELY((uintptr_t)p & (PP_HEAP_ALIGN - 1)) || !pp_heap_table_maybe_live(p))) {
+    void (*f)(void *) = __atomic_load_n(&pp_next.free, __ATOMIC_ACQUIRE);
+    if (LIKELY(f != NULL) && LIKELY(!pp_heap_map_bits(p))) {
         f(p);
         return;
     }
@@ -169,7 +168,7 @@ static void *realloc_impl(void *p, size_t n, uint64_t caller)
         return q;
     }
     uint32_t rec = 0;
-    if (!((uintptr_t)p & (PP_HEAP_ALIGN - 1)) && pp_heap_table_maybe_live(p))
+    if (pp_heap_maybe_sampled(p) && pp_heap_table_maybe_live(p))
         rec = pp_heap_table_take(p);
     /* A fork holds the table and p may be sampled: the table must release
      * it once its free is counted, so it moves instead of resizing in place
@@ -210,16 +209,17 @@ static void *realloc_impl(void *p, size_t n, uint64_t caller)
     return q;
 }
 
-/* The common case inline: a block the next allocator owns that cannot be
- * sampled (not page-aligned), resized to a size that leaves the countdown
- * above zero, on a thread outside the own heap. Everything else, the
+/* The common case inline: a block of the next allocator that is not
+ * sampled (its granule's bits are clear: pp_heap_map), resized to a size
+ * that leaves the countdown above zero, on a thread outside the own heap
+ * (whose countdown is below zero). Everything else, the
  * countdown untouched, goes to realloc_impl. malloc-safe */
 API void *realloc(void *p, size_t n)
 {
-    void *(*f)(void *, size_t) = pp_next.realloc;
+    void *(*f)(void *, size_t) = __atomic_load_n(&pp_next.realloc, __ATOMIC_ACQUIRE);
     int64_t left = pp_heap_left - (int64_t)n;
-    if (LIKELY(f != NULL) && LIKELY(left > 0) && LIKELY(((uintptr_t)p & (PP_HEAP_ALIGN - 1)) != 0) &&
-        LIKELY(n != 0) && !pp_boot_owns(p) && !pp_own_owns(p)) { /* the own heap's countdown is below 0 */
+    if (LIKELY(f != NULL) && LIKELY(left > 0) && LIKELY(!pp_heap_map_bits(p)) && LIKELY(p != NULL) &&
+        LIKELY(n != 0)) {
         pp_heap_left = left;
         return f(p, n);
     }
@@ -295,28 +295,28 @@ API int posix_memalign(void **out, size_t align, size_t n)
 API void *valloc(size_t n)
 {
     if (!ready())
-        return pp_boot_alloc(n, PP_HEAP_ALIGN);
+        return pp_boot_alloc(n, PAGE);
     if (UNLIKELY(pp_own_depth))
-        return pp_own_malloc(PP_HEAP_ALIGN, n);
+        return pp_own_malloc(PAGE, n);
     if (take_sample(n))
-        return sampled_alloc(0, n, 0, CALLER);
+        return sampled_alloc(PAGE, n, 0, CALLER);
     return pp_next.valloc(n);
 }
 
 /* malloc-safe */
 API void *pvalloc(size_t n)
 {
-    size_t r = (n + PP_HEAP_ALIGN - 1) & ~(size_t)(PP_HEAP_ALIGN - 1);
+    size_t r = (n + PAGE - 1) & ~(size_t)(PAGE - 1);
     if (r < n) {
         errno = ENOMEM;
         return NULL;
     }
     if (!ready())
-        return pp_boot_alloc(r ? r : PP_HEAP_ALIGN, PP_HEAP_ALIGN);
+        return pp_boot_alloc(r ? r : PAGE, PAGE);
     if (UNLIKELY(pp_own_depth))
-        return pp_own_malloc(PP_HEAP_ALIGN, r ? r : PP_HEAP_ALIGN);
+        return pp_own_malloc(PAGE, r ? r : PAGE);
     if (take_sample(r))
-        return sampled_alloc(0, r ? r : PP_HEAP_ALIGN, 0, CALLER);
+        return sampled_alloc(PAGE, r ? r : PAGE, 0, CALLER);
     return pp_next.pvalloc(n);
 }
 
@@ -329,6 +329,6 @@ API size_t malloc_usable_size(void *p)
         return pp_boot_size(p);
     if (pp_own_owns(p))
         return pp_own_usable(p);
-    return ready() ? pp_heap_usable(p, pp_next.usable_size(p)) : 0;
+    return ready() ? pp_next.usable_size(p) : 0;
 }
 #endif

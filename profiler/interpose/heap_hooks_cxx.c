@@ -3,12 +3,12 @@
  * tcmalloc and jemalloc define their own operators, which do not go
  * through malloc, so every variant is interposed here (by its mangled
  * name; this file is C) and forwarded to the next definition, found on
- * first use. A sampled object is allocated as malloc's are (page-aligned,
- * from the next allocator's memalign) and released with its free. While a
- * forwarded operator new runs, the re-entry guard keeps the malloc it may
- * call (libstdc++'s does) from sampling the same allocation again; the
- * guard is restored by a cleanup that also runs when the operator throws
- * (this file is built with -fexceptions). When no C++ runtime is loaded,
+ * first use. A sampled object is allocated as malloc's are (the next
+ * allocator's malloc, or memalign for an aligned new) and released with its
+ * free. While a forwarded operator new runs, the re-entry guard keeps the
+ * malloc it may call (libstdc++'s does) from sampling the same allocation
+ * again; the guard is restored by a cleanup that also runs when the
+ * operator throws (this file is built with -fexceptions). When no C++ runtime is loaded,
  * the operators fall back to malloc and free.
  */
 #ifndef PPROF_NO_HOOKS /* sanitizer builds: their runtime owns malloc */
@@ -69,7 +69,7 @@ static void *new_impl(int which, size_t n, size_t align, const void *nothrow, ui
     if (pp_own_depth) /* the own heap's, through malloc */
         return align ? memalign(align, n ? n : 1) : malloc(n ? n : 1);
     if ((pp_heap_left -= (int64_t)n) <= 0 && pp_next_ready() && pp_heap_should_sample(n)) {
-        void *p = pp_next.memalign(align > PP_HEAP_ALIGN ? align : PP_HEAP_ALIGN, n ? n : 1);
+        void *p = align ? pp_next.memalign(align, n ? n : 1) : pp_next.malloc(n ? n : 1);
         if (p && pp_heap_sampled(p, n, caller) == 0)
             return p;
         /* Not tracked (tables full), so delete could not tell it must go to
@@ -101,11 +101,11 @@ static void del_impl(int which, void *p, size_t size, size_t align, const void *
         pp_own_free(p);
         return;
     }
-    /* A sampled object came from the next allocator's memalign: free it
-     * there, never through a sized delete. While a fork holds the table,
-     * any page-aligned object that may be sampled is handed to the table,
-     * which gives it to free later (valid for every operator new's memory). */
-    if (!((uintptr_t)p & (PP_HEAP_ALIGN - 1))) {
+    /* A sampled object came from the next allocator's malloc or memalign:
+     * free it there, never through a sized delete. While a fork holds the
+     * table, any object that may be sampled is handed to the table, which
+     * gives it to free later (valid for every operator new's memory). */
+    if (pp_heap_maybe_sampled(p)) {
         int sampled = pp_heap_freed(p);
         if (sampled > 0)
             pp_next.free(p);

@@ -3,15 +3,15 @@
  * sallocx, sdallocx, dallocx, rallocx and xallocx, tcmalloc's
  * tc_malloc_size, tc_free and tc_free_sized, and malloc_size.
  *
- * A sampled object lives in a page-aligned block of the next allocator
- * (heap_hooks.c): its size queries must answer as for an unsampled block
- * (pp_heap_usable), a sized free must not pass the allocator a size that
- * does not match the block, and a free or move must take it out of the
- * live table. Everything else passes through. Allocations made through
- * these entry points (mallocx, rallocx's new block, tc_malloc...) are not
- * sampled; docs/heap.md lists what is not covered. Each function exists only to
- * be found before the allocator's own; a program whose allocator lacks it
- * never calls it. malloc-safe throughout.
+ * A sampled object is an ordinary block of the next allocator
+ * (heap_hooks.c), so the size queries pass through; a free or move must
+ * take it out of the live table, and a sampled object is never resized in
+ * place (its record keeps its size). Everything else passes through.
+ * Allocations made through these entry points (mallocx, rallocx's new
+ * block, tc_malloc...) are not sampled; docs/heap.md lists what is not
+ * covered. Each function exists only to be found before the allocator's
+ * own; a program whose allocator lacks it never calls it. malloc-safe
+ * throughout.
  */
 #ifndef PPROF_NO_HOOKS /* sanitizer builds: their runtime owns malloc */
 #define _GNU_SOURCE
@@ -36,7 +36,7 @@ static size_t sampled_size(const void *p)
 {
     if (pp_own_owns(p)) /* the own heap's: through free and realloc too */
         return pp_own_usable(p);
-    if (!p || ((uintptr_t)p & (PP_HEAP_ALIGN - 1)) || !pp_heap_table_maybe_live(p) || !ready())
+    if (!p || !pp_heap_maybe_sampled(p) || !pp_heap_table_maybe_live(p) || !ready())
         return 0;
     return pp_heap_table_size(p);
 }
@@ -51,7 +51,7 @@ static size_t usable(const void *p, size_t (*own)(const void *))
         return pp_own_usable(p);
     if (!ready())
         return 0;
-    return pp_heap_usable(p, own ? own(p) : pp_next.usable_size((void *)p));
+    return own ? own(p) : pp_next.usable_size((void *)p);
 }
 
 /* jemalloc's sallocx ignores its flags. malloc-safe */
@@ -141,7 +141,7 @@ API size_t xallocx(void *p, size_t size, size_t extra, int flags)
     if (pp_own_owns(p))
         return old;
     if (old || !pp_next_x.xallocx)
-        return pp_heap_usable(p, pp_next.usable_size(p));
+        return pp_next.usable_size(p);
     return pp_next_x.xallocx(p, size, extra, flags);
 }
 #endif

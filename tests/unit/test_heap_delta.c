@@ -10,7 +10,8 @@
  * are unsampled per record with Go's scale; raw keeps the counts; the
  * optional in-use change; labels and the numeric `bytes` label; unbiased
  * totals over many records of one sample each (truncating each record's
- * estimate, as Go does, loses half an object per record). Bytes are the
+ * estimate, as Go does, loses half an object per record); the marks frees
+ * read before the live table. Bytes are the
  * requested ones (LIBPPROF_HEAP_BYTES=requested), so the fake sizes are
  * the bytes; the allocator's bytes are test_heap_hooks' and test_heap's.
  */
@@ -26,7 +27,32 @@
 #define FAKE 0x7ead0000000ull /* fake call sites: no real stack has them */
 #define RATE 1000
 
-static char objects[64][PP_HEAP_ALIGN] __attribute__((aligned(PP_HEAP_ALIGN))); /* fake addresses */
+static char objects[64][4096] __attribute__((aligned(4096))); /* fake addresses */
+
+/* pp_heap_map, which frees read before the live table: a granule stays
+ * marked while any live object starts in it, its neighbour is not, and
+ * granules 4 GiB apart share a mark. The addresses are never touched. */
+#define GRANULE (1u << PP_GRANULE_SHIFT)
+static char granules[4 * GRANULE] __attribute__((aligned(GRANULE)));
+
+static void map_marks(void)
+{
+    char *a = granules, *b = granules + 64, *next = granules + GRANULE, *far = (char *)((uintptr_t)granules + (1ull << 32));
+    uint64_t pcs[2] = {FAKE + 0x800, FAKE + 0x1000};
+    CHECK(!pp_heap_maybe_sampled(a) && !pp_heap_maybe_sampled(next));
+    CHECK(pp_heap_table_alloc(a, 8, pcs, 2, NULL) == 0);
+    CHECK(pp_heap_table_alloc(b, 8, pcs, 2, NULL) == 0);
+    CHECK(pp_heap_table_alloc(far, 8, pcs, 2, NULL) == 0);
+    CHECK(pp_heap_maybe_sampled(a) && pp_heap_maybe_sampled(a + GRANULE - 1) && !pp_heap_maybe_sampled(next));
+    char *order[3] = {a, far, b};
+    for (int i = 0; i < 3; i++) {
+        CHECK(pp_heap_maybe_sampled(a));
+        uint32_t rec = pp_heap_table_take(order[i]);
+        CHECK(rec != 0);
+        pp_heap_table_count_free(rec);
+    }
+    CHECK(!pp_heap_maybe_sampled(a) && !pp_heap_maybe_sampled(b) && !pp_heap_maybe_sampled(far));
+}
 
 static void alloc_at(int obj, uint64_t site, size_t size, const pprof_labels *labels)
 {
@@ -211,5 +237,6 @@ int main(void)
     for (size_t i = 0; i < sizeof snaps / sizeof *snaps; i++)
         pp_heap_snap_free(snaps[i]);
     pprof_labels_unref(web);
+    map_marks();
     return check_summary("test_heap_delta");
 }
