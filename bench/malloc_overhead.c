@@ -8,6 +8,12 @@
  *   glibc               no preload
  *   libpprof            LD_PRELOAD=libpprof.so, default LIBPPROF_HEAP_RATE
  *                       (524288), no LIBPPROF_ADDR (no server)
+ *   forward-only        LD_PRELOAD=libmalloc_forward.so: malloc, free,
+ *                       calloc and realloc interposed, each forwarding to
+ *                       glibc's through a pointer and doing nothing else
+ *                       (malloc_forward.c): the floor of any interposer,
+ *                       against which libpprof's fast paths and sampling
+ *                       are the rest (mix and pair only)
  *   tcmalloc            LD_PRELOAD=libtcmalloc.so.4 (gperftools)
  *   tcmalloc-heapprof   the same + HEAPPROFILE=/tmp/malloc_overhead.<pid>.heapprof
  *                       (files removed after each run). It records every
@@ -108,7 +114,7 @@ static const char *verdict(int unhooked, int met)
     return unhooked ? "n/a (libpprof does not interpose malloc in this build)" : met ? "met" : "MISSED";
 }
 
-enum { C_GLIBC, C_PPROF, C_TC, C_TC_HEAP, C_TC_SAMPLE, C_JE, C_JE_PROF, C_PPROF_JE, NCFG };
+enum { C_GLIBC, C_FWD, C_PPROF, C_TC, C_TC_HEAP, C_TC_SAMPLE, C_JE, C_JE_PROF, C_PPROF_JE, NCFG };
 enum { B_MIX, B_PAIR, B_SAMPLED, NBENCH };
 
 static char heapprof_prefix[128];
@@ -126,6 +132,7 @@ typedef struct config {
 
 static config cfgs[NCFG] = {
     [C_GLIBC] = {.name = "glibc", .env = {NULL}, .in = {1, 1, 1}},
+    [C_FWD] = {.name = "forward-only", .preload = FWD_LIB, .need = {FWD_LIB}, .in = {1, 1, 0}},
     [C_PPROF] = {.name = "libpprof", .preload = PPROF_LIB, .need = {PPROF_LIB},
                  .env = {NULL, NULL, "LIBPPROF_HEAP_RATE=1"}, .in = {1, 1, 1}},
     [C_TC] = {.name = "tcmalloc", .preload = TCMALLOC_LIB, .need = {TCMALLOC_LIB}, .in = {1, 1, 1}},
@@ -426,8 +433,9 @@ int main(int argc, char **argv)
                HEAPPROF_CAP_MS);
 
     static const struct { int c, base; const char *target; } ratios[] = {
-        {C_PPROF, C_GLIBC, "<= 1.05"},  {C_TC_HEAP, C_TC, NULL},       {C_TC_SAMPLE, C_TC, NULL},
-        {C_JE_PROF, C_JE, NULL},        {C_PPROF_JE, C_JE, "<= 1.05"},
+        {C_PPROF, C_GLIBC, "<= 1.05"},  {C_FWD, C_GLIBC, NULL},        {C_PPROF, C_FWD, NULL},
+        {C_TC_HEAP, C_TC, NULL},        {C_TC_SAMPLE, C_TC, NULL},     {C_JE_PROF, C_JE, NULL},
+        {C_PPROF_JE, C_JE, "<= 1.05"},
     };
     printf("\n== mix: slowdown, median of per-round ratios (min..max) ==\n");
     printf("%-32s %24s %24s %s\n", "ratio", "wall ns/op", "cpu ns/op", "target (wall)");
@@ -454,7 +462,7 @@ int main(int argc, char **argv)
 
     printf("\n== unsampled pair: malloc(64)+free, ns per pair (wall), median over rounds ==\n");
     static const struct { int c, base; } pdiff[] = {
-        {C_GLIBC, -1}, {C_PPROF, C_GLIBC}, {C_TC, -1}, {C_TC_SAMPLE, C_TC},
+        {C_GLIBC, -1}, {C_FWD, C_GLIBC}, {C_PPROF, C_GLIBC}, {C_TC, -1}, {C_TC_SAMPLE, C_TC},
         {C_JE, -1},    {C_JE_PROF, C_JE},  {C_PPROF_JE, C_JE},
     };
     for (size_t i = 0; i < sizeof pdiff / sizeof pdiff[0]; i++) {

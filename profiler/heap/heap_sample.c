@@ -13,10 +13,10 @@
  * different rates cannot be unsampled together). Allocations made before
  * the constructor runs are not sampled.
  *
- * A sampled allocation is page-aligned (heap_hooks.c), so a free looks in
- * the live table only for page-aligned pointers. The sample records the
- * caller's stack (every frame a call site) and the thread's label set as
- * the cumulative table keeps it. None of this calls malloc.
+ * A sampled allocation marks its granule in pp_heap_map (heap_table.c), so
+ * a free looks in the live table only for pointers there. The sample
+ * records the caller's stack (every frame a call site) and the thread's
+ * label set as the cumulative table keeps it. None of this calls malloc.
  */
 #define _GNU_SOURCE
 #include "heap.h"
