@@ -218,8 +218,16 @@ RSL
     read -r total_ms not_ms < <(pp_top_ms "$TMP/rsl.pb.gz")
     own_ms=$(awk -v c=$((c1 - c0)) -v hz="$(getconf CLK_TCK)" -v w=$(((t1 - t0) / 1000000)) \
         'BEGIN { printf "%d", c * 1000 / hz * 2000 / w }')
-    pp_check "rsyslogd: the CPU profile holds its threads' CPU (${total_ms:-0} ms, $own_ms ms counted from /proc, at least 95%)" \
-        awk -v b="${total_ms:-0}" -v w="$own_ms" 'BEGIN { exit !(w > 0 && b >= 0.95 * w) }'
+    # a thread's CPU timer loses what is left of its last 10 ms period when
+    # the window ends, and /proc counts whole ticks: one period per thread
+    # beyond the 5%
+    nthr=0
+    for t in /proc/"$d"/task/*; do
+        c=$(cat "$t/comm" 2>/dev/null) || continue
+        [[ "$c" =~ $PP_OWN_THREADS ]] || nthr=$((nthr + 1))
+    done
+    pp_check "rsyslogd: the CPU profile holds its threads' CPU (${total_ms:-0} ms, $own_ms ms counted from /proc; at least 95% less 10 ms for each of its $nthr threads)" \
+        awk -v b="${total_ms:-0}" -v w="$own_ms" -v n="$nthr" 'BEGIN { exit !(w > 0 && b >= 0.95 * w - 10 * n) }'
     pp_check "rsyslogd: no more than 5% not sampled (${not_ms} of ${total_ms:-0} ms)" \
         awk -v n="$not_ms" -v t="${total_ms:-0}" 'BEGIN { exit !(t > 0 && n <= 0.05 * t) }'
     for i in $(seq 100); do

@@ -18,8 +18,13 @@ a=$(pp_free_port)
 pp_start chain env LD_PRELOAD="$LIB" LIBPPROF_ADDR=127.0.0.1:$a LIBPPROF_PRINT_ADDR=1 env env env sleep 30
 chain=$PID
 pp_wait_http "http://127.0.0.1:$a/debug/pprof/cmdline" 10 "$chain"
-for i in $(seq 50); do [ "$(cat /proc/$chain/comm 2>/dev/null)" = sleep ] && break; sleep 0.1; done
-cmd=$(curl -s --max-time 10 "http://127.0.0.1:$a/debug/pprof/cmdline" | tr '\0' ' ')
+# each program of the chain binds the address again after its exec: the
+# last one answers once its constructor has run
+for i in $(seq 100); do
+    cmd=$(curl -s --max-time 10 "http://127.0.0.1:$a/debug/pprof/cmdline" | tr '\0' ' ')
+    [ "$cmd" = "sleep 30" ] && break
+    sleep 0.1
+done
 pp_check "the chain's last program serves at 127.0.0.1:$a ($cmd)" test "$cmd" = "sleep 30"
 pp_check "three execs at one address: one serving line ($(lines "$TMP/chain.err"): $(cat "$TMP/chain.err"))" \
     eval 'test "$(lines "$TMP/chain.err")" = 1 && grep -qx "libpprof: serving http://127.0.0.1:$a/debug/pprof/ (pid $chain)" "$TMP/chain.err"'
