@@ -8,8 +8,8 @@
  * free. While a forwarded operator new runs, the re-entry guard keeps the
  * malloc it may call (libstdc++'s does) from sampling the same allocation
  * again; the guard is restored by a cleanup that also runs when the
- * operator throws (this file is built with -fexceptions). When no C++ runtime is loaded,
- * the operators fall back to malloc and free.
+ * operator throws (this file is built with -fexceptions). When no C++
+ * runtime is loaded, the operators fall back to malloc and free.
  */
 #ifndef PPROF_NO_HOOKS /* sanitizer builds: their runtime owns malloc */
 #define _GNU_SOURCE
