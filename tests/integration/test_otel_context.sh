@@ -102,9 +102,15 @@ pp_check "demo: the index says the process context is published, with the label 
     grep -qE 'OpenTelemetry contexts</td><td>process context published .* thread records with [1-9][0-9]* label keys' "$TMP/index.html"
 "$READER" process "$demo" 1 >"$TMP/demo.txt" 2>&1
 pp_check "demo: service.name=unknown_service:pprof-demo" grep -qxF "resource service.name=unknown_service:pprof-demo" "$TMP/demo.txt"
-"$READER" threads "$demo" 400 >"$TMP/demo-threads.txt" 2>&1
-awk '/^read / && / valid / && $8 != "0000000000000000"' "$TMP/demo-threads.txt" >"$TMP/demo-spans.txt"
-n=$(wc -l <"$TMP/demo-spans.txt")
+# the workers are in a request only part of the time (less on a busy
+# machine): rounds of 400 reads until 10 found one, at most 10 rounds
+: >"$TMP/demo-spans.txt"
+for _ in $(seq 10); do
+    "$READER" threads "$demo" 400 >"$TMP/demo-threads.txt" 2>&1
+    awk '/^read / && / valid / && $8 != "0000000000000000"' "$TMP/demo-threads.txt" >>"$TMP/demo-spans.txt"
+    n=$(wc -l <"$TMP/demo-spans.txt")
+    [ "$n" -ge 10 ] && break
+done
 bad=$(grep -cvE 'attrs endpoint=/(checkout|search);tenant=(acme|globex)$' "$TMP/demo-spans.txt")
 pp_check "demo: $n reads found a worker in a request; every one with endpoint and tenant from the demo's sets ($bad not)" \
     test "$n" -ge 10 -a "$bad" -eq 0
