@@ -456,10 +456,12 @@ typedef struct pprof_cpu_config {
  * Thread-safe. */
 PPROF_API int pprof_cpu_recorder_new(const pprof_cpu_config *cfg, pprof_recorder **out);
 
-/* Chooses the signal the CPU timers deliver: SIGPROF by default, or
- * LIBPPROF_SIGNAL (a number) at start-up; for hosts that use SIGPROF
- * themselves (a host handler on the profiling signal is still called for
- * signals that are not libpprof's). Only before CPU profiling first
+/* Chooses the signal libpprof's timers and requests deliver: SIGSTKFLT
+ * by default (no program is known to use it; SIGPROF stays the host's),
+ * or LIBPPROF_SIGNAL (a number) at start-up; an override for hosts that
+ * use SIGSTKFLT themselves (a host handler on the profiling signal stands
+ * behind libpprof's and is still called for signals that are not
+ * libpprof's). Only before CPU profiling first
  * starts: later, a different signal fails with PPROF_EBUSY. Signals the
  * system keeps (SIGKILL, SIGSTOP, SIGSEGV, ...) fail with PPROF_EINVAL.
  * Thread-safe. */

@@ -131,7 +131,8 @@ static void write_stats(pp_reply *r, const pp_req *q)
         pp_reply_printf(r,
                         "<tr><td>Profiling signal</td><td>another handler replaced libpprof's %llu times; "
                         "it was put back each time, and the other one gets the signals that are not "
-                        "libpprof's (see LIBPPROF_SIGNAL to use another signal)</td></tr>\n",
+                        "libpprof's (it was installed without sigaction; see LIBPPROF_SIGNAL to use another "
+                        "signal)</td></tr>\n",
                         (unsigned long long)c.handler_reclaimed);
     pp_reply_printf(r,
                     "<tr><td>Label sets</td><td>%llu live, %llu created, %llu freed; %llu kept by "

@@ -121,6 +121,12 @@ int pp_arch_after_syscall(const ucontext_t *uc)
 }
 
 /* async-signal-safe */
+int pp_arch_after_eintr(const ucontext_t *uc)
+{
+    return (int64_t)uc->uc_mcontext.regs[0] == -EINTR && pp_arch_after_syscall(uc);
+}
+
+/* async-signal-safe */
 void pp_arch_syscall_rewind(ucontext_t *uc, const pp_arch_syscall *sc)
 {
     uc->uc_mcontext.pc -= 4;
@@ -189,6 +195,12 @@ int pp_arch_after_syscall(const ucontext_t *uc)
     uintptr_t ip = (uintptr_t)uc->uc_mcontext.gregs[REG_RIP];
     const unsigned char *c = (const unsigned char *)ip;
     return (ip & 4095) >= 2 && c[-2] == 0x0f && c[-1] == 0x05;
+}
+
+/* async-signal-safe */
+int pp_arch_after_eintr(const ucontext_t *uc)
+{
+    return uc->uc_mcontext.gregs[REG_RAX] == -EINTR && pp_arch_after_syscall(uc);
 }
 
 /* async-signal-safe */

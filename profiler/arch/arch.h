@@ -63,6 +63,9 @@ int pp_arch_eintr_syscall(const ucontext_t *uc, pp_arch_syscall *sc);
  * thread was in the kernel in that call as the signal came: woken and not
  * yet back, or broken by the signal). async-signal-safe */
 int pp_arch_after_syscall(const ucontext_t *uc);
+/* 1 if uc was interrupted right after a system call instruction whose
+ * call failed with EINTR (whatever the call). async-signal-safe */
+int pp_arch_after_eintr(const ucontext_t *uc);
 /* Points uc back at the system call instruction with the call's number
  * and arguments, as the kernel does for the calls it restarts itself.
  * async-signal-safe */

@@ -85,7 +85,7 @@ int pp_sigmask_exact(int how, const sigset_t *set, sigset_t *old)
     return rc;
 }
 
-static _Atomic int profiling_signal = SIGPROF;
+static _Atomic int profiling_signal = PP_DEFAULT_SIGNAL;
 
 /* async-signal-safe */
 int pp_profiling_signal(void)

@@ -38,9 +38,14 @@ static inline clockid_t pp_thread_cpu_clock(int tid)
  * (ready to run or waiting, not on a CPU), 0 if it moves or cannot be
  * read; *ns (when not NULL) gets the first read. Thread-safe. */
 int pp_thread_off_cpu(int tid, uint64_t *ns);
+/* The profiling signal by default: SIGSTKFLT, which the kernel never
+ * raises on Linux and no program is known to use (SIGPROF belongs to
+ * programs that time themselves: PHP's max_execution_time, Python's
+ * signal.setitimer, gperftools). */
+#define PP_DEFAULT_SIGNAL SIGSTKFLT
 /* The profiling signal's number, kept here for signals/ (pprof_cpu_set_signal
- * sets it, fixed once the handler is installed; SIGPROF until then) and
- * for the masks of the profiler's threads. async-signal-safe */
+ * sets it, fixed once the handler is installed; PP_DEFAULT_SIGNAL until
+ * then) and for the masks of the profiler's threads. async-signal-safe */
 int pp_profiling_signal(void);
 void pp_profiling_signal_set(int sig);
 /* The mask the profiler's own threads run with: every asynchronous signal

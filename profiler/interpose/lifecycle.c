@@ -96,14 +96,16 @@ __attribute__((constructor(101))) static void pp_init(void)
     pp_mark_start();
     pp_env_init();
     pp_otel_init();
-    int signo = pp_env_int("LIBPPROF_SIGNAL", SIGPROF, 1, SIGRTMAX);
-    if (signo != SIGPROF && pprof_cpu_set_signal(signo) != 0)
-        fprintf(stderr, "libpprof: ignoring LIBPPROF_SIGNAL=%d: %s; using SIGPROF\n", signo,
-                pprof_last_error());
+    int signo = pp_env_int("LIBPPROF_SIGNAL", PP_DEFAULT_SIGNAL, 1, SIGRTMAX);
+    if (signo != PP_DEFAULT_SIGNAL && pprof_cpu_set_signal(signo) != 0)
+        fprintf(stderr, "libpprof: ignoring LIBPPROF_SIGNAL=%d: %s; using %d (SIGSTKFLT)\n", signo,
+                pprof_last_error(), PP_DEFAULT_SIGNAL);
     pp_thread_hooks_init();
     pp_fd_hooks_init();
     pp_signal_hooks_init();
     pp_signal_hooks_open_inherited();
+    pp_wait_hooks_init();
+    pp_sock_hooks_init();
     pp_threads_init();
     pp_threads_register_main();
     pp_unwind_init();

@@ -1,5 +1,15 @@
-/* signal_hooks.c: pthread_sigmask and sigprocmask, interposed, so that a
- * program that blocks signals wholesale still gets CPU samples.
+/* signal_hooks.c: the program's signal calls, interposed where they meet
+ * the profiling signal: sigaction and signal, so that a handler of the
+ * program's on it stands behind libpprof's instead of replacing it, and
+ * pthread_sigmask and sigprocmask, so that a program that blocks signals
+ * wholesale still gets CPU samples.
+ *
+ * The profiling signal (SIGSTKFLT unless LIBPPROF_SIGNAL says otherwise)
+ * is one no program is known to use. A program that installs a handler on
+ * it anyway, once libpprof's is installed, gets its action recorded: the
+ * deliveries that are not libpprof's (not its timers', not queued by
+ * libpprof) go to it, and sigaction reports the program's own action back,
+ * never libpprof's. Other signals pass through untouched.
  *
  * A very common server start-up blocks every signal (sigfillset, then
  * pthread_sigmask) before it creates its workers and waits for signals in
@@ -25,18 +35,84 @@
 #include <errno.h>
 #include <signal.h>
 #include <stdio.h>
+#include <string.h>
 
 #ifndef PPROF_NO_HOOKS
 #define API __attribute__((visibility("default")))
 #define WHOLESALE 24
 
 typedef int (*sigmask_fn)(int, const sigset_t *, sigset_t *);
+typedef int (*sigaction_fn)(int, const struct sigaction *, struct sigaction *);
+typedef sighandler_t (*signal_fn)(int, sighandler_t);
 static sigmask_fn real_pthread_sigmask, real_sigprocmask;
+static sigaction_fn real_sigaction;
+static signal_fn real_signal, real_bsd_signal, real_sysv_signal;
 
 void pp_signal_hooks_init(void)
 {
     real_pthread_sigmask = (sigmask_fn)pp_next_symbol("pthread_sigmask", NULL);
     real_sigprocmask = (sigmask_fn)pp_next_symbol("sigprocmask", NULL);
+    real_sigaction = (sigaction_fn)pp_next_symbol("sigaction", NULL);
+    real_signal = (signal_fn)pp_next_symbol("signal", NULL);
+    real_bsd_signal = (signal_fn)pp_next_symbol("bsd_signal", NULL);
+    real_sysv_signal = (signal_fn)pp_next_symbol("sysv_signal", NULL);
+    pp_signal_resolve();
+}
+
+/* async-signal-safe once the constructor resolved the next definitions */
+API int sigaction(int sig, const struct sigaction *act, struct sigaction *old)
+{
+    if (sig == pp_signal_number() && pp_signal_host_action(act, old) == 0)
+        return 0;
+    if (!real_sigaction)
+        pp_signal_hooks_init();
+    if (!real_sigaction) {
+        errno = ENOSYS;
+        return -1;
+    }
+    return real_sigaction(sig, act, old);
+}
+
+/* signal, bsd_signal and sysv_signal on the profiling signal: the C
+ * library's set the action without passing through sigaction's symbol,
+ * so they are made here with the flags glibc gives them.
+ * async-signal-safe */
+static sighandler_t set_handler(int sig, sighandler_t h, int flags, signal_fn next)
+{
+    if (sig == pp_signal_number() && h != SIG_ERR) {
+        struct sigaction sa, old;
+        memset(&sa, 0, sizeof sa);
+        sa.sa_handler = h;
+        sa.sa_flags = flags;
+        sigemptyset(&sa.sa_mask);
+        if (!(flags & SA_NODEFER))
+            sigaddset(&sa.sa_mask, sig);
+        if (pp_signal_host_action(&sa, &old) == 0)
+            return old.sa_handler;
+    }
+    if (!next) {
+        errno = ENOSYS;
+        return SIG_ERR;
+    }
+    return next(sig, h);
+}
+
+/* async-signal-safe once the constructor resolved the next definitions */
+API sighandler_t signal(int sig, sighandler_t h)
+{
+    return set_handler(sig, h, SA_RESTART, real_signal);
+}
+
+/* async-signal-safe once the constructor resolved the next definitions */
+API sighandler_t bsd_signal(int sig, sighandler_t h)
+{
+    return set_handler(sig, h, SA_RESTART, real_bsd_signal);
+}
+
+/* async-signal-safe once the constructor resolved the next definitions */
+API sighandler_t sysv_signal(int sig, sighandler_t h)
+{
+    return set_handler(sig, h, SA_RESETHAND | SA_NODEFER, real_sysv_signal);
 }
 
 /* Whether `set` blocks signals wholesale. async-signal-safe */

@@ -11,7 +11,15 @@ void pp_thread_hooks_init(void);
 /* Finds the next close, close_range, closefrom, dup2, dup3, epoll_create1
  * and eventfd; the constructor calls it, for the same reasons. */
 void pp_fd_hooks_init(void);
-/* Finds the next pthread_sigmask and sigprocmask (signal_hooks.c). */
+/* Finds the next poll, ppoll, select, pselect, epoll_wait, epoll_pwait,
+ * epoll_pwait2, nanosleep, clock_nanosleep, usleep, sigtimedwait and
+ * syscall (wait_hooks.c). */
+void pp_wait_hooks_init(void);
+/* Finds the next recv, recvfrom, recvmsg, accept and accept4
+ * (sock_hooks.c). */
+void pp_sock_hooks_init(void);
+/* Finds the next pthread_sigmask, sigprocmask, sigaction, signal,
+ * bsd_signal and sysv_signal (signal_hooks.c). */
 void pp_signal_hooks_init(void);
 /* Opens the profiling signal in the calling thread when the mask it
  * inherited through exec blocks signals wholesale; after

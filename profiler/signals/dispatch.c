@@ -33,18 +33,47 @@ typedef struct user {
 static pp_mutex lock = PP_MUTEX_INIT;
 static user users[MAX_USERS];
 static _Atomic int nusers;
-static int installed;
+static _Atomic int installed;
 /* The host's handler that deliveries no user takes go to: one of the two,
- * read atomically in the handler (it can change while signals land). */
+ * read atomically in the handler (it can change while signals land), with
+ * its flags (SA_RESETHAND). host_act is the whole action the host set, as
+ * sigaction reports it back to the host; host_busy guards it. */
 static void (*_Atomic host_info)(int, siginfo_t *, void *);
 static void (*_Atomic host_plain)(int);
+static _Atomic int host_flags;
+static struct sigaction host_act;
+static _Atomic int host_busy;
 static _Atomic uint64_t reclaimed;
+typedef int (*sigaction_fn)(int, const struct sigaction *, struct sigaction *);
+static sigaction_fn _Atomic next_sigaction;
+
+/* The C library's sigaction (libpprof's own override, signal_hooks.c,
+ * would answer for the profiling signal with the host's action).
+ * async-signal-safe once pp_signal_resolve ran. */
+static int real_sigaction(int sig, const struct sigaction *act, struct sigaction *old)
+{
+    sigaction_fn fn = atomic_load(&next_sigaction);
+    return fn ? fn(sig, act, old) : sigaction(sig, act, old);
+}
+
+void pp_signal_resolve(void)
+{
+    if (!atomic_load(&next_sigaction))
+        atomic_store(&next_sigaction, (sigaction_fn)pp_next_symbol("sigaction", NULL));
+}
 
 /* async-signal-safe */
 static void chain(int sig, siginfo_t *si, void *uc)
 {
     void (*info)(int, siginfo_t *, void *) = atomic_load(&host_info);
     void (*plain)(int) = atomic_load(&host_plain);
+    if ((info || plain) && (atomic_load(&host_flags) & SA_RESETHAND)) {
+        /* a one-shot handler: the default again from now on, as the
+         * kernel does */
+        atomic_store(&host_info, NULL);
+        atomic_store(&host_plain, NULL);
+        atomic_store(&host_flags, 0);
+    }
     if (info)
         info(sig, si, uc);
     else if (plain)
@@ -52,9 +81,11 @@ static void chain(int sig, siginfo_t *si, void *uc)
 }
 
 /* Makes `a` the host's handler that chain() calls (default and ignore:
- * none). */
+ * none). The caller holds host_busy. async-signal-safe */
 static void set_host(const struct sigaction *a)
 {
+    host_act = *a;
+    atomic_store(&host_flags, a->sa_flags);
     if (a->sa_flags & SA_SIGINFO) {
         atomic_store(&host_plain, NULL);
         atomic_store(&host_info, a->sa_sigaction);
@@ -62,6 +93,47 @@ static void set_host(const struct sigaction *a)
         atomic_store(&host_info, NULL);
         atomic_store(&host_plain, a->sa_handler == SIG_DFL || a->sa_handler == SIG_IGN ? NULL : a->sa_handler);
     }
+}
+
+/* Takes host_busy with every signal blocked in the calling thread (so no
+ * handler of this thread can wait for it); *mask gets the thread's mask.
+ * async-signal-safe */
+static void host_lock(sigset_t *mask)
+{
+    sigset_t all;
+    sigfillset(&all);
+    pp_sigmask_exact(SIG_BLOCK, &all, mask);
+    while (atomic_exchange_explicit(&host_busy, 1, memory_order_acquire))
+        ;
+}
+
+/* async-signal-safe */
+static void host_unlock(const sigset_t *mask)
+{
+    atomic_store_explicit(&host_busy, 0, memory_order_release);
+    pp_sigmask_exact(SIG_SETMASK, mask, NULL);
+}
+
+/* async-signal-safe */
+int pp_signal_host_action(const struct sigaction *act, struct sigaction *old)
+{
+    if (!atomic_load(&installed))
+        return -1;
+    sigset_t mask;
+    host_lock(&mask);
+    struct sigaction was = host_act;
+    int flags = atomic_load(&host_flags);
+    if ((was.sa_flags & SA_RESETHAND) && !(flags & SA_RESETHAND)) {
+        /* fired once since: the default, as the kernel would report it */
+        memset(&was, 0, sizeof was);
+        was.sa_handler = SIG_DFL;
+    }
+    if (act)
+        set_host(act);
+    host_unlock(&mask);
+    if (old)
+        *old = was;
+    return 0;
 }
 
 /* The delivery's kind (PP_SIG_*), or 0 for one no user may claim.
@@ -95,7 +167,7 @@ static void on_signal(int sig, siginfo_t *si, void *uc)
         int took = u->fn(sig, si, uc);
         errno = saved;
         if (took) {
-            pp_signal_restart_wait(uc, sig, took == PP_SIG_TOOK_ENDED_WAIT);
+            pp_signal_restart_wait(uc, sig);
             return;
         }
     }
@@ -133,7 +205,7 @@ static int put_ours(struct sigaction *old)
     static const int faults[] = {SIGSEGV, SIGBUS, SIGILL, SIGFPE, SIGTRAP, SIGSYS, SIGABRT};
     for (size_t i = 0; i < sizeof faults / sizeof *faults; i++)
         sigdelset(&sa.sa_mask, faults[i]);
-    return sigaction(pp_signal_number(), &sa, old);
+    return real_sigaction(pp_signal_number(), &sa, old);
 }
 
 int pp_signal_install(void)
@@ -141,11 +213,16 @@ int pp_signal_install(void)
     pp_mutex_lock(&lock);
     int rc = 0;
     struct sigaction old;
-    if (!installed) {
+    pp_signal_resolve();
+    if (!atomic_load(&installed)) {
+        sigset_t mask;
+        host_lock(&mask);
         if (put_ours(&old) == 0) {
             set_host(&old);
-            installed = 1;
-        } else {
+            atomic_store(&installed, 1);
+        }
+        host_unlock(&mask);
+        if (!atomic_load(&installed)) {
             rc = pp_fail(PPROF_ESYS);
         }
     }
@@ -157,12 +234,15 @@ void pp_signal_reclaim(void)
 {
     pp_mutex_lock(&lock);
     struct sigaction cur;
-    if (installed && sigaction(pp_signal_number(), NULL, &cur) == 0 &&
+    sigset_t mask;
+    host_lock(&mask);
+    if (atomic_load(&installed) && real_sigaction(pp_signal_number(), NULL, &cur) == 0 &&
         !((cur.sa_flags & SA_SIGINFO) && cur.sa_sigaction == on_signal)) {
         set_host(&cur);
         if (put_ours(NULL) == 0)
             atomic_fetch_add(&reclaimed, 1);
     }
+    host_unlock(&mask);
     pp_mutex_unlock(&lock);
 }
 
@@ -211,6 +291,7 @@ void pp_signal_fork_parent(void)
 void pp_signal_fork_child(void)
 {
     lock = (pp_mutex)PP_MUTEX_INIT;
+    atomic_store(&host_busy, 0);
 }
 
 /* Thread-safe. */
@@ -224,7 +305,7 @@ int pprof_cpu_set_signal(int sig)
         return pp_error_detail(PPROF_EINVAL, "signal %d cannot be the profiling signal", sig);
     pp_mutex_lock(&lock);
     int rc = 0;
-    if (installed && sig != pp_signal_number())
+    if (atomic_load(&installed) && sig != pp_signal_number())
         rc = pp_error_detail(PPROF_EBUSY, "CPU profiling already uses signal %d", pp_signal_number());
     else
         pp_profiling_signal_set(sig);

@@ -18,19 +18,25 @@
  * after the thread was last seen running, so entering it again lengthens
  * a relative timeout by at most the microseconds between the two.
  *
- * A thread signalled while it was ready to run but not on a CPU (the wall
- * sampler's requests, thread dumps: their users say so) may have been
- * woken from a wait whose time ran out: poll then fails with EINTR rather
- * than returning 0 (it checks for signals before its timeout; select,
- * pselect6 and ppoll do too but write the time left, none, back into
- * their argument; epoll_wait, nanosleep and futex waits return their
- * timeout's result). Entered again as it was, the poll would wait its
- * whole timeout once more (under a 400 Hz wall profile, 54 to 67 of a
- * thread's 1,000 polls of 3 ms took over 5.5 ms): it is entered again
- * with a timeout of 0, and returns what is ready, as it would have.
+ * Entering a wait again with the same arguments is exact for the waits
+ * whose time is absolute (futex waits of condition variables, semaphores
+ * and locks with a timeout, clock_nanosleep with TIMER_ABSTIME) and for
+ * those whose time left the kernel writes back into the argument (select,
+ * pselect6, ppoll: glibc passes its own copy of the program's timeout;
+ * nanosleep as sleep() calls it, with the time left in the request). A
+ * relative timeout (poll, epoll_wait, nanosleep without a place for the
+ * time left) would start again from the top, and a thread woken after its
+ * time ran out (ready to run, not yet on a CPU) gets EINTR where it would
+ * have got 0: entered again, such a poll would wait its whole time once
+ * more. So those waits, as the program calls them through the C library,
+ * are wrapped (interpose/wait_hooks.c): the wrapper knows the deadline,
+ * the handler only marks the wait broken (pp_wait_broken) and leaves the
+ * EINTR, and the wrapper enters it again with exactly the time that
+ * remains, or none. A relative wait made inside the C library or by a
+ * raw system call is entered again as it was (it can last longer than
+ * asked, never end early).
  *
- * A
- * signal of the program's that arrives at once with the profiling signal
+ * A signal of the program's that arrives at once with the profiling signal
  * is delivered first when its number is lower, and then the profiling
  * handler sees that handler's context, not the call's: the program still
  * gets its EINTR. One that arrives while the handler runs is held pending
@@ -117,24 +123,24 @@ static int program_signal_pending(const ucontext_t *uc, int sig)
     return 0;
 }
 
+__thread int pp_wait_depth, pp_wait_broken;
+
 /* async-signal-safe */
-void pp_signal_restart_wait(void *ucontext, int sig, int ended)
+void pp_signal_restart_wait(void *ucontext, int sig)
 {
     ucontext_t *uc = ucontext;
     pp_arch_syscall sc;
-    if (!pp_arch_eintr_syscall(uc, &sc) || !restartable(sc.nr))
+    int wrapped = pp_wait_depth > 0; /* the wait is the wrapper's: its number need not be read */
+    if (wrapped ? !pp_arch_after_eintr(uc) : !pp_arch_eintr_syscall(uc, &sc) || !restartable(sc.nr))
         return;
     int saved = errno;
     int pending = program_signal_pending(uc, sig);
     errno = saved;
     if (pending)
         return;
-#ifdef SYS_poll
-    if (ended && sc.nr == SYS_poll && (int)sc.arg2 > 0)
-        sc.arg2 = 0; /* its time ran out: poll once more, without waiting */
-#else
-    (void)ended; /* arm64 has no poll: glibc's calls ppoll */
-#endif
-    pp_arch_syscall_rewind(uc, &sc);
+    if (wrapped)
+        pp_wait_broken = 1; /* its wrapper enters it again with the time left */
+    else
+        pp_arch_syscall_rewind(uc, &sc);
 }
 

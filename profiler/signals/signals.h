@@ -13,7 +13,9 @@
  *
  * Invariants: the handler never allocates, takes no lock and saves errno;
  * other signals but faults wait while it runs; a host that installs its
- * own handler later is put behind ours again (pp_signal_reclaim).
+ * own handler through sigaction or signal gets it recorded behind ours
+ * (pp_signal_host_action); one installed some other way (a raw system
+ * call) is put behind ours again (pp_signal_reclaim).
  */
 #ifndef PP_SIGNALS_H
 #define PP_SIGNALS_H
@@ -28,11 +30,8 @@ enum {
 };
 
 /* Takes a delivery: returns 1 when it was the user's, 0 to let the next
- * user or the host's handler have it, PP_SIG_TOOK_ENDED_WAIT when it was
- * the user's and the thread was not on a CPU when it was signalled: a
- * wait it was in had ended (see restart.c). async-signal-safe, like every
+ * user or the host's handler have it. async-signal-safe, like every
  * function that implements it. */
-#define PP_SIG_TOOK_ENDED_WAIT 2
 typedef int (*pp_signal_fn)(int sig, siginfo_t *si, void *uc);
 
 /* Registers fn for deliveries of the kinds in `kinds` whose value
@@ -44,6 +43,16 @@ int pp_signal_register(int kinds, int value, pp_signal_fn fn);
  * deliveries no user takes go to). Returns 0 or a PPROF_E* code.
  * Thread-safe. */
 int pp_signal_install(void);
+/* Finds the C library's sigaction (the constructor calls it; so does
+ * pp_signal_install). Not async-signal-safe (dlsym). */
+void pp_signal_resolve(void);
+/* The host's sigaction on the profiling signal once the handler is
+ * installed (signal_hooks.c): `act` (when not NULL) becomes the host's
+ * action, which deliveries no user takes go to, while libpprof's handler
+ * stays; *old (when not NULL) gets the host's previous action, never
+ * libpprof's. Returns 0, or -1 when the handler is not installed (the
+ * call is the kernel's then). async-signal-safe */
+int pp_signal_host_action(const struct sigaction *act, struct sigaction *old);
 /* Puts the handler back if the host replaced it since, chaining to the
  * host's from then on. Thread-safe. */
 void pp_signal_reclaim(void);
@@ -62,11 +71,18 @@ void pp_signal_block(sigset_t *old);
 void pp_signal_fork_prepare(void);
 void pp_signal_fork_parent(void);
 void pp_signal_fork_child(void);
-/* If the profiling signal `sig` interrupted a wait the thread can enter
- * again with the same arguments (restart.c), and no signal of the
- * program's with a handler is pending for it, points the interrupted
- * context back at the wait; `ended`: the wait had ended as the signal was
- * sent, and a poll is entered again with no time to wait. The dispatcher
- * calls it last, after a user took the delivery. async-signal-safe */
-void pp_signal_restart_wait(void *ucontext, int sig, int ended);
+/* If the profiling signal `sig` interrupted a wait (restart.c), and no
+ * signal of the program's with a handler is pending for the thread: inside
+ * a wait libpprof wraps (pp_wait_depth > 0, interpose/wait_hooks.c) it
+ * sets pp_wait_broken and leaves the EINTR to the wrapper, which enters
+ * the wait again with the time that remains; otherwise it points the
+ * interrupted context back at the wait, entered again with the same
+ * arguments. The dispatcher calls it last, after a user took the
+ * delivery. async-signal-safe */
+void pp_signal_restart_wait(void *ucontext, int sig);
+/* The calling thread's wrapped waits in progress (nested when a handler
+ * of the program's waits), and whether the profiling signal broke the
+ * innermost one since its wrapper last entered it (initial-exec TLS: the
+ * handler reads them). */
+extern __thread int pp_wait_depth, pp_wait_broken;
 #endif

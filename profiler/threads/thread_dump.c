@@ -65,7 +65,6 @@ static pp_mutex dump_lock = PP_MUTEX_INIT;
 static struct {
     _Atomic uint64_t slot;
     int n, end;
-    int off_cpu; /* the asked thread was ready to run but not on a CPU */
     const void *labels;
     uint64_t pcs[PP_DUMP_FRAMES];
 } answer;
@@ -81,9 +80,7 @@ static int on_dump_signal(int sig, siginfo_t *si, void *uc)
     if (atomic_compare_exchange_strong(&answer.slot, &expected, SLOT(tid, BUSY))) {
         answer.n = pp_unwind_signal(uc, answer.pcs, PP_DUMP_FRAMES, &answer.end);
         answer.labels = pp_labels_current_ref();
-        int ended = answer.off_cpu;
         atomic_store(&answer.slot, SLOT(tid, DONE));
-        return ended ? PP_SIG_TOOK_ENDED_WAIT : 1;
     } /* else a late or stray request */
     return 1;
 }
@@ -369,7 +366,6 @@ int pp_thread_walk_waiting(int tid, pp_thread_stack *t, void *const *slot, void 
  * Returns 0 if the thread no longer exists. */
 static int ask(int tid, pp_thread_stack *t, int64_t budget_ns)
 {
-    answer.off_cpu = pp_thread_off_cpu(tid, NULL); /* maybe woken from a wait: signals/restart.c */
     atomic_store(&answer.slot, SLOT(tid, WAITING));
     int64_t end = pp_now_ns(CLOCK_MONOTONIC) + (budget_ns < PER_THREAD_NS ? budget_ns : PER_THREAD_NS);
     int gone = 0;

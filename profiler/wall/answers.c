@@ -41,7 +41,6 @@ static struct {
     int n, end;
     int64_t at_ns; /* when the handler ran */
     int in_kernel; /* stopped right after a system call instruction */
-    int off_cpu;   /* the asker's pp_wall_answer.off_cpu */
     const void *labels;
     pp_trace_snap trace;
     uint64_t pcs[PP_WALL_FRAMES];
@@ -64,11 +63,9 @@ static int on_wall_signal(int sig, siginfo_t *si, void *uc)
         slots[i].n = pp_unwind_signal(uc, slots[i].pcs, PP_WALL_FRAMES, &slots[i].end);
         slots[i].labels = pp_labels_current_ref();
         pp_trace_capture(&slots[i].trace);
-        int ended = slots[i].off_cpu;
         atomic_store(&slots[i].slot, SLOT(tid, DONE));
         if (atomic_fetch_sub(&outstanding, 1) == 1)
             syscall(SYS_futex, &outstanding, FUTEX_WAKE_PRIVATE, 1, NULL, NULL, 0);
-        return ended ? PP_SIG_TOOK_ENDED_WAIT : 1;
     } /* else a late or stray request */
     return 1;
 }
@@ -101,7 +98,6 @@ void pp_wall_ask_one(pp_wall_answer *a, int i)
     if (i == 0)
         atomic_store(&outstanding, 0);
     atomic_fetch_add(&outstanding, 1);
-    slots[i].off_cpu = a->off_cpu;
     atomic_store(&slots[i].slot, SLOT(a->tid, WAITING));
     sent_at[i] = pp_now_ns(CLOCK_MONOTONIC);
     if (pp_signal_queue(a->tid, WALL_MAGIC) != 0) { /* gone, or cannot be signalled */

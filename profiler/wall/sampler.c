@@ -456,7 +456,6 @@ static void tick(uint64_t periods, int64_t period_ns)
         if (on_cpu[nask] == QUEUED && pp_thread_cpu(t->tid) == my_cpu)
             on_cpu[nask] = DISPLACED;
         ask[nask].tid = t->tid;
-        ask[nask].off_cpu = on_cpu[nask] != ON_A_CPU;
         pp_wall_ask_one(&ask[nask], nask); /* now: its state is the one just read */
         who[nask++] = t;
         if (nask == PP_WALL_MAX_ASK) {

@@ -90,8 +90,6 @@ typedef struct pp_wall_answer {
     pp_trace_snap trace;    /* its span */
     int64_t delay_ns;       /* from the request to the handler's start */
     int in_kernel;          /* it was in a system call as the signal came (its pc follows the call) */
-    int off_cpu;            /* set by the asker: the thread was ready to run but not on a CPU (a
-                               wait it was in had ended: signals/restart.c) */
 } pp_wall_answer;
 /* At most this many threads are asked at once. */
 #define PP_WALL_MAX_ASK 64

@@ -10,7 +10,7 @@
  * for every signal: it prints "sigwait=N" for each signal N it receives,
  * and ends the program on SIGTERM. Prints "ready pid=PID" once the workers
  * run, "mask_profiling_blocked=0|1 mask_usr1_blocked=0|1" (whether a
- * worker's mask blocks SIGPROF, SIGUSR1) when they end or SIGTERM came,
+ * worker's mask blocks SIGSTKFLT, the profiling signal, and SIGUSR1) when they end or SIGTERM came,
  * and "done".
  */
 #define _GNU_SOURCE
@@ -52,7 +52,7 @@ static void *worker(void *arg)
     pthread_sigmask(SIG_BLOCK, NULL, &now);
     if (!atomic_exchange(&mask_checked, 1))
     {
-        atomic_store(&profiling_blocked, sigismember(&now, SIGPROF) == 1);
+        atomic_store(&profiling_blocked, sigismember(&now, SIGSTKFLT) == 1);
         atomic_store(&usr1_blocked, sigismember(&now, SIGUSR1) == 1);
     }
     sigblock_worker_burn(now_seconds() + seconds);

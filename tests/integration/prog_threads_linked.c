@@ -91,7 +91,7 @@ __attribute__((noinline)) static void spin_with_signals_blocked(void)
 {
     sigset_t named;
     sigemptyset(&named);
-    sigaddset(&named, SIGPROF);
+    sigaddset(&named, SIGSTKFLT); /* the profiling signal, by name */
     sigaddset(&named, SIGUSR1);
     sigaddset(&named, SIGTERM);
     pthread_sigmask(SIG_BLOCK, &named, NULL);

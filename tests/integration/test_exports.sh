@@ -26,6 +26,8 @@ _ZdaPvm _ZdaPvmSt11align_val_t
 pthread_mutex_lock pthread_rwlock_rdlock pthread_rwlock_wrlock pthread_cond_wait
 pthread_cond_timedwait sem_wait sem_timedwait pthread_join pthread_create dlclose exit
 __libc_start_main close close_range closefrom dup2 dup3 epoll_create1 eventfd pthread_sigmask sigprocmask chroot capset prctl
+sigaction signal bsd_signal sysv_signal poll ppoll select pselect epoll_wait epoll_pwait epoll_pwait2 nanosleep
+clock_nanosleep usleep sigtimedwait syscall recv recvfrom recvmsg accept accept4
 otel_thread_ctx_v1"
 
 api=$(cat "$SRC"/include/pprof*.h | tr '\n' ' ' |

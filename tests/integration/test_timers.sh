@@ -1,20 +1,20 @@
 #!/usr/bin/env bash
 # test-labels: timing
 # test_timers.sh: while a CPU profile runs, /proc/<pid>/timers lists exactly
-# one SIGPROF timer per thread of /proc/<pid>/task, each on its own thread's
+# one profiling-signal timer per thread of /proc/<pid>/task, each on its own thread's
 # CPU clock and aimed at that thread (SIGEV_THREAD_ID), including a thread
 # started mid-profile; a thread that exits mid-profile leaves no timer
-# behind; once the profile ends no SIGPROF timer remains, and a thread
+# behind; once the profile ends no profiling-signal timer remains, and a thread
 # started afterwards gets none.
 # Usage: test_timers.sh BUILD_DIR
 . "$(dirname "$0")/lib.sh"
 pp_init "$1"
 
-SIGPROF_NR=27
+SIGNAL_NR=16 # SIGSTKFLT, the profiling signal
 
-# sigprof_timers PID: "TID CLOCKID" per SIGPROF timer that notifies a thread.
+# sigprof_timers PID: "TID CLOCKID" per profiling-signal timer that notifies a thread.
 sigprof_timers() {
-    awk -v s="$SIGPROF_NR" '
+    awk -v s="$SIGNAL_NR" '
         /^ID:/ { sig = ""; tid = "" }
         /^signal:/ { split($2, a, "/"); sig = a[1] }
         /^notify:/ { tid = $2; if (tid ~ /^signal\/tid\./) sub(/^signal\/tid\./, "", tid); else tid = "?" $2 }
@@ -50,9 +50,9 @@ one_timer_per_thread() {
         fi
     done <<<"$timers"
     if [ "$t1" = "$t2" ] && [ "$t1" = "$ttids" ] && [ -z "$bad" ]; then
-        pp_ok "$label: one SIGPROF timer per thread, on its CPU clock ($(echo "$t1" | wc -l) threads)"
+        pp_ok "$label: one profiling-signal timer per thread, on its CPU clock ($(echo "$t1" | wc -l) threads)"
     else
-        pp_bad "$label: SIGPROF timers do not match the threads one to one" "$bad" \
+        pp_bad "$label: profiling-signal timers do not match the threads one to one" "$bad" \
             "tasks: $(echo $t1)" "timers: $(echo $ttids)"
     fi
     if [ -n "$must" ]; then
@@ -73,9 +73,9 @@ no_timers() {
         sleep 0.1
     done
     if [ "$n" = 0 ]; then
-        pp_ok "$label: no SIGPROF timers"
+        pp_ok "$label: no profiling-signal timers"
     else
-        pp_bad "$label: $n SIGPROF timers remain" "$(cat "/proc/$pid/timers")"
+        pp_bad "$label: $n profiling-signal timers remain" "$(cat "/proc/$pid/timers")"
     fi
 }
 

@@ -131,12 +131,12 @@ static int count_timers(int tid)
     if (!f)
         return -1;
     char line[256];
-    int n = 0, sigprof = 0;
+    int n = 0, ours = 0;
     while (fgets(line, sizeof line, f)) {
         int t;
         if (!strncmp(line, "signal:", 7))
-            sigprof = atoi(line + 7) == 27;
-        else if (sigprof && sscanf(line, "notify: signal/tid.%d", &t) == 1 && (tid == 0 || t == tid))
+            ours = atoi(line + 7) == 16; /* SIGSTKFLT, the profiling signal */
+        else if (ours && sscanf(line, "notify: signal/tid.%d", &t) == 1 && (tid == 0 || t == tid))
             n++;
     }
     fclose(f);

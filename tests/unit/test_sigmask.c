@@ -33,31 +33,31 @@ int main(void)
     sigfillset(&all);
     sigemptyset(&none);
     sigemptyset(&prof);
-    sigaddset(&prof, SIGPROF);
+    sigaddset(&prof, SIGSTKFLT);
     sigemptyset(&few);
-    sigaddset(&few, SIGPROF);
+    sigaddset(&few, SIGSTKFLT);
     sigaddset(&few, SIGUSR1);
     sigaddset(&few, SIGTERM);
 
     /* wholesale: everything but the profiling signal */
     CHECK(pthread_sigmask(SIG_BLOCK, &all, NULL) == 0);
-    CHECK(blocked(SIGUSR1) && blocked(SIGTERM) && blocked(SIGINT) && !blocked(SIGPROF));
+    CHECK(blocked(SIGUSR1) && blocked(SIGTERM) && blocked(SIGINT) && !blocked(SIGSTKFLT));
     set_mask(&none);
     CHECK(pthread_sigmask(SIG_SETMASK, &all, NULL) == 0);
-    CHECK(blocked(SIGUSR1) && !blocked(SIGPROF));
+    CHECK(blocked(SIGUSR1) && !blocked(SIGSTKFLT));
     set_mask(&none);
     CHECK(sigprocmask(SIG_BLOCK, &all, NULL) == 0);
-    CHECK(blocked(SIGHUP) && !blocked(SIGPROF));
+    CHECK(blocked(SIGHUP) && !blocked(SIGSTKFLT));
     set_mask(&none);
 
     /* named: obeyed, and kept through a later wholesale mask */
-    CHECK(pthread_sigmask(SIG_BLOCK, &prof, NULL) == 0 && blocked(SIGPROF));
+    CHECK(pthread_sigmask(SIG_BLOCK, &prof, NULL) == 0 && blocked(SIGSTKFLT));
     set_mask(&all);
-    CHECK(blocked(SIGPROF) && blocked(SIGUSR1));
+    CHECK(blocked(SIGSTKFLT) && blocked(SIGUSR1));
     set_mask(&none);
-    CHECK(!blocked(SIGPROF));
+    CHECK(!blocked(SIGSTKFLT));
     set_mask(&few);
-    CHECK(blocked(SIGPROF) && blocked(SIGUSR1));
+    CHECK(blocked(SIGSTKFLT) && blocked(SIGUSR1));
     set_mask(&none);
 
     /* a thread started under a wholesale mask has the profiling signal open */
@@ -65,13 +65,13 @@ int main(void)
     pthread_t t;
     sigset_t seen;
     CHECK(pthread_create(&t, NULL, mask_of_thread, &seen) == 0 && pthread_join(t, NULL) == 0);
-    CHECK(sigismember(&seen, SIGPROF) == 0 && sigismember(&seen, SIGUSR2) == 1);
+    CHECK(sigismember(&seen, SIGSTKFLT) == 0 && sigismember(&seen, SIGUSR2) == 1);
     set_mask(&none);
 
     /* the profiler's own exact calls pass through */
     CHECK(pp_sigmask_exact(SIG_SETMASK, &all, NULL) == 0);
-    CHECK(blocked(SIGPROF));
+    CHECK(blocked(SIGSTKFLT));
     pp_sigmask_exact(SIG_SETMASK, &none, NULL);
-    CHECK(!blocked(SIGPROF));
+    CHECK(!blocked(SIGSTKFLT));
     return check_summary("test_sigmask");
 }

@@ -1,0 +1,133 @@
+/* sock_hooks.c: the program's socket calls that can wait with a timeout
+ * of the socket's own (SO_RCVTIMEO), interposed, so that one the
+ * profiling signal breaks ends when it would have.
+ *
+ * A socket call without a timeout that a signal breaks is restarted by
+ * the kernel itself (SA_RESTART). With SO_RCVTIMEO set, recv, recvfrom,
+ * recvmsg, accept and accept4 fail with EINTR instead, whatever the
+ * handler's flags, and the time they had waited is lost: called again,
+ * they would wait the whole timeout once more. Each wrapper notes when
+ * the call began (wait_hooks.h's frame); when the profiling signal broke
+ * the call, it reads the socket's timeout and waits for the socket to be
+ * readable for the time that remains (poll, itself wrapped), then calls
+ * again, or gives the timeout's EAGAIN once no time remains and nothing
+ * is ready. A call the program's own signal breaks keeps its EINTR.
+ */
+#define _GNU_SOURCE
+#include "thread_hooks.h"
+#include "wait_hooks.h"
+
+#include <poll.h>
+#include <sys/socket.h>
+#include <sys/time.h>
+
+#ifndef PPROF_NO_HOOKS
+#define API __attribute__((visibility("default")))
+
+typedef ssize_t (*recv_fn)(int, void *, size_t, int);
+typedef ssize_t (*recvfrom_fn)(int, void *, size_t, int, struct sockaddr *, socklen_t *);
+typedef ssize_t (*recvmsg_fn)(int, struct msghdr *, int);
+typedef int (*accept_fn)(int, struct sockaddr *, socklen_t *);
+typedef int (*accept4_fn)(int, struct sockaddr *, socklen_t *, int);
+
+static recv_fn real_recv;
+static recvfrom_fn real_recvfrom;
+static recvmsg_fn real_recvmsg;
+static accept_fn real_accept;
+static accept4_fn real_accept4;
+
+void pp_sock_hooks_init(void)
+{
+    real_recv = (recv_fn)pp_next_symbol("recv", NULL);
+    real_recvfrom = (recvfrom_fn)pp_next_symbol("recvfrom", NULL);
+    real_recvmsg = (recvmsg_fn)pp_next_symbol("recvmsg", NULL);
+    real_accept = (accept_fn)pp_next_symbol("accept", NULL);
+    real_accept4 = (accept4_fn)pp_next_symbol("accept4", NULL);
+}
+
+#define NEED(fn)                                                                                                  \
+    do {                                                                                                          \
+        if (!fn)                                                                                                  \
+            pp_sock_hooks_init();                                                                                 \
+        if (!fn) {                                                                                                \
+            errno = ENOSYS;                                                                                       \
+            return -1;                                                                                            \
+        }                                                                                                         \
+    } while (0)
+
+/* After the profiling signal broke a call on `fd` begun at `start`:
+ * 1 to call again (the socket is readable, or it has no timeout), 0 when
+ * the socket's timeout has run out with nothing to read (errno EAGAIN, the
+ * timeout's). */
+static int again(int fd, int64_t start)
+{
+    struct timeval tv;
+    socklen_t len = sizeof tv;
+    if (getsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, &len) || (tv.tv_sec == 0 && tv.tv_usec == 0))
+        return 1; /* no timeout of its own: as the kernel would restart it */
+    int64_t left = (int64_t)tv.tv_sec * NS + (int64_t)tv.tv_usec * 1000 - (pp_now_ns(CLOCK_MONOTONIC) - start);
+    struct pollfd p = {fd, POLLIN, 0};
+    int ms = left <= 0 ? 0 : (int)((left + 999999) / 1000000);
+    int rc = poll(&p, 1, ms); /* wrapped: only the program's signal breaks it */
+    if (rc > 0)
+        return 1;
+    if (rc < 0)
+        return errno != EINTR; /* EINTR: the program's signal, the program's EINTR */
+    errno = EAGAIN;
+    return 0;
+}
+
+/* The body of each wrapper: `call` made until it is not broken by the
+ * profiling signal, or the socket's time has run out. */
+#define SOCK_WAIT(type, fd, call)                                                                                 \
+    do {                                                                                                          \
+        wait_frame f;                                                                                             \
+        int64_t start = pp_now_ns(CLOCK_MONOTONIC);                                                              \
+        wait_enter(&f);                                                                                           \
+        type rc;                                                                                                  \
+        while (wait_broken((rc = (call)) < 0) && again(fd, start))                                               \
+            ;                                                                                                     \
+        wait_leave(&f);                                                                                           \
+        return rc;                                                                                                \
+    } while (0)
+
+API ssize_t recv(int fd, void *buf, size_t n, int flags)
+{
+    NEED(real_recv);
+    if (flags & MSG_DONTWAIT)
+        return real_recv(fd, buf, n, flags);
+    SOCK_WAIT(ssize_t, fd, real_recv(fd, buf, n, flags));
+}
+
+API ssize_t recvfrom(int fd, void *buf, size_t n, int flags, struct sockaddr *from, socklen_t *len)
+{
+    NEED(real_recvfrom);
+    if (flags & MSG_DONTWAIT)
+        return real_recvfrom(fd, buf, n, flags, from, len);
+    SOCK_WAIT(ssize_t, fd, real_recvfrom(fd, buf, n, flags, from, len));
+}
+
+API ssize_t recvmsg(int fd, struct msghdr *msg, int flags)
+{
+    NEED(real_recvmsg);
+    if (flags & MSG_DONTWAIT)
+        return real_recvmsg(fd, msg, flags);
+    SOCK_WAIT(ssize_t, fd, real_recvmsg(fd, msg, flags));
+}
+
+API int accept(int fd, struct sockaddr *addr, socklen_t *len)
+{
+    NEED(real_accept);
+    SOCK_WAIT(int, fd, real_accept(fd, addr, len));
+}
+
+API int accept4(int fd, struct sockaddr *addr, socklen_t *len, int flags)
+{
+    NEED(real_accept4);
+    SOCK_WAIT(int, fd, real_accept4(fd, addr, len, flags));
+}
+#else
+void pp_sock_hooks_init(void)
+{
+}
+#endif

@@ -1,0 +1,360 @@
+/* wait_hooks.c: the program's waits with a timeout, interposed, so that
+ * one the profiling signal breaks ends exactly when it would have.
+ *
+ * poll, ppoll, select, pselect, epoll_wait, epoll_pwait and epoll_pwait2
+ * take a time to wait, not a deadline, and the kernel keeps no time left
+ * for them that a signal handler could read (or writes it into glibc's own
+ * copy); nor for nanosleep and clock_nanosleep without a place for the
+ * time left, usleep, sigtimedwait, or a futex wait made with syscall(),
+ * whose number the handler cannot read back. Entered again as they
+ * were, they would wait their whole time once more, and a thread woken as
+ * its time ran out would wait again instead of returning 0
+ * (signals/restart.c). Each wrapper notes the deadline before it calls the
+ * C library's function, with pp_wait_depth raised: the profiling
+ * handler, when it breaks the wait and no signal of the program's is
+ * pending, sets pp_wait_broken and leaves the EINTR, and the wrapper calls
+ * again with the time that remains (none once the deadline has passed:
+ * the call then returns what is ready, as it would have). An EINTR that
+ * a signal of the program's caused is the program's, with the time left
+ * where the call reports it. A poll's time is in milliseconds: the time
+ * that remains is rounded up, so a broken poll ends at most 1 ms past its
+ * deadline and never before it. A call that is not broken costs a clock
+ * read (vDSO) and two thread-local writes.
+ *
+ * Waits whose time is absolute or written back by the kernel where
+ * restart.c finds it (condition variables, semaphores, sleep) need no
+ * wrapper: restart.c enters them again exactly.
+ */
+#define _GNU_SOURCE
+#include "base/base.h"
+#include "signals/signals.h"
+#include "thread_hooks.h"
+#include "wait_hooks.h"
+
+#include <errno.h>
+#include <linux/futex.h>
+#include <poll.h>
+#include <stdarg.h>
+#include <signal.h>
+#include <stdint.h>
+#include <sys/epoll.h>
+#include <sys/select.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+
+#ifndef PPROF_NO_HOOKS
+#define API __attribute__((visibility("default")))
+
+typedef int (*poll_fn)(struct pollfd *, nfds_t, int);
+typedef int (*ppoll_fn)(struct pollfd *, nfds_t, const struct timespec *, const sigset_t *);
+typedef int (*select_fn)(int, fd_set *, fd_set *, fd_set *, struct timeval *);
+typedef int (*pselect_fn)(int, fd_set *, fd_set *, fd_set *, const struct timespec *, const sigset_t *);
+typedef long (*syscall_fn)(long, ...);
+typedef int (*epoll_wait_fn)(int, struct epoll_event *, int, int);
+typedef int (*epoll_pwait_fn)(int, struct epoll_event *, int, int, const sigset_t *);
+typedef int (*epoll_pwait2_fn)(int, struct epoll_event *, int, const struct timespec *, const sigset_t *);
+typedef int (*nanosleep_fn)(const struct timespec *, struct timespec *);
+typedef int (*clock_nanosleep_fn)(clockid_t, int, const struct timespec *, struct timespec *);
+typedef int (*usleep_fn)(useconds_t);
+typedef int (*sigtimedwait_fn)(const sigset_t *, siginfo_t *, const struct timespec *);
+
+static poll_fn real_poll;
+static ppoll_fn real_ppoll;
+static select_fn real_select;
+static pselect_fn real_pselect;
+static syscall_fn real_syscall;
+static epoll_wait_fn real_epoll_wait;
+static epoll_pwait_fn real_epoll_pwait;
+static epoll_pwait2_fn real_epoll_pwait2;
+static nanosleep_fn real_nanosleep;
+static clock_nanosleep_fn real_clock_nanosleep;
+static usleep_fn real_usleep;
+static sigtimedwait_fn real_sigtimedwait;
+
+void pp_wait_hooks_init(void)
+{
+    real_poll = (poll_fn)pp_next_symbol("poll", NULL);
+    real_ppoll = (ppoll_fn)pp_next_symbol("ppoll", NULL);
+    real_select = (select_fn)pp_next_symbol("select", NULL);
+    real_pselect = (pselect_fn)pp_next_symbol("pselect", NULL);
+    real_syscall = (syscall_fn)pp_next_symbol("syscall", NULL);
+    real_epoll_wait = (epoll_wait_fn)pp_next_symbol("epoll_wait", NULL);
+    real_epoll_pwait = (epoll_pwait_fn)pp_next_symbol("epoll_pwait", NULL);
+    real_epoll_pwait2 = (epoll_pwait2_fn)pp_next_symbol("epoll_pwait2", NULL);
+    real_nanosleep = (nanosleep_fn)pp_next_symbol("nanosleep", NULL);
+    real_clock_nanosleep = (clock_nanosleep_fn)pp_next_symbol("clock_nanosleep", NULL);
+    real_usleep = (usleep_fn)pp_next_symbol("usleep", NULL);
+    real_sigtimedwait = (sigtimedwait_fn)pp_next_symbol("sigtimedwait", NULL);
+}
+
+#define NEED(fn)                                                                                                  \
+    do {                                                                                                          \
+        if (!fn)                                                                                                  \
+            pp_wait_hooks_init();                                                                                 \
+        if (!fn) {                                                                                                \
+            errno = ENOSYS;                                                                                       \
+            return -1;                                                                                            \
+        }                                                                                                         \
+    } while (0)
+
+/* The milliseconds to wait until `deadline` (CLOCK_MONOTONIC), rounded
+ * up; `ms` itself when it is not a wait with a time (negative: no limit). */
+static int ms_left(int ms, int64_t deadline)
+{
+    if (ms <= 0)
+        return ms;
+    int64_t left = deadline - pp_now_ns(CLOCK_MONOTONIC);
+    return left <= 0 ? 0 : (int)((left + 999999) / 1000000);
+}
+
+static int64_t ms_deadline(int ms)
+{
+    return ms > 0 ? pp_now_ns(CLOCK_MONOTONIC) + (int64_t)ms * 1000000 : 0;
+}
+
+API int poll(struct pollfd *fds, nfds_t n, int ms)
+{
+    NEED(real_poll);
+    wait_frame f;
+    int64_t deadline = ms_deadline(ms);
+    wait_enter(&f);
+    int rc, t = ms;
+    while (wait_broken((rc = real_poll(fds, n, t)) < 0))
+        t = ms_left(ms, deadline);
+    wait_leave(&f);
+    return rc;
+}
+
+API int ppoll(struct pollfd *fds, nfds_t n, const struct timespec *ts, const sigset_t *mask)
+{
+    NEED(real_ppoll);
+    if (ts && !valid(ts))
+        return real_ppoll(fds, n, ts, mask);
+    wait_frame f;
+    int64_t deadline = ts ? pp_now_ns(CLOCK_MONOTONIC) + ts_ns(ts) : 0;
+    struct timespec left;
+    const struct timespec *t = ts;
+    wait_enter(&f);
+    int rc;
+    while (wait_broken((rc = real_ppoll(fds, n, t, mask)) < 0))
+        if (ts) {
+            left = ns_ts(deadline - pp_now_ns(CLOCK_MONOTONIC));
+            t = &left;
+        }
+    wait_leave(&f);
+    return rc;
+}
+
+/* Linux's select writes the time left into *tv (glibc passes it on), as
+ * it does when the program's own signal breaks it: called again with it,
+ * it waits exactly what remains. The sets are written only on success. */
+API int select(int n, fd_set *r, fd_set *w, fd_set *e, struct timeval *tv)
+{
+    NEED(real_select);
+    wait_frame f;
+    wait_enter(&f);
+    int rc;
+    while (wait_broken((rc = real_select(n, r, w, e, tv)) < 0))
+        ;
+    wait_leave(&f);
+    return rc;
+}
+
+API int pselect(int n, fd_set *r, fd_set *w, fd_set *e, const struct timespec *ts, const sigset_t *mask)
+{
+    NEED(real_pselect);
+    if (ts && !valid(ts))
+        return real_pselect(n, r, w, e, ts, mask);
+    wait_frame f;
+    int64_t deadline = ts ? pp_now_ns(CLOCK_MONOTONIC) + ts_ns(ts) : 0;
+    struct timespec left;
+    const struct timespec *t = ts;
+    wait_enter(&f);
+    int rc;
+    while (wait_broken((rc = real_pselect(n, r, w, e, t, mask)) < 0))
+        if (ts) {
+            left = ns_ts(deadline - pp_now_ns(CLOCK_MONOTONIC));
+            t = &left;
+        }
+    wait_leave(&f);
+    return rc;
+}
+
+/* syscall(): a futex wait goes through the wrapper's frame (glibc's
+ * syscall moves the number out of its register before the call, so the
+ * handler cannot enter it again itself); a relative FUTEX_WAIT is made
+ * again with the time left, an absolute FUTEX_WAIT_BITSET as it was. Every
+ * other call passes through. async-signal-safe once the constructor
+ * resolved the next definition (libpprof's handlers call it). */
+API long syscall(long nr, ...)
+{
+    va_list ap;
+    va_start(ap, nr);
+    long a[6];
+    for (int i = 0; i < 6; i++)
+        a[i] = va_arg(ap, long);
+    va_end(ap);
+    NEED(real_syscall);
+    int cmd = (int)a[1] & FUTEX_CMD_MASK;
+    if (nr != SYS_futex || (cmd != FUTEX_WAIT && cmd != FUTEX_WAIT_BITSET))
+        return real_syscall(nr, a[0], a[1], a[2], a[3], a[4], a[5]);
+    const struct timespec *ts = (const struct timespec *)a[3];
+    int relative = cmd == FUTEX_WAIT && ts;
+    if (relative && !valid(ts))
+        return real_syscall(nr, a[0], a[1], a[2], a[3], a[4], a[5]);
+    wait_frame f;
+    int64_t deadline = relative ? pp_now_ns(CLOCK_MONOTONIC) + ts_ns(ts) : 0;
+    struct timespec left;
+    wait_enter(&f);
+    long rc;
+    while (wait_broken((rc = real_syscall(nr, a[0], a[1], a[2], a[3], a[4], a[5])) < 0))
+        if (relative) {
+            left = ns_ts(deadline - pp_now_ns(CLOCK_MONOTONIC));
+            a[3] = (long)&left;
+        }
+    wait_leave(&f);
+    return rc;
+}
+
+API int epoll_wait(int ep, struct epoll_event *ev, int max, int ms)
+{
+    NEED(real_epoll_wait);
+    wait_frame f;
+    int64_t deadline = ms_deadline(ms);
+    wait_enter(&f);
+    int rc, t = ms;
+    while (wait_broken((rc = real_epoll_wait(ep, ev, max, t)) < 0))
+        t = ms_left(ms, deadline);
+    wait_leave(&f);
+    return rc;
+}
+
+API int epoll_pwait(int ep, struct epoll_event *ev, int max, int ms, const sigset_t *mask)
+{
+    NEED(real_epoll_pwait);
+    wait_frame f;
+    int64_t deadline = ms_deadline(ms);
+    wait_enter(&f);
+    int rc, t = ms;
+    while (wait_broken((rc = real_epoll_pwait(ep, ev, max, t, mask)) < 0))
+        t = ms_left(ms, deadline);
+    wait_leave(&f);
+    return rc;
+}
+
+API int epoll_pwait2(int ep, struct epoll_event *ev, int max, const struct timespec *ts, const sigset_t *mask)
+{
+    NEED(real_epoll_pwait2);
+    wait_frame f;
+    int64_t deadline = ts ? pp_now_ns(CLOCK_MONOTONIC) + ts_ns(ts) : 0;
+    struct timespec left;
+    const struct timespec *t = ts;
+    wait_enter(&f);
+    int rc;
+    while (wait_broken((rc = real_epoll_pwait2(ep, ev, max, t, mask)) < 0))
+        if (ts) {
+            left = ns_ts(deadline - pp_now_ns(CLOCK_MONOTONIC));
+            t = &left;
+        }
+    wait_leave(&f);
+    return rc;
+}
+
+/* A relative sleep of `req` on `clock` broken by the profiling signal at
+ * `deadline`: slept to the deadline. Returns clock_nanosleep's result;
+ * when the program's own signal ends it, *rem (when not NULL) gets the
+ * time left. */
+static int sleep_until(clockid_t clock, int64_t deadline, struct timespec *rem)
+{
+    struct timespec until = ns_ts(deadline);
+    int rc;
+    do {
+        rc = real_clock_nanosleep(clock, TIMER_ABSTIME, &until, NULL);
+        errno = rc;
+    } while (wait_broken(rc != 0));
+    if (rc == EINTR && rem)
+        *rem = ns_ts(deadline - pp_now_ns(clock));
+    return rc;
+}
+
+API int clock_nanosleep(clockid_t clock, int flags, const struct timespec *req, struct timespec *rem)
+{
+    if (!real_clock_nanosleep)
+        pp_wait_hooks_init();
+    if (!real_clock_nanosleep)
+        return ENOSYS;
+    if ((flags & TIMER_ABSTIME) || !valid(req))
+        return real_clock_nanosleep(clock, flags, req, rem); /* entered again exactly by restart.c */
+    wait_frame f;
+    int64_t deadline = pp_now_ns(clock) + ts_ns(req);
+    wait_enter(&f);
+    int saved = errno, rc = real_clock_nanosleep(clock, flags, req, rem);
+    errno = rc;
+    if (wait_broken(rc != 0))
+        rc = sleep_until(clock, deadline, rem);
+    errno = saved;
+    wait_leave(&f);
+    return rc;
+}
+
+API int nanosleep(const struct timespec *req, struct timespec *rem)
+{
+    NEED(real_nanosleep);
+    if (!valid(req) || !real_clock_nanosleep)
+        return real_nanosleep(req, rem);
+    wait_frame f;
+    int64_t deadline = pp_now_ns(CLOCK_MONOTONIC) + ts_ns(req);
+    wait_enter(&f);
+    int rc = real_nanosleep(req, rem);
+    if (wait_broken(rc < 0)) {
+        rc = sleep_until(CLOCK_MONOTONIC, deadline, rem);
+        errno = rc;
+        rc = rc ? -1 : 0;
+    }
+    wait_leave(&f);
+    return rc;
+}
+
+API int usleep(useconds_t us)
+{
+    NEED(real_usleep);
+    if (!real_clock_nanosleep)
+        return real_usleep(us);
+    wait_frame f;
+    int64_t deadline = pp_now_ns(CLOCK_MONOTONIC) + (int64_t)us * 1000;
+    wait_enter(&f);
+    int rc = real_usleep(us);
+    if (wait_broken(rc < 0)) {
+        rc = sleep_until(CLOCK_MONOTONIC, deadline, NULL);
+        errno = rc;
+        rc = rc ? -1 : 0;
+    }
+    wait_leave(&f);
+    return rc;
+}
+
+API int sigtimedwait(const sigset_t *set, siginfo_t *info, const struct timespec *ts)
+{
+    NEED(real_sigtimedwait);
+    if (ts && !valid(ts))
+        return real_sigtimedwait(set, info, ts);
+    wait_frame f;
+    int64_t deadline = ts ? pp_now_ns(CLOCK_MONOTONIC) + ts_ns(ts) : 0;
+    struct timespec left;
+    const struct timespec *t = ts;
+    wait_enter(&f);
+    int rc;
+    while (wait_broken((rc = real_sigtimedwait(set, info, t)) < 0))
+        if (ts) {
+            left = ns_ts(deadline - pp_now_ns(CLOCK_MONOTONIC));
+            t = &left;
+        }
+    wait_leave(&f);
+    return rc;
+}
+#else
+void pp_wait_hooks_init(void)
+{
+}
+#endif
