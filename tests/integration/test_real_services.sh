@@ -250,9 +250,25 @@ malloc_inuse() {
             END { if (u != "") print u + h }'
 }
 
+# gdb_calls_work: whether gdb can call a function in another process here
+# (gdb 13.1 cannot restore the registers of a process on a CPU with AMX:
+# "Couldn't write extended state status").
+gdb_calls_work() {
+    sleep 30 &
+    local p=$! v
+    v=$(timeout 60 gdb -nx -batch -p "$p" -ex 'print (int)getpid()' 2>&1 | sed -n 's/^\$1 = //p')
+    kill "$p" 2>/dev/null
+    wait "$p" 2>/dev/null
+    [ "$v" = "$p" ]
+}
+
 nginx_heap_part() {
     if ! command -v nginx >/dev/null || ! command -v gdb >/dev/null || [ ! -x /usr/bin/python3 ]; then
         pp_skip "nginx heap: nginx, gdb or python3 is not installed"
+        return
+    fi
+    if ! gdb_calls_work; then
+        pp_skip "nginx heap: gdb cannot call mallinfo2 in a process on this machine (gdb 13.1 and AMX state)"
         return
     fi
     local dir=$TMP/nginx-heap nport
