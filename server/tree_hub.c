@@ -41,13 +41,14 @@ typedef struct member {
     char name[16];
     int64_t joined_s;
     int asked, answered, late; /* requests it was asked, answered, and not in time (the index) */
+    char why[48];              /* why it left while it lives on (BYE), or "" */
     pthread_mutex_t send_mu;
 } member;
 
 /* A member that has left, for the index. */
 typedef struct gone_member {
     int pid, ppid, asked, answered, late;
-    char name[16];
+    char name[16], why[48];
     int64_t joined_s, left_s;
 } gone_member;
 #define GONE_KEPT 8
@@ -121,9 +122,11 @@ static void answered_locked(int pid, uint32_t id, int status, char *body, size_t
 
 static void drop_member_locked(member *m)
 {
-    hub.gone[hub.ngone++ % GONE_KEPT] =
-        (gone_member){m->pid, m->ppid, m->asked, m->answered, m->late, {0}, m->joined_s, pp_tree_now_s()};
-    memcpy(hub.gone[(hub.ngone - 1) % GONE_KEPT].name, m->name, sizeof m->name);
+    gone_member *g = &hub.gone[hub.ngone++ % GONE_KEPT];
+    *g = (gone_member){m->pid, m->ppid, m->asked, m->answered, m->late, {0}, {0}, m->joined_s, pp_tree_now_s()};
+    memcpy(g->name, m->name, sizeof m->name);
+    memcpy(g->why, m->why, sizeof m->why);
+    m->why[0] = 0;
     pp_fd_close(m->fd);
     m->fd = -1;
     answered_locked(m->pid, 0, -1, NULL, 0);
@@ -228,6 +231,8 @@ static void *hub_main(void *arg)
             char *body = NULL;
             int bad = pp_tree_recv(pf[k].fd, &h, &body) || h.type != PP_TREE_RES;
             pthread_mutex_lock(&hub.mu);
+            if (m->fd == pf[k].fd && h.type == PP_TREE_BYE && body)
+                snprintf(m->why, sizeof m->why, "%s", body);
             if (m->fd == pf[k].fd) {
                 if (bad) {
                     free(body);
@@ -269,9 +274,10 @@ static void write_index_row(pp_reply *r)
                         n ? "" : "; no members");
         for (unsigned k = 0; k < GONE_KEPT && k < hub.ngone; k++) {
             const gone_member *g = &hub.gone[(hub.ngone - 1 - k) % GONE_KEPT];
-            pp_reply_printf(r, "%s%d (%s, parent %d, left %lld s ago after %lld s, answered %d of %d requests, %d late)",
+            pp_reply_printf(r, "%s%d (%s, parent %d, left %lld s ago after %lld s, answered %d of %d requests, %d late%s%s)",
                             k ? ", " : "; left lately: ", g->pid, g->name, g->ppid, (long long)(now - g->left_s),
-                            (long long)(g->left_s - g->joined_s), g->answered, g->asked, g->late);
+                            (long long)(g->left_s - g->joined_s), g->answered, g->asked, g->late,
+                            g->why[0] ? "; not profiled: it entered " : "", g->why);
         }
         pp_reply_printf(r, "</td></tr>\n");
     }
@@ -370,6 +376,25 @@ int pp_hub_has_members(void)
         has = hub.members[i].fd >= 0;
     pthread_mutex_unlock(&hub.mu);
     return has;
+}
+
+void pp_hub_no_member(int pid, char *out, size_t size)
+{
+    pthread_mutex_lock(&hub.mu);
+    const gone_member *g = NULL;
+    for (unsigned k = 0; k < GONE_KEPT && k < hub.ngone && !g; k++)
+        if (hub.gone[(hub.ngone - 1 - k) % GONE_KEPT].pid == pid)
+            g = &hub.gone[(hub.ngone - 1 - k) % GONE_KEPT];
+    if (g && g->why[0]) {
+        snprintf(out, size, "process %d (%s) left the tree: it entered %s, and is not profiled", pid, g->name, g->why);
+    } else {
+        int n = snprintf(out, size, "no process %d in the tree; %s: %d", pid, g ? "it left; the tree" : "the tree",
+                         (int)getpid());
+        for (int i = 0; i < MAX_MEMBERS && n > 0 && (size_t)n < size; i++)
+            if (hub.members[i].fd >= 0)
+                n += snprintf(out + n, size - (size_t)n, " %d", hub.members[i].pid);
+    }
+    pthread_mutex_unlock(&hub.mu);
 }
 
 void pp_hub_name(char out[PP_TREE_NAME_MAX])

@@ -31,8 +31,9 @@
 /* ----------------------------------------------------------- tree_wire.c
  * Both ways: a header {magic, type, id, status, len} and len bytes. Hub to
  * member: REQ with "name?query". Member to hub: HELLO (its parent's pid in
- * status), RES with the response's status and body. */
-enum { PP_TREE_HELLO = 1, PP_TREE_REQ, PP_TREE_RES };
+ * status), RES with the response's status and body, BYE with the reason
+ * it leaves while it lives on (it entered a sandbox). */
+enum { PP_TREE_HELLO = 1, PP_TREE_REQ, PP_TREE_RES, PP_TREE_BYE };
 typedef struct pp_tree_msg {
     uint32_t magic, type, id;
     int32_t status;
@@ -79,6 +80,9 @@ typedef struct pp_hub_req {
     void *owner;              /* the requester's, freed with the request if it never comes back */
     int64_t deadline_s;
 } pp_hub_req;
+/* Why process pid is not asked (the ?pid= of a process outside the tree):
+ * it left the tree having entered a sandbox, or the tree's pids. */
+void pp_hub_no_member(int pid, char *out, size_t size);
 
 /* Once: the members' places and the index's row about the tree. */
 void pp_hub_init(void);

@@ -34,7 +34,9 @@
 static struct {
     pthread_mutex_t send_mu; /* fd, and a message being sent on it */
     int fd;                  /* -1: none */
-} self = {PTHREAD_MUTEX_INITIALIZER, -1};
+    int leaving;             /* sandboxed: a connection made now is ended at once */
+    int agent_started;       /* this process has an agent (join) */
+} self = {PTHREAD_MUTEX_INITIALIZER, -1, 0, 0};
 static int hub_pid, joined_ppid; /* this member's hub, and its parent when it joined */
 static int forking_pid;           /* the process that forks, in its prepare handler */
 static int (*takeover_serve)(void); /* the server's: serve where the old hub served */
@@ -65,10 +67,28 @@ static int hub_connect(void)
     return fd;
 }
 
+/* A member that entered a sandbox tells the hub why it leaves and ends
+ * its connection, which ends the agent (its read returns, and hub_gone
+ * finds the process shutting down): no thread of libpprof's is left to
+ * keep a process alive whose own threads end one by one (seccomp strict
+ * mode allows no exit_group). */
+static void leave_locked(void)
+{
+    const char *why = pp_sandboxed();
+    self.leaving = 1;
+    if (self.fd < 0)
+        return;
+    if (why)
+        pp_tree_send(self.fd, PP_TREE_BYE, 0, 0, why, strlen(why));
+    shutdown(self.fd, SHUT_RDWR);
+}
+
 static void set_connection(int fd)
 {
     pthread_mutex_lock(&self.send_mu);
     self.fd = fd;
+    if (self.leaving)
+        leave_locked();
     pthread_mutex_unlock(&self.send_mu);
 }
 
@@ -162,17 +182,48 @@ static void answer(uint32_t id, char *body, size_t len)
         agent_done((void *)(uintptr_t)id, &(pprof_http_response){.status = 500});
 }
 
+/* A forked child's first connection: made by its agent (not in fork's
+ * path), or earlier by the process itself when it is about to narrow what
+ * it may do (member_narrow); whichever comes first. 1 when connected. */
+static pthread_mutex_t first_mu = PTHREAD_MUTEX_INITIALIZER;
+static int first_tried;
+
+static int connect_first(void)
+{
+    pthread_mutex_lock(&first_mu);
+    if (!first_tried) {
+        first_tried = 1;
+        pthread_mutex_lock(&self.send_mu);
+        int have = self.fd >= 0;
+        pthread_mutex_unlock(&self.send_mu);
+        if (!have)
+            set_connection(hub_connect());
+    }
+    pthread_mutex_unlock(&first_mu);
+    pthread_mutex_lock(&self.send_mu);
+    int joined = self.fd >= 0;
+    pthread_mutex_unlock(&self.send_mu);
+    return joined;
+}
+
+/* A narrow hook: the process is about to lower its descriptor limit or
+ * enter a sandbox; a member that has not connected yet does it now, while
+ * it can open a socket. */
+static void member_narrow(void)
+{
+    char name[PP_TREE_NAME_MAX];
+    pp_hub_name(name);
+    if (name[0] && !pp_hub_here() && self.agent_started)
+        connect_first();
+}
+
 static void *agent_main(void *arg)
 {
     (void)arg;
     pthread_setname_np(pthread_self(), "pprof-member");
     pprof_labels_unref(pp_own_labels_begin());
-    if (self.fd < 0) { /* a forked child connects here, not in fork's path */
-        int fd = hub_connect();
-        set_connection(fd);
-        if (fd < 0 && !hub_gone())
-            return NULL;
-    }
+    if (!connect_first() && !hub_gone())
+        return NULL;
     for (;;) {
         pp_tree_msg m;
         char *body = NULL;
@@ -200,12 +251,14 @@ static int join(int now)
     if (now && fd < 0)
         return -1;
     self.fd = fd;
+    first_tried = now;
     if (pp_spawn_detached(agent_main, NULL, NULL) != 0) {
         if (fd >= 0)
             pp_fd_close(fd);
         self.fd = -1;
         return -1;
     }
+    self.agent_started = 1;
     return 0;
 }
 
@@ -242,7 +295,9 @@ int pp_member_joined(void)
 /* ------------------------------------------------------ exit and fork */
 
 /* A shutdown hook: a member that exits during a window answers with what
- * the window holds so far, before its agent's connection closes. */
+ * the window holds so far, before its agent's connection closes. One that
+ * lives on in a sandbox (pp_sandboxed) then tells the hub why it leaves
+ * and ends the connection, which ends its agent. */
 static void member_exit(void)
 {
     int hub_here = pp_hub_here();
@@ -251,6 +306,11 @@ static void member_exit(void)
     pthread_mutex_unlock(&self.send_mu);
     if (joined)
         pp_call_finish_all_now(2000000000LL);
+    if (!pp_sandboxed() || hub_here)
+        return;
+    pthread_mutex_lock(&self.send_mu);
+    leave_locked();
+    pthread_mutex_unlock(&self.send_mu);
 }
 
 static void fork_prepare(void)
@@ -265,6 +325,10 @@ static void fork_child(void)
     pp_hub_after_fork();
     self.send_mu = (pthread_mutex_t)PTHREAD_MUTEX_INITIALIZER;
     self.fd = -1; /* its descriptors are closed already (base/fds.h) */
+    self.leaving = 0;
+    self.agent_started = 0;
+    first_mu = (pthread_mutex_t)PTHREAD_MUTEX_INITIALIZER;
+    first_tried = 0;
     maps_mu = (pthread_mutex_t)PTHREAD_MUTEX_INITIALIZER; /* hub_maps: the same hub's */
     joined_ppid = forking_pid; /* getppid() may already say 1 */
     char name[PP_TREE_NAME_MAX];
@@ -276,6 +340,7 @@ static void fork_child(void)
 void pp_member_init(void)
 {
     pp_shutdown_hook_add(member_exit);
+    pp_narrow_hook_add(member_narrow);
     pp_hub_init();
     pthread_atfork(fork_prepare, NULL, fork_child);
 }

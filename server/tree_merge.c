@@ -216,8 +216,16 @@ static int tree_front(const pprof_server_config *cfg, const pprof_http_request *
     int text = pp_query_find(req->query, "debug", dval, sizeof dval) && strcmp(dval, "0") != 0;
     int formatted = pp_query_find(req->query, "format", fval, sizeof fval) > 0;
     int folding = formatted && !pid && !strcmp(fval, "folded");
-    if (!pp_hub_has_members() || strncmp(req->path, prefix, plen) || !pp_endpoint_merges(req->path + plen) ||
-        !whole || pid == (int)getpid() || (text && !pid) || (formatted && !pid && !folding && strcmp(fval, "proto")))
+    int merges = !strncmp(req->path, prefix, plen) && pp_endpoint_merges(req->path + plen);
+    if (merges && pid && pid != (int)getpid() && whole && !pp_hub_has_members()) {
+        char why[512];
+        pp_hub_no_member(pid, why, sizeof why);
+        pp_reply_error_to(done, ctx, 404, "%s", why);
+        if (call)
+            *call = NULL;
+        return 0;
+    }
+    if (!pp_hub_has_members() || !merges || !whole || pid == (int)getpid() || (text && !pid) || (formatted && !pid && !folding && strcmp(fval, "proto")))
         return pp_route(cfg, req, done, ctx, call); /* (a bad format value: its 400) */
     if (call)
         *call = NULL;
@@ -261,7 +269,9 @@ static int tree_front(const pprof_server_config *cfg, const pprof_http_request *
     } else if (pid && !c->t->nasked) {
         pp_hub_release(c->t);
         free(c);
-        pp_reply_error_to(done, ctx, 404, "no process %d in the tree", pid);
+        char why[512];
+        pp_hub_no_member(pid, why, sizeof why);
+        pp_reply_error_to(done, ctx, 404, "%s", why);
     } else {
         rc = pp_route(cfg, &lreq, tree_done, c, call);
     }

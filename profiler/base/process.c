@@ -14,16 +14,36 @@ _Atomic int pp_fork_pending;
 
 #define MAX_HOOKS 8
 static void (*_Atomic hooks[MAX_HOOKS])(void);
+static void (*_Atomic narrow_hooks[MAX_HOOKS])(void);
 static _Atomic int shut_down;
 
-int pp_shutdown_hook_add(void (*fn)(void))
+static int hook_add(void (*_Atomic *list)(void), void (*fn)(void))
 {
     for (int i = 0; i < MAX_HOOKS; i++) {
         void (*expected)(void) = NULL;
-        if (atomic_compare_exchange_strong(&hooks[i], &expected, fn) || expected == fn)
+        if (atomic_compare_exchange_strong(&list[i], &expected, fn) || expected == fn)
             return 0;
     }
     return -1;
+}
+
+int pp_shutdown_hook_add(void (*fn)(void))
+{
+    return hook_add(hooks, fn);
+}
+
+int pp_narrow_hook_add(void (*fn)(void))
+{
+    return hook_add(narrow_hooks, fn);
+}
+
+void pp_narrow_run(void)
+{
+    for (int i = 0; i < MAX_HOOKS; i++) {
+        void (*fn)(void) = atomic_load(&narrow_hooks[i]);
+        if (fn)
+            fn();
+    }
 }
 
 void pp_shutdown_run(void (*first)(void))
@@ -68,6 +88,21 @@ int64_t pp_start_ns(int realtime)
 {
     int64_t t = atomic_load(realtime ? &start_real : &start_mono);
     return t ? t : pp_now_ns(realtime ? CLOCK_REALTIME : CLOCK_MONOTONIC);
+}
+
+static const char *_Atomic sandbox_why;
+
+/* async-signal-safe */
+void pp_sandbox_set(const char *why)
+{
+    const char *none = NULL;
+    atomic_compare_exchange_strong(&sandbox_why, &none, why);
+}
+
+/* async-signal-safe */
+const char *pp_sandboxed(void)
+{
+    return atomic_load_explicit(&sandbox_why, memory_order_acquire);
 }
 
 int pp_shutting_down(void)

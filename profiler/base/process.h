@@ -17,6 +17,12 @@
 /* Adds a hook; adding the same function again does nothing. At most 8
  * hooks; returns 0, or -1 when full. Thread-safe. */
 int pp_shutdown_hook_add(void (*fn)(void));
+/* Hooks run before the process narrows what it may do (a lower
+ * RLIMIT_NOFILE, a seccomp sandbox: interpose/), while it still can: the
+ * server's tree member connects to its hub now. Same rules as the
+ * shutdown hooks; pp_narrow_run runs them every time. Thread-safe. */
+int pp_narrow_hook_add(void (*fn)(void));
+void pp_narrow_run(void);
 /* The first time it is called: marks the process as exiting, runs
  * `first` (profiling stops), then the hooks; later calls do nothing.
  * Thread-safe. */
@@ -67,6 +73,13 @@ extern __thread int pp_sigmask_exact_depth;
 /* Whether the process is exiting (pp_shutdown_run has begun): nothing new
  * starts. Thread-safe. */
 int pp_shutting_down(void);
+/* The process has narrowed what its threads may do (a seccomp filter or
+ * strict mode, interpose/lifecycle.c): from then on the profiling
+ * signal's handler makes no system call, and profiling has stopped.
+ * pp_sandbox_set keeps `why` (a static string) once; pp_sandboxed gives
+ * it, or NULL. async-signal-safe */
+void pp_sandbox_set(const char *why);
+const char *pp_sandboxed(void);
 
 /* The profiler's own heap (heap/own_heap.c registers it, so base/ calls no
  * other folder): between pp_own_heap_enter and the matching leave, the

@@ -109,6 +109,10 @@ void pp_own_heap_fork_prepare(void);
 void pp_own_heap_fork_parent(void);
 void pp_own_heap_fork_child(void);
 
+/* Stops heap sampling for good (a sandboxed process): objects sampled
+ * before are still told apart when freed. Thread-safe. */
+void pp_heap_stop_sampling(void);
+
 /* --- sampling (heap_sample.c) --- */
 /* Bytes until the calling thread's next sample; the hooks' fast path is
  * `if ((pp_heap_left -= size) > 0)`. Initial-exec TLS. */

@@ -186,6 +186,11 @@ static void set_rate(int64_t r)
         pp_heap_left = 0;
 }
 
+void pp_heap_stop_sampling(void)
+{
+    set_rate(0);
+}
+
 int pp_heap_bytes_requested;
 
 void pp_heap_init(void)

@@ -5,14 +5,18 @@
  * aborts when the results differ. Capabilities and the keep-capabilities
  * bits are per thread: after the program's own thread changed them, the
  * profiler's threads make the same change (threads/creds.c) before the
- * call returns. prctl's other options pass through untouched.
+ * call returns. prctl(PR_SET_SECCOMP) stops profiling before the process
+ * enters its sandbox (pp_sandbox_enter, lifecycle.c). prctl's other options
+ * pass through untouched.
  */
 #define _GNU_SOURCE
 #include "threads/threads.h"
 #include "base/base.h"
+#include "thread_hooks.h"
 
 #include <errno.h>
 #include <linux/capability.h>
+#include <linux/seccomp.h>
 #include <stdarg.h>
 #include <sys/prctl.h>
 #include <sys/syscall.h>
@@ -48,6 +52,8 @@ API int prctl(int option, ...)
     va_end(ap);
     if (!real_prctl)
         real_prctl = (prctl_fn)pp_next_symbol("prctl", NULL);
+    if (option == PR_SET_SECCOMP && (a2 == SECCOMP_MODE_STRICT || a2 == SECCOMP_MODE_FILTER))
+        pp_sandbox_enter(a2 == SECCOMP_MODE_STRICT ? "seccomp strict mode" : "a seccomp filter");
     int rc = real_prctl ? real_prctl(option, a2, a3, a4, a5) : (int)syscall(SYS_prctl, option, a2, a3, a4, a5);
     if (rc == 0 && (option == PR_SET_KEEPCAPS || option == PR_SET_SECUREBITS)) {
         int saved = errno;

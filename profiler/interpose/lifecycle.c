@@ -41,6 +41,25 @@ static void shutdown_all(void)
     pp_shutdown_run(pp_cpu_disable);
 }
 
+/* The process is about to narrow what its threads may do (a seccomp
+ * filter or strict mode: the calling thread, and every thread with
+ * SECCOMP_FILTER_FLAG_TSYNC, is killed by a system call the filter does
+ * not list). Before the filter is in place, profiling stops as at exit: the
+ * CPU timers are deleted, heap sampling ends, a member's calls in flight
+ * answer with what they hold and it leaves its tree saying why (the
+ * tree's index shows it), a serving process stops serving. From then on
+ * the profiling signal's handler makes no system call (signals/dispatch.c).
+ * A call that then fails leaves profiling stopped. */
+void pp_sandbox_enter(const char *why)
+{
+    if (pp_sandboxed())
+        return;
+    pp_narrow_run(); /* a member not yet connected connects, to say why it leaves */
+    pp_sandbox_set(why);
+    pp_heap_stop_sampling();
+    shutdown_all();
+}
+
 /* Lock order: collector, CPU thread registry, contention tables, label
  * cap, thread registry, heap, own heap, signal dispatcher. The tables
  * that hooks write (contention, label cap, heap) are never waited for
@@ -106,6 +125,8 @@ __attribute__((constructor(101))) static void pp_init(void)
     pp_signal_hooks_open_inherited();
     pp_wait_hooks_init();
     pp_sock_hooks_init();
+    pp_syscall_hook_init();
+    pp_limit_hooks_init();
     pp_threads_init();
     pp_threads_register_main();
     pp_unwind_init();

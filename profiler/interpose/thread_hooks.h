@@ -12,12 +12,20 @@ void pp_thread_hooks_init(void);
  * and eventfd; the constructor calls it, for the same reasons. */
 void pp_fd_hooks_init(void);
 /* Finds the next poll, ppoll, select, pselect, epoll_wait, epoll_pwait,
- * epoll_pwait2, nanosleep, clock_nanosleep, usleep, sigtimedwait and
- * syscall (wait_hooks.c). */
+ * epoll_pwait2, nanosleep, clock_nanosleep, usleep and sigtimedwait
+ * (wait_hooks.c). */
 void pp_wait_hooks_init(void);
+/* Stops profiling before the process enters a sandbox (lifecycle.c);
+ * `why` is a static string. Thread-safe. */
+void pp_sandbox_enter(const char *why);
 /* Finds the next recv, recvfrom, recvmsg, accept and accept4
  * (sock_hooks.c). */
 void pp_sock_hooks_init(void);
+/* Finds the next setrlimit, setrlimit64, prlimit and prlimit64
+ * (limit_hooks.c). */
+void pp_limit_hooks_init(void);
+/* Finds the next syscall (syscall_hook.c). */
+void pp_syscall_hook_init(void);
 /* Finds the next pthread_sigmask, sigprocmask, sigaction, signal,
  * bsd_signal and sysv_signal (signal_hooks.c). */
 void pp_signal_hooks_init(void);

@@ -5,8 +5,8 @@
  * take a time to wait, not a deadline, and the kernel keeps no time left
  * for them that a signal handler could read (or writes it into glibc's own
  * copy); nor for nanosleep and clock_nanosleep without a place for the
- * time left, usleep, sigtimedwait, or a futex wait made with syscall(),
- * whose number the handler cannot read back. Entered again as they
+ * time left, usleep, or sigtimedwait (a futex wait made with syscall():
+ * syscall_hook.c). Entered again as they
  * were, they would wait their whole time once more, and a thread woken as
  * its time ran out would wait again instead of returning 0
  * (signals/restart.c). Each wrapper notes the deadline before it calls the
@@ -32,14 +32,11 @@
 #include "wait_hooks.h"
 
 #include <errno.h>
-#include <linux/futex.h>
 #include <poll.h>
-#include <stdarg.h>
 #include <signal.h>
 #include <stdint.h>
 #include <sys/epoll.h>
 #include <sys/select.h>
-#include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -50,7 +47,6 @@ typedef int (*poll_fn)(struct pollfd *, nfds_t, int);
 typedef int (*ppoll_fn)(struct pollfd *, nfds_t, const struct timespec *, const sigset_t *);
 typedef int (*select_fn)(int, fd_set *, fd_set *, fd_set *, struct timeval *);
 typedef int (*pselect_fn)(int, fd_set *, fd_set *, fd_set *, const struct timespec *, const sigset_t *);
-typedef long (*syscall_fn)(long, ...);
 typedef int (*epoll_wait_fn)(int, struct epoll_event *, int, int);
 typedef int (*epoll_pwait_fn)(int, struct epoll_event *, int, int, const sigset_t *);
 typedef int (*epoll_pwait2_fn)(int, struct epoll_event *, int, const struct timespec *, const sigset_t *);
@@ -63,7 +59,6 @@ static poll_fn real_poll;
 static ppoll_fn real_ppoll;
 static select_fn real_select;
 static pselect_fn real_pselect;
-static syscall_fn real_syscall;
 static epoll_wait_fn real_epoll_wait;
 static epoll_pwait_fn real_epoll_pwait;
 static epoll_pwait2_fn real_epoll_pwait2;
@@ -78,7 +73,6 @@ void pp_wait_hooks_init(void)
     real_ppoll = (ppoll_fn)pp_next_symbol("ppoll", NULL);
     real_select = (select_fn)pp_next_symbol("select", NULL);
     real_pselect = (pselect_fn)pp_next_symbol("pselect", NULL);
-    real_syscall = (syscall_fn)pp_next_symbol("syscall", NULL);
     real_epoll_wait = (epoll_wait_fn)pp_next_symbol("epoll_wait", NULL);
     real_epoll_pwait = (epoll_pwait_fn)pp_next_symbol("epoll_pwait", NULL);
     real_epoll_pwait2 = (epoll_pwait2_fn)pp_next_symbol("epoll_pwait2", NULL);
@@ -176,42 +170,6 @@ API int pselect(int n, fd_set *r, fd_set *w, fd_set *e, const struct timespec *t
         if (ts) {
             left = ns_ts(deadline - pp_now_ns(CLOCK_MONOTONIC));
             t = &left;
-        }
-    wait_leave(&f);
-    return rc;
-}
-
-/* syscall(): a futex wait goes through the wrapper's frame (glibc's
- * syscall moves the number out of its register before the call, so the
- * handler cannot enter it again itself); a relative FUTEX_WAIT is made
- * again with the time left, an absolute FUTEX_WAIT_BITSET as it was. Every
- * other call passes through. async-signal-safe once the constructor
- * resolved the next definition (libpprof's handlers call it). */
-API long syscall(long nr, ...)
-{
-    va_list ap;
-    va_start(ap, nr);
-    long a[6];
-    for (int i = 0; i < 6; i++)
-        a[i] = va_arg(ap, long);
-    va_end(ap);
-    NEED(real_syscall);
-    int cmd = (int)a[1] & FUTEX_CMD_MASK;
-    if (nr != SYS_futex || (cmd != FUTEX_WAIT && cmd != FUTEX_WAIT_BITSET))
-        return real_syscall(nr, a[0], a[1], a[2], a[3], a[4], a[5]);
-    const struct timespec *ts = (const struct timespec *)a[3];
-    int relative = cmd == FUTEX_WAIT && ts;
-    if (relative && !valid(ts))
-        return real_syscall(nr, a[0], a[1], a[2], a[3], a[4], a[5]);
-    wait_frame f;
-    int64_t deadline = relative ? pp_now_ns(CLOCK_MONOTONIC) + ts_ns(ts) : 0;
-    struct timespec left;
-    wait_enter(&f);
-    long rc;
-    while (wait_broken((rc = real_syscall(nr, a[0], a[1], a[2], a[3], a[4], a[5])) < 0))
-        if (relative) {
-            left = ns_ts(deadline - pp_now_ns(CLOCK_MONOTONIC));
-            a[3] = (long)&left;
         }
     wait_leave(&f);
     return rc;

@@ -158,7 +158,18 @@ static int kind_of(const siginfo_t *si)
  * async-signal-safe */
 static void on_signal(int sig, siginfo_t *si, void *uc)
 {
-    int kind = kind_of(si), n = atomic_load_explicit(&nusers, memory_order_acquire);
+    int n = atomic_load_explicit(&nusers, memory_order_acquire);
+    if (pp_sandboxed()) {
+        /* A late one of libpprof's is dropped, making no system call the
+         * process's filter may refuse (getpid, clock reads, sigpending);
+         * the program's own still reach its handler. */
+        for (int i = 0; i < n; i++)
+            if ((si->si_code == SI_TIMER || si->si_code == SI_QUEUE) && users[i].value == si->si_value.sival_int)
+                return;
+        chain(sig, si, uc);
+        return;
+    }
+    int kind = kind_of(si);
     for (int i = 0; kind && i < n; i++) {
         const user *u = &users[i];
         if (!(u->kinds & kind) || (kind != PP_SIG_KERNEL && u->value != si->si_value.sival_int))

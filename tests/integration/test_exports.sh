@@ -28,6 +28,7 @@ pthread_cond_timedwait sem_wait sem_timedwait pthread_join pthread_create dlclos
 __libc_start_main close close_range closefrom dup2 dup3 epoll_create1 eventfd pthread_sigmask sigprocmask chroot capset prctl
 sigaction signal bsd_signal sysv_signal poll ppoll select pselect epoll_wait epoll_pwait epoll_pwait2 nanosleep
 clock_nanosleep usleep sigtimedwait syscall recv recvfrom recvmsg accept accept4
+setrlimit setrlimit64 prlimit prlimit64
 otel_thread_ctx_v1"
 
 api=$(cat "$SRC"/include/pprof*.h | tr '\n' ' ' |

@@ -115,7 +115,10 @@ for w in "$w1" "$w2"; do
         awk -v a="$a" 'BEGIN { n = split(a, f, " "); exit !(n == 2 && f[1] == f[2] && f[2] >= 3) }'
 done
 curl -sS --max-time 10 -D "$TMP/h404" -o "$TMP/b404" "$base/heap?pid=1"
-pp_check "heap?pid=1: 404 with a reason" test "$(pp_status "$TMP/h404")" = 404 -a "$(cat "$TMP/b404")" = "no process 1 in the tree"
+pp_check "heap?pid=1: 404 with a reason and the tree's pids ($(cat "$TMP/b404"))" \
+    awk -v s="$(pp_status "$TMP/h404")" -v b="$(cat "$TMP/b404")" -v h="$PID" -v a="$w1" -v c="$w2" \
+        'BEGIN { exit !(s == 404 && index(b, "no process 1 in the tree; the tree: " h " ") == 1 &&
+                        (" " b " ") ~ (" " a " ") && (" " b " ") ~ (" " c " ")) }'
 
 # A member that does not answer (stopped): the rest of the tree's profile
 # comes after the 5 s grace, the late member named in its comments and

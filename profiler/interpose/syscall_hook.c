@@ -1,0 +1,76 @@
+/* syscall_hook.c: syscall(), interposed, for the two kinds of call that
+ * libpprof must see even when a program makes them through it: futex
+ * waits with a timeout (a broken one ends at its deadline, as the waits of
+ * wait_hooks.c) and seccomp (the process is entering a sandbox:
+ * pp_sandbox_enter, lifecycle.c). libseccomp and most programs that
+ * install a filter call seccomp(2) through syscall().
+ */
+#define _GNU_SOURCE
+#include "thread_hooks.h"
+#include "wait_hooks.h"
+
+#include <linux/futex.h>
+#include <linux/seccomp.h>
+#include <stdarg.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#ifndef PPROF_NO_HOOKS
+#define API __attribute__((visibility("default")))
+
+typedef long (*syscall_fn)(long, ...);
+static syscall_fn real_syscall;
+
+void pp_syscall_hook_init(void)
+{
+    real_syscall = (syscall_fn)pp_next_symbol("syscall", NULL);
+}
+
+/* A futex wait goes through a wait's frame (wait_hooks.h: glibc's
+ * syscall moves the number out of its register before the call, so the
+ * handler cannot enter it again itself); a relative FUTEX_WAIT is made
+ * again with the time left, an absolute FUTEX_WAIT_BITSET as it was.
+ * Entering seccomp stops profiling first (pp_sandbox_enter). Every other
+ * call passes through. async-signal-safe once the constructor resolved
+ * the next definition (libpprof's handlers call it). */
+API long syscall(long nr, ...)
+{
+    va_list ap;
+    va_start(ap, nr);
+    long a[6];
+    for (int i = 0; i < 6; i++)
+        a[i] = va_arg(ap, long);
+    va_end(ap);
+    if (!real_syscall)
+        real_syscall = (syscall_fn)pp_next_symbol("syscall", NULL);
+    if (!real_syscall) {
+        errno = ENOSYS;
+        return -1;
+    }
+    if (nr == SYS_seccomp && (a[0] == SECCOMP_SET_MODE_STRICT || a[0] == SECCOMP_SET_MODE_FILTER))
+        pp_sandbox_enter(a[0] == SECCOMP_SET_MODE_STRICT ? "seccomp strict mode" : "a seccomp filter");
+    int cmd = (int)a[1] & FUTEX_CMD_MASK;
+    if (nr != SYS_futex || (cmd != FUTEX_WAIT && cmd != FUTEX_WAIT_BITSET))
+        return real_syscall(nr, a[0], a[1], a[2], a[3], a[4], a[5]);
+    const struct timespec *ts = (const struct timespec *)a[3];
+    int relative = cmd == FUTEX_WAIT && ts;
+    if (relative && !valid(ts))
+        return real_syscall(nr, a[0], a[1], a[2], a[3], a[4], a[5]);
+    wait_frame f;
+    int64_t deadline = relative ? pp_now_ns(CLOCK_MONOTONIC) + ts_ns(ts) : 0;
+    struct timespec left;
+    wait_enter(&f);
+    long rc;
+    while (wait_broken((rc = real_syscall(nr, a[0], a[1], a[2], a[3], a[4], a[5])) < 0))
+        if (relative) {
+            left = ns_ts(deadline - pp_now_ns(CLOCK_MONOTONIC));
+            a[3] = (long)&left;
+        }
+    wait_leave(&f);
+    return rc;
+}
+#else
+void pp_syscall_hook_init(void)
+{
+}
+#endif
