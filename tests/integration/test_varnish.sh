@@ -1,0 +1,83 @@
+#!/usr/bin/env bash
+# test_varnish.sh: Debian's varnish under libpprof: its cache child (about
+# 200 threads, user vcache) is profiled with the tree
+# (test-labels: plain-only slow)
+#
+# varnishd 7.1 starts daemonized with a private work directory, a
+# loopback backend (python3's http.server) and the vcache user, as its
+# unit starts it but for -F; wrk drives 6 s of cache hits through it.
+# A 4 s CPU profile of the tree answers 200 (before, every CPU profile of
+# its tree answered 500 "zlib deflateInit2 failed": varnishd exports a
+# zlib of its own, which took libpprof's calls), the child's samples (its
+# pid label, libpprof's own work left out) cover at least 90% of its
+# threads' CPU from /proc over the window, heap?pid= of the child answers
+# 200 with a profile go tool pprof reads, and every request wrk made was
+# answered.
+# Usage: test_varnish.sh BUILD_DIR
+. "$(dirname "$0")/lib.sh"
+pp_init "$1"
+
+if [ ! -x /usr/sbin/varnishd ] || ! command -v wrk >/dev/null || ! id vcache >/dev/null 2>&1; then
+    pp_skip "varnish or wrk is not installed"
+    pp_finish
+fi
+D=$TMP/varnish
+mkdir -p "$D/www"
+chmod 755 "$TMP" "$D" "$D/www"
+head -c 2000 /dev/urandom | base64 >"$D/www/index.html"
+BPORT=$(pp_free_port)
+pp_start backend python3 -m http.server "$BPORT" --bind 127.0.0.1 --directory "$D/www"
+VPORT=$(pp_free_port)
+PORT=$(pp_free_port)
+LD_PRELOAD="$BUILD/libpprof.so" LIBPPROF_ADDR=127.0.0.1:$PORT /usr/sbin/varnishd -j unix,user=vcache \
+    -a "127.0.0.1:$VPORT" -b "127.0.0.1:$BPORT" -n "$D/work" -s malloc,64m -P "$D/varnishd.pid" \
+    >"$TMP/varnishd.out" 2>"$TMP/varnishd.err"
+master=$(cat "$D/varnishd.pid" 2>/dev/null)
+pp_wait_http "http://127.0.0.1:$PORT/debug/pprof/cmdline" 10 || pp_give_up "varnishd did not serve the endpoint" varnishd
+base=http://127.0.0.1:$PORT/debug/pprof
+child=""
+for _ in $(seq 50); do
+    child=$(pgrep -P "$master" -x cache-main || true)
+    [ -n "$child" ] && curl -sS --max-time 2 -o /dev/null "http://127.0.0.1:$VPORT/" && break
+    sleep 0.2
+done
+pp_check "varnish's child runs ($child, $(ls /proc/"$child"/task 2>/dev/null | wc -l) threads) and serves" \
+    test -n "$child"
+
+# the child's CPU ticks (the process's own count: its pools' threads come
+# and go), less those of libpprof's threads
+own=$(for t in /proc/"$child"/task/*; do [[ "$(cat "$t/comm" 2>/dev/null)" =~ $PP_OWN_THREADS ]] && echo "$t"; done)
+ticks() {
+    cat "/proc/$child/stat" $(printf '%s/stat ' $own) 2>/dev/null | awk 'NR == 1 { s = $14 + $15; next } { s -= $14 + $15 } END { print s }'
+}
+wrk -t2 -c20 -d6s "http://127.0.0.1:$VPORT/" >"$TMP/wrk.out" 2>&1 &
+wrk=$!
+sleep 1
+curl -sS --max-time 20 -o "$TMP/cpu.pb.gz" -w '%{http_code}\n' "$base/profile?seconds=4" >"$TMP/cpu.code" &
+cpu=$!
+{ ticks; sleep 4; ticks; } >"$TMP/ticks"
+wait $cpu $wrk
+pp_check "a CPU profile of the tree answered 200 ($(cat "$TMP/cpu.code"))" test "$(cat "$TMP/cpu.code")" = 200
+{ read -r c0; read -r c1; } <"$TMP/ticks"
+mine=$(pp_pprof -traces "$TMP/cpu.pb.gz" 2>/dev/null | awk -v pid="$child" '
+    /^-----------\+/ { p = ""; w = 0; v = 0; next }
+    /^ *pid: / { p = $2; next }
+    /^ *pprof.work: / { w = 1; next }
+    !v && /^ +[0-9.]+(ms|s|us) / {
+        x = $1; u = x; sub(/[a-z]+$/, "", x); sub(/^[0-9.]+/, "", u)
+        x = u == "s" ? x * 1000 : u == "us" ? x / 1000 : x
+        if (p == pid && !w) sum += x
+        v = 1
+    }
+    END { printf "%d\n", sum }')
+pp_check "the child's samples cover its CPU ($mine ms for $(((c1 - c0) * 10)) ms from /proc, at least 90%)" \
+    awk -v p="$mine" -v c="$(((c1 - c0) * 10))" 'BEGIN { exit !(c > 300 && p >= 0.9 * c && p <= 1.1 * c + 50) }'
+code=$(curl -sS --max-time 20 -o "$TMP/heap.pb.gz" -w '%{http_code}' "$base/heap?pid=$child")
+pp_check "heap?pid=$child answers 200 with a profile ($code)" \
+    test "$code" = 200 -a -n "$(pp_pprof -top "$TMP/heap.pb.gz" 2>/dev/null | grep -i 'inuse_space\|Type:')"
+errs=$(sed -n 's/.*Socket errors: \(.*\)/\1/p; s/.*Non-2xx or 3xx responses: \(.*\)/non-2xx \1/p' "$TMP/wrk.out")
+pp_check "wrk's requests were all answered ($(grep -o '[0-9]* requests in' "$TMP/wrk.out"); ${errs:-no errors})" \
+    test -z "$errs" -a -n "$(grep 'requests in' "$TMP/wrk.out")"
+kill -TERM "$master"
+pp_wait_gone "$master" 100 0.1
+pp_finish
