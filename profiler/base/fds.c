@@ -176,18 +176,24 @@ int pp_fd_keep(int fd)
     return own(fd, 1);
 }
 
-static int own(int fd, int keep)
+int pp_fd_lift(int fd)
 {
-    if (fd < 0)
-        return -1;
     int floor = floor_number();
-    if (fd < floor) {
+    if (fd >= 0 && fd < floor) {
         int moved = fcntl(fd, F_DUPFD_CLOEXEC, floor);
         if (moved >= 0) {
             sys_close(fd);
             fd = moved;
         }
     }
+    return fd;
+}
+
+static int own(int fd, int keep)
+{
+    if (fd < 0)
+        return -1;
+    fd = pp_fd_lift(fd);
     struct stat st;
     if (fd >= BITS || fstat(fd, &st) != 0)
         return fd;

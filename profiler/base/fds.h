@@ -32,6 +32,11 @@
  * number, or fd itself when it could not move or be registered; -1 when
  * fd < 0 (errno kept). Thread-safe. */
 int pp_fd_own(int fd);
+/* Moves fd above the numbers a program uses, as pp_fd_own does, without
+ * registering it: for a descriptor the profiler opens and a library of
+ * its closes (libdw's). Returns the new number, or fd when it could not
+ * move (or fd < 0). Thread-safe. */
+int pp_fd_lift(int fd);
 /* pp_fd_own for a descriptor a forked child keeps too (files the
  * symbolizer keeps open for after a chroot). Thread-safe. */
 int pp_fd_keep(int fd);

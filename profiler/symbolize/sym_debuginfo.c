@@ -67,7 +67,7 @@ static int try_debug_candidate(Dwfl_Module *mod, const char *path, const struct 
         return -1;
     }
     *out_name = strdup(path);
-    return fd;
+    return pp_fd_lift(fd);
 }
 
 /* --- Compressed debug sections. libdw reads DWARF in place from the
@@ -235,18 +235,27 @@ static int search_debuginfo(Dwfl_Module *mod, void **userdata, const char *modna
                             GElf_Addr base, const char *file_name, const char *debuglink,
                             GElf_Word crc, char **out_name)
 {
-    int fd = dwfl_build_id_find_debuginfo(mod, userdata, modname, base, file_name, debuglink,
-                                          crc, out_name);
+    struct stat main_st, *mst = NULL;
+    if (file_name && stat(file_name, &main_st) == 0)
+        mst = &main_st;
+    /* The module's own debug file by its build ID, opened here so that
+     * its descriptor is moved above the program's numbers (libdwfl's
+     * search keeps its descriptor where open put it, in the Elf it makes);
+     * a dwz alternate file (asked for with a CRC of 0 and its name) by
+     * libdwfl's search. */
+    int fd = -1;
+    char path[600];
+    if ((crc != 0 || debuglink == NULL) && build_id_path(mod, path, sizeof path) &&
+        (fd = try_debug_candidate(mod, path, mst, crc, out_name)) >= 0)
+        return fd;
+    fd = dwfl_build_id_find_debuginfo(mod, userdata, modname, base, file_name, debuglink, crc, out_name);
     if (fd >= 0)
         return fd;
     char kept[600]; /* out of reach by its path (a chroot): the file kept for it */
     if (build_id_path(mod, kept, sizeof kept) && (fd = pp_sym_open(kept)) >= 0) {
         *out_name = strdup(kept);
-        return fd;
+        return pp_fd_lift(fd);
     }
-    struct stat main_st, *mst = NULL;
-    if (file_name && stat(file_name, &main_st) == 0)
-        mst = &main_st;
     if (debuglink && debuglink[0] == '/')
         return try_debug_candidate(mod, debuglink, mst, crc, out_name);
     if (file_name == NULL || file_name[0] != '/')
@@ -308,8 +317,8 @@ int pp_sym_open_map_file(uint64_t start, uint64_t limit)
  * since it was loaded (a package upgraded under a running service): the
  * module's name then ends in " (deleted)", and the mapped file is still
  * reachable through /proc/self/map_files. */
-static int find_elf(Dwfl_Module *mod, void **userdata, const char *modname, Dwarf_Addr base,
-                    char **file_name, Elf **elfp)
+static int find_elf_at(Dwfl_Module *mod, void **userdata, const char *modname, Dwarf_Addr base,
+                       char **file_name, Elf **elfp)
 {
     /* dwfl_linux_proc_find_elf aborts on any other kind of name. */
     if (modname == NULL || (modname[0] != '/' && strncmp(modname, "[vdso: ", 7) != 0))
@@ -340,6 +349,18 @@ static int find_elf(Dwfl_Module *mod, void **userdata, const char *modname, Dwar
     if (fd >= 0 && *file_name == NULL)
         *file_name = strndup(modname, n - dl);
     return fd;
+}
+
+/* The find_elf callback: the search above, its descriptor (libdwfl keeps
+ * it open until the symbolizer's idle release) moved above the numbers
+ * the program uses, so that the program's next open gets the number it
+ * would get without libpprof. One that came with its Elf already made
+ * stays where it is (the Elf holds its number). */
+static int find_elf(Dwfl_Module *mod, void **userdata, const char *modname, Dwarf_Addr base,
+                    char **file_name, Elf **elfp)
+{
+    int fd = find_elf_at(mod, userdata, modname, base, file_name, elfp);
+    return *elfp == NULL ? pp_fd_lift(fd) : fd;
 }
 
 const Dwfl_Callbacks pp_sym_callbacks = {

@@ -11,6 +11,9 @@
  * most), writes more, forks a child that checks every descriptor it
  * inherited (open, the same file) and writes its own lines, waits for it,
  * checks its own descriptors, closes them and reads every file back.
+ * Once told to go it opens one more file and prints "next_fd=N
+ * expected=M": the number it got, and the one right after its own (what
+ * it gets without libpprof, which keeps its descriptors above them).
  * Prints "child=ok", "parent=ok", "files=ok" (or what went wrong, with the
  * count of stray bytes) and "done", then returns from main.
  */
@@ -117,6 +120,9 @@ int main(int argc, char **argv)
     snprintf(go, sizeof go, "%s/go", argv[2]);
     for (int t = 0; t < 6000 && access(go, F_OK) != 0; t++)
         nanosleep(&(struct timespec){0, 10000000}, NULL);
+    int next = open("/dev/null", O_RDONLY | O_CLOEXEC); /* the lowest free number: right after its own */
+    printf("next_fd=%d expected=%d\n", next, pipe_fds[1] + 1);
+    close(next);
     write_lines("second", 0);
     pid_t child = fork();
     if (child == 0) {

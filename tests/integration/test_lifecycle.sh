@@ -67,6 +67,10 @@ closeall() { # MODE
     pp_check "$mode: the program exited 0 ($rc)" test "$rc" = 0
     pp_check "$mode: the forked child found every descriptor it inherited open and its own" grep -qx 'child=ok' "$out"
     pp_check "$mode: the parent found every descriptor of its own open and its own" grep -qx 'parent=ok' "$out"
+    local nf
+    nf=$(grep '^next_fd=' "$out")
+    pp_check "$mode: after a symbolized profile the program's next open got the number it gets without libpprof ($nf)" \
+        awk -v l="$nf" 'BEGIN { split(l, a, /[= ]/); exit !(a[2] != "" && a[2] == a[4]) }'
     if grep -qx 'files=ok' "$out"; then
         pp_ok "$mode: 0 stray bytes in the program's files"
     else
