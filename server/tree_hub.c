@@ -3,8 +3,9 @@
  * The process that serves is the hub. It listens under its tree's name
  * (tree_wire.c); a member connects, says hello, and stays until its
  * connection ends. One hub thread polls the listening sockets and the
- * members' sockets, reads every message and files each answer under its
- * request; requests are sent from the requesting thread under the
+ * members' sockets, reads what each has sent without waiting for the
+ * rest of a message (a member stopped while it sends holds back no
+ * other), and files each whole answer under its request; requests are sent from the requesting thread under the
  * member's send lock. A request whose requester never comes back (its
  * client went away, the hub's own call was cancelled) is dropped two
  * minutes after its deadline.
@@ -42,6 +43,7 @@ typedef struct member {
     int64_t joined_s;
     int asked, answered, late; /* requests it was asked, answered, and not in time (the index) */
     char why[48];              /* why it left while it lives on (BYE), or "" */
+    pp_tree_reader in;         /* the message being read (the hub thread's) */
     pthread_mutex_t send_mu;
 } member;
 
@@ -127,6 +129,7 @@ static void drop_member_locked(member *m)
     memcpy(g->name, m->name, sizeof m->name);
     memcpy(g->why, m->why, sizeof m->why);
     m->why[0] = 0;
+    pp_tree_reader_reset(&m->in);
     pp_fd_close(m->fd);
     m->fd = -1;
     answered_locked(m->pid, 0, -1, NULL, 0);
@@ -162,7 +165,7 @@ static void accept_member(int listen_fd)
         return;
     }
     free(body);
-    tv.tv_sec = 30; /* a response body in flight */
+    tv.tv_sec = 0; /* read a piece at a time from now on (pp_tree_recv_some) */
     setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
     pthread_mutex_lock(&hub.mu);
     member *slot = NULL;
@@ -227,11 +230,19 @@ static void *hub_main(void *arg)
             if (!pf[k].revents)
                 continue;
             member *m = &hub.members[who[k]];
-            pp_tree_msg h;
-            char *body = NULL;
-            int bad = pp_tree_recv(pf[k].fd, &h, &body) || h.type != PP_TREE_RES;
+            /* What the member has sent so far, without waiting for the
+             * rest: one stopped in the middle of a message holds back no
+             * other member's answer. */
+            int r = pp_tree_recv_some(pf[k].fd, &m->in);
+            if (r == 0)
+                continue;
+            pp_tree_msg h = m->in.m;
+            char *body = r > 0 ? m->in.body : NULL;
+            m->in.body = NULL;
+            pp_tree_reader_reset(&m->in);
+            int bad = r < 0 || h.type != PP_TREE_RES;
             pthread_mutex_lock(&hub.mu);
-            if (m->fd == pf[k].fd && h.type == PP_TREE_BYE && body)
+            if (m->fd == pf[k].fd && r > 0 && h.type == PP_TREE_BYE && body)
                 snprintf(m->why, sizeof m->why, "%s", body);
             if (m->fd == pf[k].fd) {
                 if (bad) {
@@ -302,6 +313,7 @@ void pp_hub_after_fork(void)
     for (int i = 0; i < MAX_MEMBERS; i++) {
         hub.members[i].fd = -1;
         hub.members[i].send_mu = (pthread_mutex_t)PTHREAD_MUTEX_INITIALIZER;
+        hub.members[i].in = (pp_tree_reader){0}; /* a message the parent's hub thread was reading */
     }
     hub.pending = NULL; /* the parent's requests are not this process's (leaked) */
     hub.ngone = 0;

@@ -44,6 +44,18 @@ typedef struct pp_tree_msg {
 int pp_tree_send(int fd, uint32_t type, uint32_t id, int status, const void *body, size_t len);
 /* Reads one message; *body is malloc'd and NUL-terminated. 0 or -1. */
 int pp_tree_recv(int fd, pp_tree_msg *m, char **body);
+/* A message read a piece at a time, as it comes (the hub's members). */
+typedef struct pp_tree_reader {
+    pp_tree_msg m;
+    size_t got;  /* bytes of header and body so far */
+    char *body;  /* malloc'd once the header is in, NUL-terminated */
+} pp_tree_reader;
+/* Reads what fd has of r's message without waiting: 1 when it is whole
+ * (r->m, r->body), 0 when more is to come, -1 at the end of the
+ * connection or a malformed message. */
+int pp_tree_recv_some(int fd, pp_tree_reader *r);
+/* Frees r's body and starts it over. */
+void pp_tree_reader_reset(pp_tree_reader *r);
 /* The name of the tree whose hub is process pid, "libpprof-tree-<pid>". */
 void pp_tree_name_of(int pid, char out[PP_TREE_NAME_MAX]);
 /* A socket listening under the abstract name `name`, or -1 (errno kept). */

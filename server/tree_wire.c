@@ -64,6 +64,44 @@ int pp_tree_recv(int fd, pp_tree_msg *m, char **body)
     return 0;
 }
 
+int pp_tree_recv_some(int fd, pp_tree_reader *r)
+{
+    for (;;) {
+        char *dst;
+        size_t want;
+        if (r->got < sizeof r->m) {
+            dst = (char *)&r->m + r->got;
+            want = sizeof r->m - r->got;
+        } else {
+            if (!r->body) {
+                if (r->m.magic != MAGIC || r->m.len > MAX_BODY || !(r->body = malloc(r->m.len + 1)))
+                    return -1;
+                r->body[r->m.len] = 0;
+            }
+            size_t off = r->got - sizeof r->m;
+            if (off == r->m.len)
+                return 1;
+            dst = r->body + off;
+            want = r->m.len - off;
+        }
+        ssize_t k = recv(fd, dst, want, MSG_DONTWAIT);
+        if (k > 0)
+            r->got += (size_t)k;
+        else if (k < 0 && errno == EINTR)
+            continue;
+        else if (k < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
+            return 0;
+        else
+            return -1;
+    }
+}
+
+void pp_tree_reader_reset(pp_tree_reader *r)
+{
+    free(r->body);
+    *r = (pp_tree_reader){0};
+}
+
 void pp_tree_name_of(int pid, char out[PP_TREE_NAME_MAX])
 {
     snprintf(out, PP_TREE_NAME_MAX, "libpprof-tree-%d", pid);
