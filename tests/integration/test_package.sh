@@ -101,6 +101,7 @@ pp_check "no description repeats its summary or indents its body by more than on
 if command -v lintian >/dev/null; then
     lintian --allow-root "$TMP"/pkg/*.deb >"$TMP/lintian.out" 2>&1
     pp_check "lintian reports no error on the packages" eval '! grep -q "^E: " "$TMP/lintian.out"'
+    grep "^E: " "$TMP/lintian.out" | sed "s/^/# lintian: /" >&2
     grep '^W: ' "$TMP/lintian.out" | sed 's/^/# lintian: /'
 else
     pp_skip "lintian is not installed"
