@@ -44,15 +44,7 @@ static void before(pid_t pid, int resource, const struct rlimit *new)
     errno = saved;
 }
 
-#define NEED(fn)                                                                                                  \
-    do {                                                                                                          \
-        if (!fn)                                                                                                  \
-            pp_limit_hooks_init();                                                                                \
-        if (!fn) {                                                                                                \
-            errno = ENOSYS;                                                                                       \
-            return -1;                                                                                            \
-        }                                                                                                         \
-    } while (0)
+#define NEED(fn) PP_NEED(fn, pp_limit_hooks_init)
 
 API int setrlimit(__rlimit_resource_t resource, const struct rlimit *rl)
 {

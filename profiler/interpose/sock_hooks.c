@@ -45,15 +45,7 @@ void pp_sock_hooks_init(void)
     real_accept4 = (accept4_fn)pp_next_symbol("accept4", NULL);
 }
 
-#define NEED(fn)                                                                                                  \
-    do {                                                                                                          \
-        if (!fn)                                                                                                  \
-            pp_sock_hooks_init();                                                                                 \
-        if (!fn) {                                                                                                \
-            errno = ENOSYS;                                                                                       \
-            return -1;                                                                                            \
-        }                                                                                                         \
-    } while (0)
+#define NEED(fn) PP_NEED(fn, pp_sock_hooks_init)
 
 /* After the profiling signal broke a call on `fd` begun at `start`:
  * 1 to call again (the socket is readable, or it has no timeout), 0 when

@@ -33,4 +33,16 @@ void pp_signal_hooks_init(void);
  * inherited through exec blocks signals wholesale; after
  * LIBPPROF_SIGNAL is read. */
 void pp_signal_hooks_open_inherited(void);
+/* In an override whose next definition `fn` may not be found yet (a call
+ * before the constructor's): finds it with `init`, else fails with
+ * ENOSYS. */
+#define PP_NEED(fn, init)                                                                                         \
+    do {                                                                                                          \
+        if (!(fn))                                                                                                \
+            init();                                                                                               \
+        if (!(fn)) {                                                                                              \
+            errno = ENOSYS;                                                                                       \
+            return -1;                                                                                            \
+        }                                                                                                         \
+    } while (0)
 #endif

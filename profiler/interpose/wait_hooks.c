@@ -82,15 +82,7 @@ void pp_wait_hooks_init(void)
     real_sigtimedwait = (sigtimedwait_fn)pp_next_symbol("sigtimedwait", NULL);
 }
 
-#define NEED(fn)                                                                                                  \
-    do {                                                                                                          \
-        if (!fn)                                                                                                  \
-            pp_wait_hooks_init();                                                                                 \
-        if (!fn) {                                                                                                \
-            errno = ENOSYS;                                                                                       \
-            return -1;                                                                                            \
-        }                                                                                                         \
-    } while (0)
+#define NEED(fn) PP_NEED(fn, pp_wait_hooks_init)
 
 /* The milliseconds to wait until `deadline` (CLOCK_MONOTONIC), rounded
  * up; `ms` itself when it is not a wait with a time (negative: no limit). */
@@ -107,37 +99,58 @@ static int64_t ms_deadline(int ms)
     return ms > 0 ? pp_now_ns(CLOCK_MONOTONIC) + (int64_t)ms * 1000000 : 0;
 }
 
+/* The time left until `deadline` in *left, for a wait whose time was
+ * `ts` (NULL: no limit, and NULL again). */
+static const struct timespec *ts_left(const struct timespec *ts, int64_t deadline, struct timespec *left)
+{
+    if (!ts)
+        return NULL;
+    *left = ns_ts(deadline - pp_now_ns(CLOCK_MONOTONIC));
+    return left;
+}
+
+/* A wait with a time in milliseconds `ms`: `call` (which waits `t`) made
+ * until the profiling signal does not break it, with the time left. */
+#define WAIT_MS(ms, call)                                                                                         \
+    do {                                                                                                          \
+        wait_frame f;                                                                                             \
+        int64_t deadline = ms_deadline(ms);                                                                      \
+        wait_enter(&f);                                                                                           \
+        int rc, t = (ms);                                                                                         \
+        while (wait_broken((rc = (call)) < 0))                                                                   \
+            t = ms_left((ms), deadline);                                                                         \
+        wait_leave(&f);                                                                                           \
+        return rc;                                                                                                \
+    } while (0)
+
+/* The same for a time in a timespec `ts` (NULL: no limit; `call` waits
+ * `t`); an invalid time goes to `call` as it is, for its EINVAL. */
+#define WAIT_TS(ts, call)                                                                                         \
+    do {                                                                                                          \
+        const struct timespec *t = (ts);                                                                          \
+        if (t && !valid(t))                                                                                       \
+            return (call);                                                                                        \
+        wait_frame f;                                                                                             \
+        int64_t deadline = t ? pp_now_ns(CLOCK_MONOTONIC) + ts_ns(t) : 0;                                       \
+        struct timespec left;                                                                                     \
+        wait_enter(&f);                                                                                           \
+        int rc;                                                                                                   \
+        while (wait_broken((rc = (call)) < 0))                                                                   \
+            t = ts_left((ts), deadline, &left);                                                                  \
+        wait_leave(&f);                                                                                           \
+        return rc;                                                                                                \
+    } while (0)
+
 API int poll(struct pollfd *fds, nfds_t n, int ms)
 {
     NEED(real_poll);
-    wait_frame f;
-    int64_t deadline = ms_deadline(ms);
-    wait_enter(&f);
-    int rc, t = ms;
-    while (wait_broken((rc = real_poll(fds, n, t)) < 0))
-        t = ms_left(ms, deadline);
-    wait_leave(&f);
-    return rc;
+    WAIT_MS(ms, real_poll(fds, n, t));
 }
 
 API int ppoll(struct pollfd *fds, nfds_t n, const struct timespec *ts, const sigset_t *mask)
 {
     NEED(real_ppoll);
-    if (ts && !valid(ts))
-        return real_ppoll(fds, n, ts, mask);
-    wait_frame f;
-    int64_t deadline = ts ? pp_now_ns(CLOCK_MONOTONIC) + ts_ns(ts) : 0;
-    struct timespec left;
-    const struct timespec *t = ts;
-    wait_enter(&f);
-    int rc;
-    while (wait_broken((rc = real_ppoll(fds, n, t, mask)) < 0))
-        if (ts) {
-            left = ns_ts(deadline - pp_now_ns(CLOCK_MONOTONIC));
-            t = &left;
-        }
-    wait_leave(&f);
-    return rc;
+    WAIT_TS(ts, real_ppoll(fds, n, t, mask));
 }
 
 /* Linux's select writes the time left into *tv (glibc passes it on), as
@@ -158,65 +171,25 @@ API int select(int n, fd_set *r, fd_set *w, fd_set *e, struct timeval *tv)
 API int pselect(int n, fd_set *r, fd_set *w, fd_set *e, const struct timespec *ts, const sigset_t *mask)
 {
     NEED(real_pselect);
-    if (ts && !valid(ts))
-        return real_pselect(n, r, w, e, ts, mask);
-    wait_frame f;
-    int64_t deadline = ts ? pp_now_ns(CLOCK_MONOTONIC) + ts_ns(ts) : 0;
-    struct timespec left;
-    const struct timespec *t = ts;
-    wait_enter(&f);
-    int rc;
-    while (wait_broken((rc = real_pselect(n, r, w, e, t, mask)) < 0))
-        if (ts) {
-            left = ns_ts(deadline - pp_now_ns(CLOCK_MONOTONIC));
-            t = &left;
-        }
-    wait_leave(&f);
-    return rc;
+    WAIT_TS(ts, real_pselect(n, r, w, e, t, mask));
 }
 
 API int epoll_wait(int ep, struct epoll_event *ev, int max, int ms)
 {
     NEED(real_epoll_wait);
-    wait_frame f;
-    int64_t deadline = ms_deadline(ms);
-    wait_enter(&f);
-    int rc, t = ms;
-    while (wait_broken((rc = real_epoll_wait(ep, ev, max, t)) < 0))
-        t = ms_left(ms, deadline);
-    wait_leave(&f);
-    return rc;
+    WAIT_MS(ms, real_epoll_wait(ep, ev, max, t));
 }
 
 API int epoll_pwait(int ep, struct epoll_event *ev, int max, int ms, const sigset_t *mask)
 {
     NEED(real_epoll_pwait);
-    wait_frame f;
-    int64_t deadline = ms_deadline(ms);
-    wait_enter(&f);
-    int rc, t = ms;
-    while (wait_broken((rc = real_epoll_pwait(ep, ev, max, t, mask)) < 0))
-        t = ms_left(ms, deadline);
-    wait_leave(&f);
-    return rc;
+    WAIT_MS(ms, real_epoll_pwait(ep, ev, max, t, mask));
 }
 
 API int epoll_pwait2(int ep, struct epoll_event *ev, int max, const struct timespec *ts, const sigset_t *mask)
 {
     NEED(real_epoll_pwait2);
-    wait_frame f;
-    int64_t deadline = ts ? pp_now_ns(CLOCK_MONOTONIC) + ts_ns(ts) : 0;
-    struct timespec left;
-    const struct timespec *t = ts;
-    wait_enter(&f);
-    int rc;
-    while (wait_broken((rc = real_epoll_pwait2(ep, ev, max, t, mask)) < 0))
-        if (ts) {
-            left = ns_ts(deadline - pp_now_ns(CLOCK_MONOTONIC));
-            t = &left;
-        }
-    wait_leave(&f);
-    return rc;
+    WAIT_TS(ts, real_epoll_pwait2(ep, ev, max, t, mask));
 }
 
 /* A relative sleep of `req` on `clock` broken by the profiling signal at
@@ -295,21 +268,7 @@ API int usleep(useconds_t us)
 API int sigtimedwait(const sigset_t *set, siginfo_t *info, const struct timespec *ts)
 {
     NEED(real_sigtimedwait);
-    if (ts && !valid(ts))
-        return real_sigtimedwait(set, info, ts);
-    wait_frame f;
-    int64_t deadline = ts ? pp_now_ns(CLOCK_MONOTONIC) + ts_ns(ts) : 0;
-    struct timespec left;
-    const struct timespec *t = ts;
-    wait_enter(&f);
-    int rc;
-    while (wait_broken((rc = real_sigtimedwait(set, info, t)) < 0))
-        if (ts) {
-            left = ns_ts(deadline - pp_now_ns(CLOCK_MONOTONIC));
-            t = &left;
-        }
-    wait_leave(&f);
-    return rc;
+    WAIT_TS(ts, real_sigtimedwait(set, info, t));
 }
 #else
 void pp_wait_hooks_init(void)
