@@ -184,19 +184,28 @@ static enum MHD_Result queue_and_release(struct MHD_Connection *c, unsigned int 
     return ret;
 }
 
-/* The answer to a client that left while its request was pending: no one
- * reads it, and MHD closes the connection when the write fails. (Returning
- * MHD_NO would close it too, but daemons with MHD_USE_ERROR_LOG then log an
+/* The answer to a request whose call ended without one: its client left
+ * (no one reads it, and MHD closes the connection when the write fails),
+ * or the server stopped while it was pending (the process exits, or
+ * enters a sandbox; a daemon's process that lives on may take the
+ * endpoint over), and the client reads why. (Returning MHD_NO would close
+ * the connection too, but daemons with MHD_USE_ERROR_LOG then log an
  * "internal application error" for every dropped client.) */
 static enum MHD_Result queue_gone(struct MHD_Connection *c)
 {
+    static const char why[] = "the server stopped before this request was done (its process is exiting or "
+                              "stopped profiling); ask again\n";
     static struct MHD_Response *_Atomic shared;
     struct MHD_Response *r = atomic_load(&shared), *none = NULL;
     if (!r) {
-        r = MHD_create_response_from_buffer(0, (void *)"", MHD_RESPMEM_PERSISTENT);
+        r = MHD_create_response_from_buffer(sizeof why - 1, (void *)why, MHD_RESPMEM_PERSISTENT);
         if (!r)
             return MHD_NO;
         MHD_add_response_header(r, "Connection", "close");
+        MHD_add_response_header(r, "Content-Type", "text/plain; charset=utf-8");
+        MHD_add_response_header(r, "X-Content-Type-Options", "nosniff");
+        MHD_add_response_header(r, "X-Go-Pprof", "1");
+        MHD_add_response_header(r, "Retry-After", "5");
         if (!atomic_compare_exchange_strong(&shared, &none, r)) {
             MHD_destroy_response(r);
             r = none;

@@ -159,6 +159,21 @@ daemonize() {
 }
 daemonize
 
+# A request in flight when the process that serves it exits gets an
+# answer: a 503 whose one line says why (go tool pprof prints it), not a
+# closed connection.
+exit_mid_profile() {
+    PORT=$(pp_free_port)
+    pp_start exiting env LD_PRELOAD="$LIB" LIBPPROF_ADDR=127.0.0.1:$PORT sleep 2
+    pp_wait_http "http://127.0.0.1:$PORT/debug/pprof/cmdline" 5 "$PID"
+    local body
+    body=$(curl -sS --max-time 15 -D "$TMP/exit.head" "http://127.0.0.1:$PORT/debug/pprof/profile?seconds=10")
+    pp_check "exit mid-profile: a 503 with its reason ($(head -n 1 "$TMP/exit.head" | tr -d '\r'): $body)" \
+        eval 'grep -q "^HTTP/1.1 503" "$TMP/exit.head" && grep -qi "^X-Go-Pprof: 1" "$TMP/exit.head" &&
+            grep -q "server stopped before this request was done" <<<"$body"'
+}
+exit_mid_profile
+
 dropprivs() { # MODE
     local mode=$1 base out=$TMP/drop-$1.out root=$TMP/root-$1 child tags
     mkdir -p "$root"
