@@ -50,7 +50,7 @@ void pp_sock_hooks_init(void)
 /* After the profiling signal broke a call on `fd` begun at `start`:
  * 1 to call again (the socket is readable, or it has no timeout), 0 when
  * the socket's timeout has run out with nothing to read (errno EAGAIN, the
- * timeout's). */
+ * timeout's). async-signal-safe */
 static int again(int fd, int64_t start)
 {
     struct timeval tv;
@@ -83,6 +83,7 @@ static int again(int fd, int64_t start)
         return rc;                                                                                                \
     } while (0)
 
+/* async-signal-safe once the constructor resolved the next definitions */
 API ssize_t recv(int fd, void *buf, size_t n, int flags)
 {
     NEED(real_recv);
@@ -91,6 +92,7 @@ API ssize_t recv(int fd, void *buf, size_t n, int flags)
     SOCK_WAIT(ssize_t, fd, real_recv(fd, buf, n, flags));
 }
 
+/* async-signal-safe once the constructor resolved the next definitions */
 API ssize_t recvfrom(int fd, void *buf, size_t n, int flags, struct sockaddr *from, socklen_t *len)
 {
     NEED(real_recvfrom);
@@ -99,6 +101,7 @@ API ssize_t recvfrom(int fd, void *buf, size_t n, int flags, struct sockaddr *fr
     SOCK_WAIT(ssize_t, fd, real_recvfrom(fd, buf, n, flags, from, len));
 }
 
+/* async-signal-safe once the constructor resolved the next definitions */
 API ssize_t recvmsg(int fd, struct msghdr *msg, int flags)
 {
     NEED(real_recvmsg);
@@ -107,12 +110,14 @@ API ssize_t recvmsg(int fd, struct msghdr *msg, int flags)
     SOCK_WAIT(ssize_t, fd, real_recvmsg(fd, msg, flags));
 }
 
+/* async-signal-safe once the constructor resolved the next definitions */
 API int accept(int fd, struct sockaddr *addr, socklen_t *len)
 {
     NEED(real_accept);
     SOCK_WAIT(int, fd, real_accept(fd, addr, len));
 }
 
+/* async-signal-safe once the constructor resolved the next definitions */
 API int accept4(int fd, struct sockaddr *addr, socklen_t *len, int flags)
 {
     NEED(real_accept4);

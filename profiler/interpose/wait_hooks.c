@@ -85,7 +85,7 @@ void pp_wait_hooks_init(void)
 #define NEED(fn) PP_NEED(fn, pp_wait_hooks_init)
 
 /* The milliseconds to wait until `deadline` (CLOCK_MONOTONIC), rounded
- * up; `ms` itself when it is not a wait with a time (negative: no limit). */
+ * up; `ms` itself when it is not a wait with a time (negative: no limit). async-signal-safe */
 static int ms_left(int ms, int64_t deadline)
 {
     if (ms <= 0)
@@ -94,13 +94,14 @@ static int ms_left(int ms, int64_t deadline)
     return left <= 0 ? 0 : (int)((left + 999999) / 1000000);
 }
 
+/* async-signal-safe */
 static int64_t ms_deadline(int ms)
 {
     return ms > 0 ? pp_now_ns(CLOCK_MONOTONIC) + (int64_t)ms * 1000000 : 0;
 }
 
 /* The time left until `deadline` in *left, for a wait whose time was
- * `ts` (NULL: no limit, and NULL again). */
+ * `ts` (NULL: no limit, and NULL again). async-signal-safe */
 static const struct timespec *ts_left(const struct timespec *ts, int64_t deadline, struct timespec *left)
 {
     if (!ts)
@@ -141,12 +142,14 @@ static const struct timespec *ts_left(const struct timespec *ts, int64_t deadlin
         return rc;                                                                                                \
     } while (0)
 
+/* async-signal-safe once the constructor resolved the next definitions */
 API int poll(struct pollfd *fds, nfds_t n, int ms)
 {
     NEED(real_poll);
     WAIT_MS(ms, real_poll(fds, n, t));
 }
 
+/* async-signal-safe once the constructor resolved the next definitions */
 API int ppoll(struct pollfd *fds, nfds_t n, const struct timespec *ts, const sigset_t *mask)
 {
     NEED(real_ppoll);
@@ -156,6 +159,7 @@ API int ppoll(struct pollfd *fds, nfds_t n, const struct timespec *ts, const sig
 /* Linux's select writes the time left into *tv (glibc passes it on), as
  * it does when the program's own signal breaks it: called again with it,
  * it waits exactly what remains. The sets are written only on success. */
+/* async-signal-safe once the constructor resolved the next definitions */
 API int select(int n, fd_set *r, fd_set *w, fd_set *e, struct timeval *tv)
 {
     NEED(real_select);
@@ -168,24 +172,28 @@ API int select(int n, fd_set *r, fd_set *w, fd_set *e, struct timeval *tv)
     return rc;
 }
 
+/* async-signal-safe once the constructor resolved the next definitions */
 API int pselect(int n, fd_set *r, fd_set *w, fd_set *e, const struct timespec *ts, const sigset_t *mask)
 {
     NEED(real_pselect);
     WAIT_TS(ts, real_pselect(n, r, w, e, t, mask));
 }
 
+/* async-signal-safe once the constructor resolved the next definitions */
 API int epoll_wait(int ep, struct epoll_event *ev, int max, int ms)
 {
     NEED(real_epoll_wait);
     WAIT_MS(ms, real_epoll_wait(ep, ev, max, t));
 }
 
+/* async-signal-safe once the constructor resolved the next definitions */
 API int epoll_pwait(int ep, struct epoll_event *ev, int max, int ms, const sigset_t *mask)
 {
     NEED(real_epoll_pwait);
     WAIT_MS(ms, real_epoll_pwait(ep, ev, max, t, mask));
 }
 
+/* async-signal-safe once the constructor resolved the next definitions */
 API int epoll_pwait2(int ep, struct epoll_event *ev, int max, const struct timespec *ts, const sigset_t *mask)
 {
     NEED(real_epoll_pwait2);
@@ -195,7 +203,7 @@ API int epoll_pwait2(int ep, struct epoll_event *ev, int max, const struct times
 /* A relative sleep of `req` on `clock` broken by the profiling signal at
  * `deadline`: slept to the deadline. Returns clock_nanosleep's result;
  * when the program's own signal ends it, *rem (when not NULL) gets the
- * time left. */
+ * time left. async-signal-safe */
 static int sleep_until(clockid_t clock, int64_t deadline, struct timespec *rem)
 {
     struct timespec until = ns_ts(deadline);
@@ -209,6 +217,7 @@ static int sleep_until(clockid_t clock, int64_t deadline, struct timespec *rem)
     return rc;
 }
 
+/* async-signal-safe once the constructor resolved the next definitions */
 API int clock_nanosleep(clockid_t clock, int flags, const struct timespec *req, struct timespec *rem)
 {
     if (!real_clock_nanosleep)
@@ -229,6 +238,7 @@ API int clock_nanosleep(clockid_t clock, int flags, const struct timespec *req, 
     return rc;
 }
 
+/* async-signal-safe once the constructor resolved the next definitions */
 API int nanosleep(const struct timespec *req, struct timespec *rem)
 {
     NEED(real_nanosleep);
@@ -247,6 +257,7 @@ API int nanosleep(const struct timespec *req, struct timespec *rem)
     return rc;
 }
 
+/* async-signal-safe once the constructor resolved the next definitions */
 API int usleep(useconds_t us)
 {
     NEED(real_usleep);
@@ -265,6 +276,7 @@ API int usleep(useconds_t us)
     return rc;
 }
 
+/* async-signal-safe once the constructor resolved the next definitions */
 API int sigtimedwait(const sigset_t *set, siginfo_t *info, const struct timespec *ts)
 {
     NEED(real_sigtimedwait);
