@@ -285,7 +285,9 @@ static void write_index_row(pp_reply *r)
                         n ? "" : "; no members");
         for (unsigned k = 0; k < GONE_KEPT && k < hub.ngone; k++) {
             const gone_member *g = &hub.gone[(hub.ngone - 1 - k) % GONE_KEPT];
-            pp_reply_printf(r, "%s%d (%s, parent %d, left %lld s ago after %lld s, answered %d of %d requests, %d late%s%s)",
+            pp_reply_printf(r,
+                            "%s%d (%s, parent %d, left %lld s ago after %lld s, answered %d of %d requests, "
+                            "%d late%s%s)",
                             k ? ", " : "; left lately: ", g->pid, g->name, g->ppid, (long long)(now - g->left_s),
                             (long long)(g->left_s - g->joined_s), g->answered, g->asked, g->late,
                             g->why[0] ? "; not profiled: it entered " : "", g->why);

@@ -225,7 +225,8 @@ static int tree_front(const pprof_server_config *cfg, const pprof_http_request *
             *call = NULL;
         return 0;
     }
-    if (!pp_hub_has_members() || !merges || !whole || pid == (int)getpid() || (text && !pid) || (formatted && !pid && !folding && strcmp(fval, "proto")))
+    if (!pp_hub_has_members() || !merges || !whole || pid == (int)getpid() || (text && !pid) ||
+        (formatted && !pid && !folding && strcmp(fval, "proto")))
         return pp_route(cfg, req, done, ctx, call); /* (a bad format value: its 400) */
     if (call)
         *call = NULL;
