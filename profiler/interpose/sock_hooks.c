@@ -15,6 +15,7 @@
  */
 #define _GNU_SOURCE
 #include "thread_hooks.h"
+#include "unwind/unwind.h"
 #include "wait_hooks.h"
 
 #include <poll.h>
@@ -51,7 +52,7 @@ void pp_sock_hooks_init(void)
  * 1 to call again (the socket is readable, or it has no timeout), 0 when
  * the socket's timeout has run out with nothing to read (errno EAGAIN, the
  * timeout's). async-signal-safe */
-static int again(int fd, int64_t start)
+PP_HIDDEN_FRAME static int again(int fd, int64_t start)
 {
     struct timeval tv;
     socklen_t len = sizeof tv;
@@ -84,7 +85,7 @@ static int again(int fd, int64_t start)
     } while (0)
 
 /* async-signal-safe once the constructor resolved the next definitions */
-API ssize_t recv(int fd, void *buf, size_t n, int flags)
+PP_HIDDEN_FRAME API ssize_t recv(int fd, void *buf, size_t n, int flags)
 {
     NEED(real_recv);
     if (flags & MSG_DONTWAIT)
@@ -93,7 +94,7 @@ API ssize_t recv(int fd, void *buf, size_t n, int flags)
 }
 
 /* async-signal-safe once the constructor resolved the next definitions */
-API ssize_t recvfrom(int fd, void *buf, size_t n, int flags, struct sockaddr *from, socklen_t *len)
+PP_HIDDEN_FRAME API ssize_t recvfrom(int fd, void *buf, size_t n, int flags, struct sockaddr *from, socklen_t *len)
 {
     NEED(real_recvfrom);
     if (flags & MSG_DONTWAIT)
@@ -102,7 +103,7 @@ API ssize_t recvfrom(int fd, void *buf, size_t n, int flags, struct sockaddr *fr
 }
 
 /* async-signal-safe once the constructor resolved the next definitions */
-API ssize_t recvmsg(int fd, struct msghdr *msg, int flags)
+PP_HIDDEN_FRAME API ssize_t recvmsg(int fd, struct msghdr *msg, int flags)
 {
     NEED(real_recvmsg);
     if (flags & MSG_DONTWAIT)
@@ -111,14 +112,14 @@ API ssize_t recvmsg(int fd, struct msghdr *msg, int flags)
 }
 
 /* async-signal-safe once the constructor resolved the next definitions */
-API int accept(int fd, struct sockaddr *addr, socklen_t *len)
+PP_HIDDEN_FRAME API int accept(int fd, struct sockaddr *addr, socklen_t *len)
 {
     NEED(real_accept);
     SOCK_WAIT(int, fd, real_accept(fd, addr, len));
 }
 
 /* async-signal-safe once the constructor resolved the next definitions */
-API int accept4(int fd, struct sockaddr *addr, socklen_t *len, int flags)
+PP_HIDDEN_FRAME API int accept4(int fd, struct sockaddr *addr, socklen_t *len, int flags)
 {
     NEED(real_accept4);
     SOCK_WAIT(int, fd, real_accept4(fd, addr, len, flags));

@@ -7,6 +7,7 @@
  */
 #define _GNU_SOURCE
 #include "thread_hooks.h"
+#include "unwind/unwind.h"
 #include "wait_hooks.h"
 
 #include <linux/futex.h>
@@ -33,7 +34,7 @@ void pp_syscall_hook_init(void)
  * Entering seccomp stops profiling first (pp_sandbox_enter). Every other
  * call passes through. async-signal-safe once the constructor resolved
  * the next definition (libpprof's handlers call it). */
-API long syscall(long nr, ...)
+PP_HIDDEN_FRAME API long syscall(long nr, ...)
 {
     va_list ap;
     va_start(ap, nr);

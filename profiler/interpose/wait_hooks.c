@@ -29,6 +29,7 @@
 #include "base/base.h"
 #include "signals/signals.h"
 #include "thread_hooks.h"
+#include "unwind/unwind.h"
 #include "wait_hooks.h"
 
 #include <errno.h>
@@ -143,14 +144,14 @@ static const struct timespec *ts_left(const struct timespec *ts, int64_t deadlin
     } while (0)
 
 /* async-signal-safe once the constructor resolved the next definitions */
-API int poll(struct pollfd *fds, nfds_t n, int ms)
+PP_HIDDEN_FRAME API int poll(struct pollfd *fds, nfds_t n, int ms)
 {
     NEED(real_poll);
     WAIT_MS(ms, real_poll(fds, n, t));
 }
 
 /* async-signal-safe once the constructor resolved the next definitions */
-API int ppoll(struct pollfd *fds, nfds_t n, const struct timespec *ts, const sigset_t *mask)
+PP_HIDDEN_FRAME API int ppoll(struct pollfd *fds, nfds_t n, const struct timespec *ts, const sigset_t *mask)
 {
     NEED(real_ppoll);
     WAIT_TS(ts, real_ppoll(fds, n, t, mask));
@@ -160,7 +161,7 @@ API int ppoll(struct pollfd *fds, nfds_t n, const struct timespec *ts, const sig
  * it does when the program's own signal breaks it: called again with it,
  * it waits exactly what remains. The sets are written only on success. */
 /* async-signal-safe once the constructor resolved the next definitions */
-API int select(int n, fd_set *r, fd_set *w, fd_set *e, struct timeval *tv)
+PP_HIDDEN_FRAME API int select(int n, fd_set *r, fd_set *w, fd_set *e, struct timeval *tv)
 {
     NEED(real_select);
     wait_frame f;
@@ -173,28 +174,28 @@ API int select(int n, fd_set *r, fd_set *w, fd_set *e, struct timeval *tv)
 }
 
 /* async-signal-safe once the constructor resolved the next definitions */
-API int pselect(int n, fd_set *r, fd_set *w, fd_set *e, const struct timespec *ts, const sigset_t *mask)
+PP_HIDDEN_FRAME API int pselect(int n, fd_set *r, fd_set *w, fd_set *e, const struct timespec *ts, const sigset_t *mask)
 {
     NEED(real_pselect);
     WAIT_TS(ts, real_pselect(n, r, w, e, t, mask));
 }
 
 /* async-signal-safe once the constructor resolved the next definitions */
-API int epoll_wait(int ep, struct epoll_event *ev, int max, int ms)
+PP_HIDDEN_FRAME API int epoll_wait(int ep, struct epoll_event *ev, int max, int ms)
 {
     NEED(real_epoll_wait);
     WAIT_MS(ms, real_epoll_wait(ep, ev, max, t));
 }
 
 /* async-signal-safe once the constructor resolved the next definitions */
-API int epoll_pwait(int ep, struct epoll_event *ev, int max, int ms, const sigset_t *mask)
+PP_HIDDEN_FRAME API int epoll_pwait(int ep, struct epoll_event *ev, int max, int ms, const sigset_t *mask)
 {
     NEED(real_epoll_pwait);
     WAIT_MS(ms, real_epoll_pwait(ep, ev, max, t, mask));
 }
 
 /* async-signal-safe once the constructor resolved the next definitions */
-API int epoll_pwait2(int ep, struct epoll_event *ev, int max, const struct timespec *ts, const sigset_t *mask)
+PP_HIDDEN_FRAME API int epoll_pwait2(int ep, struct epoll_event *ev, int max, const struct timespec *ts, const sigset_t *mask)
 {
     NEED(real_epoll_pwait2);
     WAIT_TS(ts, real_epoll_pwait2(ep, ev, max, t, mask));
@@ -204,7 +205,7 @@ API int epoll_pwait2(int ep, struct epoll_event *ev, int max, const struct times
  * `deadline`: slept to the deadline. Returns clock_nanosleep's result;
  * when the program's own signal ends it, *rem (when not NULL) gets the
  * time left. async-signal-safe */
-static int sleep_until(clockid_t clock, int64_t deadline, struct timespec *rem)
+PP_HIDDEN_FRAME static int sleep_until(clockid_t clock, int64_t deadline, struct timespec *rem)
 {
     struct timespec until = ns_ts(deadline);
     int rc;
@@ -218,7 +219,7 @@ static int sleep_until(clockid_t clock, int64_t deadline, struct timespec *rem)
 }
 
 /* async-signal-safe once the constructor resolved the next definitions */
-API int clock_nanosleep(clockid_t clock, int flags, const struct timespec *req, struct timespec *rem)
+PP_HIDDEN_FRAME API int clock_nanosleep(clockid_t clock, int flags, const struct timespec *req, struct timespec *rem)
 {
     if (!real_clock_nanosleep)
         pp_wait_hooks_init();
@@ -239,7 +240,7 @@ API int clock_nanosleep(clockid_t clock, int flags, const struct timespec *req, 
 }
 
 /* async-signal-safe once the constructor resolved the next definitions */
-API int nanosleep(const struct timespec *req, struct timespec *rem)
+PP_HIDDEN_FRAME API int nanosleep(const struct timespec *req, struct timespec *rem)
 {
     NEED(real_nanosleep);
     if (!valid(req) || !real_clock_nanosleep)
@@ -258,7 +259,7 @@ API int nanosleep(const struct timespec *req, struct timespec *rem)
 }
 
 /* async-signal-safe once the constructor resolved the next definitions */
-API int usleep(useconds_t us)
+PP_HIDDEN_FRAME API int usleep(useconds_t us)
 {
     NEED(real_usleep);
     if (!real_clock_nanosleep)
@@ -277,7 +278,7 @@ API int usleep(useconds_t us)
 }
 
 /* async-signal-safe once the constructor resolved the next definitions */
-API int sigtimedwait(const sigset_t *set, siginfo_t *info, const struct timespec *ts)
+PP_HIDDEN_FRAME API int sigtimedwait(const sigset_t *set, siginfo_t *info, const struct timespec *ts)
 {
     NEED(real_sigtimedwait);
     WAIT_TS(ts, real_sigtimedwait(set, info, t));

@@ -18,6 +18,10 @@
 # Before the waits were wrapped (wait_hooks.c, sock_hooks.c), pselect,
 # epoll_pwait, epoll_pwait2, the futex wait and recv failed with EINTR 12
 # to 31 times each in such a run, and a poll ended early now and then.
+# A dump's stacks of the 32 waiting threads reach the program's function
+# with no frame of libpprof's wrappers in them (before the wrappers were
+# hidden, 30 frames of wait_hooks.c and the like showed, and a walk from
+# /proc through a wrapper's frame-pointer rule could go astray).
 # Usage: test_waits.sh BUILD_DIR
 . "$(dirname "$0")/lib.sh"
 pp_init "$1"
@@ -33,6 +37,14 @@ curl -sS --max-time 20 -o "$TMP/cpu.pb.gz" -w '%{http_code}\n' "$base/profile?se
 cpu=$!
 curl -sS --max-time 20 -o "$TMP/wall.pb.gz" -w '%{http_code}\n' "$base/wall?seconds=5&hz=400" >"$TMP/wall.code" &
 wall=$!
+# A dump's stacks of the waiting threads: each reaches the program's own
+# function, and no frame of libpprof's wrappers stands between it and the
+# C library's wait (they are hidden, and walked through from /proc).
+curl -sS --max-time 10 "$base/goroutine?debug=2" >"$TMP/dump.txt"
+reach=$(awk '/^thread /{ if (t) n += ok; t = 1; ok = 0 } /^waiter/{ ok = 1 } END { n += ok; print n }' "$TMP/dump.txt")
+wrapped=$(grep -c 'interpose/wait_hooks.c\|interpose/sock_hooks.c\|interpose/syscall_hook.c' "$TMP/dump.txt" || true)
+pp_check "a dump walks every waiting thread to its function ($reach of 32), through no wrapper frame ($wrapped)" \
+    test "$reach" = 32 -a "$wrapped" = 0
 dumps=0
 while pp_alive "$PID" && [ $dumps -lt 90 ]; do
     curl -sS --max-time 5 -o /dev/null "$base/goroutine?debug=2" && dumps=$((dumps + 1))
