@@ -11,8 +11,10 @@
 # 0.2 s and a heap profile. Each of its handlers gets only its own
 # signals (0 foreign; before the profiling signal left SIGPROF its SIGPROF
 # handler got about 3,500 of libpprof's ticks in such a run), as many as
-# its CPU time gives (within 2% + 5 of cpu_ms / 10), and every SIGSTKFLT
-# it raised. The CPU profile covers at least 95% of the program's own
+# its CPU time gives (within 2% + 5 of cpu_ms / 10), and the SIGSTKFLTs
+# it raised (at least 99%: one raised while one of libpprof's is pending
+# merges with it; a program that uses SIGSTKFLT itself sets
+# LIBPPROF_SIGNAL). The CPU profile covers at least 95% of the program's own
 # threads' CPU in the window. Run twice: with the default signal and with
 # LIBPPROF_SIGNAL=27 (SIGPROF, the program's own: told apart).
 # Usage: test_host_timers.sh BUILD_DIR
@@ -59,8 +61,10 @@ run() { # LABEL ENV...
         near "$(val vtalrm)" "$((user_ms / 10))"
     pp_check "$label: the CPU-clock timer's SIGRTMIN+2 $(val rt) + $(val rt_overrun) overruns" \
         near "$(($(val rt) + $(val rt_overrun)))" "$((cpu_ms / 10))"
-    pp_check "$label: every SIGSTKFLT the program raised reached its handler ($(val stkflt) of $(val raised))" \
-        test "$(val stkflt)" = "$(val raised)" -a "$(val raised)" -gt 100
+    # a raise that lands while one of libpprof's own is pending merges with
+    # it (standard signals do not queue): at most 1% may be lost that way
+    pp_check "$label: the SIGSTKFLTs the program raised reached its handler ($(val stkflt) of $(val raised))" \
+        awk -v g="$(val stkflt)" -v r="$(val raised)" 'BEGIN { exit !(r > 100 && g <= r && g >= r * 0.99) }'
     read -r total not < <(pp_top_ms "$TMP/$label.cpu.pb.gz")
     local own=$(((c1 - c0) * 10))
     pp_check "$label: the CPU profile covers the program's CPU ($total ms for $own ms from /proc, at least 95%)" \
