@@ -218,6 +218,15 @@ PP_HIDDEN_FRAME static int sleep_until(clockid_t clock, int64_t deadline, struct
     return rc;
 }
 
+/* sleep_until on CLOCK_MONOTONIC for the calls that answer -1 and errno
+ * (nanosleep, usleep). async-signal-safe */
+static int sleep_rest(int64_t deadline, struct timespec *rem)
+{
+    int rc = sleep_until(CLOCK_MONOTONIC, deadline, rem);
+    errno = rc;
+    return rc ? -1 : 0;
+}
+
 /* async-signal-safe once the constructor resolved the next definitions */
 PP_HIDDEN_FRAME API int clock_nanosleep(clockid_t clock, int flags, const struct timespec *req, struct timespec *rem)
 {
@@ -249,11 +258,8 @@ PP_HIDDEN_FRAME API int nanosleep(const struct timespec *req, struct timespec *r
     int64_t deadline = pp_now_ns(CLOCK_MONOTONIC) + ts_ns(req);
     wait_enter(&f);
     int rc = real_nanosleep(req, rem);
-    if (wait_broken(rc < 0)) {
-        rc = sleep_until(CLOCK_MONOTONIC, deadline, rem);
-        errno = rc;
-        rc = rc ? -1 : 0;
-    }
+    if (wait_broken(rc < 0))
+        rc = sleep_rest(deadline, rem);
     wait_leave(&f);
     return rc;
 }
@@ -268,11 +274,8 @@ PP_HIDDEN_FRAME API int usleep(useconds_t us)
     int64_t deadline = pp_now_ns(CLOCK_MONOTONIC) + (int64_t)us * 1000;
     wait_enter(&f);
     int rc = real_usleep(us);
-    if (wait_broken(rc < 0)) {
-        rc = sleep_until(CLOCK_MONOTONIC, deadline, NULL);
-        errno = rc;
-        rc = rc ? -1 : 0;
-    }
+    if (wait_broken(rc < 0))
+        rc = sleep_rest(deadline, NULL);
     wait_leave(&f);
     return rc;
 }
