@@ -33,14 +33,15 @@ esac
 # in headless chromium; test_package runs lintian on the Debian packages;
 # test_lifecycle drops root with setpriv and capsh (libcap2-bin); test_phpfpm
 # runs Debian's php-fpm driven by cgi-fcgi (libfcgi-bin), test_sshd a second
-# sshd with ssh logins, test_varnish varnish driven by wrk
+# sshd with ssh logins, test_varnish varnish driven by wrk, test_squid squid
+# as a reverse proxy driven by wrk
 base=(libjemalloc2 libtcmalloc-minimal4 python3 openssl golang-github-google-pprof-dev)
 if ((quick)); then
   scripts/deps.sh "${base[@]}"
 else
   scripts/deps.sh "${base[@]}" clang memcached libmemcached-tools redis-server redis-tools \
       nginx-light wrk gdb postgresql chromium python3-websocket dnsmasq-base rsyslog dnsutils lintian \
-      libcap2-bin php8.2-fpm libfcgi-bin openssh-server openssh-client varnish
+      libcap2-bin php8.2-fpm libfcgi-bin openssh-server openssh-client varnish squid
 fi
 jobs=$(nproc)
 run() { # dir label-args cmake-args...

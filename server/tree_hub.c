@@ -290,7 +290,7 @@ static void write_index_row(pp_reply *r)
                             "%d late%s%s)",
                             k ? ", " : "; left lately: ", g->pid, g->name, g->ppid, (long long)(now - g->left_s),
                             (long long)(g->left_s - g->joined_s), g->answered, g->asked, g->late,
-                            g->why[0] ? "; not profiled: it entered " : "", g->why);
+                            g->why[0] ? "; not profiled: it " : "", g->why);
         }
         pp_reply_printf(r, "</td></tr>\n");
     }
@@ -400,7 +400,7 @@ void pp_hub_no_member(int pid, char *out, size_t size)
         if (hub.gone[(hub.ngone - 1 - k) % GONE_KEPT].pid == pid)
             g = &hub.gone[(hub.ngone - 1 - k) % GONE_KEPT];
     if (g && g->why[0]) {
-        snprintf(out, size, "process %d (%s) left the tree: it entered %s, and is not profiled", pid, g->name, g->why);
+        snprintf(out, size, "process %d (%s) left the tree: it %s, and is not profiled", pid, g->name, g->why);
     } else {
         int n = snprintf(out, size, "no process %d in the tree; %s: %d", pid, g ? "it left; the tree" : "the tree",
                          (int)getpid());

@@ -49,7 +49,7 @@ PP_HIDDEN_FRAME API long syscall(long nr, ...)
         return -1;
     }
     if (nr == SYS_seccomp && (a[0] == SECCOMP_SET_MODE_STRICT || a[0] == SECCOMP_SET_MODE_FILTER))
-        pp_sandbox_enter(a[0] == SECCOMP_SET_MODE_STRICT ? "seccomp strict mode" : "a seccomp filter");
+        pp_sandbox_enter(a[0] == SECCOMP_SET_MODE_STRICT ? "entered seccomp strict mode" : "entered a seccomp filter");
     int cmd = (int)a[1] & FUTEX_CMD_MASK;
     if (nr != SYS_futex || (cmd != FUTEX_WAIT && cmd != FUTEX_WAIT_BITSET))
         return real_syscall(nr, a[0], a[1], a[2], a[3], a[4], a[5]);

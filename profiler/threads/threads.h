@@ -44,22 +44,21 @@ int pp_threads_list(int *tids, void *const **slots, void *const **trace_slots, i
 /* The ids of the profiler's own registered threads, at most max; returns
  * their number. Same rules as pp_threads_list. */
 int pp_threads_list_own(int *tids, int max);
-/* After the calling thread changed its own credentials with capset or
- * prctl(PR_SET_KEEPCAPS or PR_SET_SECUREBITS) (args: the call's, `data`
- * capset's two structs), makes the same change in every thread of the
- * profiler's own (creds.c), so that a later setuid, setgid or setgroups,
- * which the C library makes in every thread and aborts the process when
- * one thread's result differs, gets the same result in them. Waits up to
- * a second. Thread-safe; not for signal handlers. */
-void pp_threads_mirror_capset(const void *hdr, const void *data);
-void pp_threads_mirror_prctl(int option, unsigned long arg);
+/* Gives every thread of the profiler's own the calling thread's
+ * capabilities and securebits as they are now (creds.c): called after the
+ * program changed them (capset, prctl) and before its setuid, setgid and
+ * setgroups family calls, which the C library makes in every thread,
+ * aborting the process when one thread's result differs. Waits a second
+ * at most; returns how many of the profiler's threads did not answer or
+ * could not match. Thread-safe; not for signal handlers. */
+int pp_threads_creds_match(void);
 /* Threads of the profiler's own being started (+1 before the clone, -1
- * once registered or not created): a mirror waits for them. Thread-safe. */
+ * once registered or not created): a match waits for them. Thread-safe. */
 void pp_threads_creds_starting(int delta);
-/* A thread of the profiler's own, registered: after any mirror in
- * progress, makes the program's changes kept so far itself (its
- * creator's credentials were copied at its clone). Not for signal
- * handlers. */
+/* A thread of the profiler's own, registered: after any match in
+ * progress, takes the capabilities of the program's thread that made the
+ * last change, as they are now (its creator's were copied at its clone).
+ * Not for signal handlers. */
 void pp_threads_creds_join(void);
 void pp_threads_creds_fork_child(void);
 /* A new thread's start (the creator's labels, the creating call's stack
