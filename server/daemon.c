@@ -315,6 +315,17 @@ static int serve_taken_over(void)
     return rc;
 }
 
+void pp_server_offer_takeover(const pprof_server_config *cfg)
+{
+    pthread_once(&srv_once, srv_init);
+    pthread_mutex_lock(&srv.mu);
+    if (!srv.running) {
+        keep_for_takeover(cfg, cfg->addr, 0);
+        pp_tree_offer_takeover(serve_taken_over);
+    }
+    pthread_mutex_unlock(&srv.mu);
+}
+
 /* The host exits: stop serving before its destructors run. */
 static void stop_at_exit(void)
 {

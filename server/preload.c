@@ -27,6 +27,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/auxv.h>
 #include <unistd.h>
 
 static void preload_exit(void)
@@ -122,18 +123,41 @@ static void print_serving(const char *addr)
     fprintf(stderr, "libpprof: serving %s (pid %d)\n", where, (int)getpid());
 }
 
+/* The tree this process's hub started (LIBPPROF_HUB, set by a hub that
+ * the preload started, inherited by its descendants): a process started by
+ * exec while no process serves it, its hub having exited and a daemon it
+ * left taking its place (postfix's master forks services that exec
+ * within milliseconds), joins it once one does instead of serving. */
+#define HUB_ENV "LIBPPROF_HUB"
+
 __attribute__((constructor)) static void preload_init(void)
 {
     const char *addr = getenv("LIBPPROF_ADDR");
-    if (!addr || !*addr || strcmp(addr, "off") == 0 || !preloaded())
+    /* In secure-execution mode the C library takes LD_PRELOAD out of the
+     * environment before the constructors run. */
+    int secure = (int)getauxval(AT_SECURE);
+    if (!addr || !*addr || strcmp(addr, "off") == 0 || !(secure || preloaded()))
         return;
-    if (pp_tree_join_ancestor() == 0)
-        return; /* a process of a tree whose hub serves: it answers through the hub */
     pprof_server_config cfg = {.addr = addr};
+    const char *hub = getenv(HUB_ENV);
+    int hub_pid = hub ? atoi(hub) : 0;
+    if (pp_tree_join_ancestor() == 0 || (hub_pid > 0 && hub_pid != (int)getpid() && pp_tree_join_named(hub_pid) == 0)) {
+        /* a process of a tree: it answers through the hub, and serves
+         * should it outlive the hub (a daemon's master started by exec) */
+        if (!secure)
+            pp_server_offer_takeover(&cfg);
+        return;
+    }
+    if (secure)
+        return; /* secure-execution mode (a set-user-ID copy of libpprof, docs/daemons.md): it joins its
+                   tree's hub, never serves on its own for whoever started it */
     int rc = pprof_server_start(&cfg);
     if (rc == 0) {
         atexit(preload_exit);
         print_serving(addr);
+        char pid[16];
+        snprintf(pid, sizeof pid, "%d", (int)getpid());
+        set_env_kept(HUB_ENV, pid);
         return;
     }
     if (rc == PPROF_EBUSY)

@@ -151,8 +151,8 @@ static int parse_number(const pp_param *p, int which, int max_seconds, pp_query 
     return 0;
 }
 
-/* format=, labels=, sample_index=, symbolize= and hub_names=: how the profile is
- * written. 1 when p is none of them. */
+/* format=, labels=, sample_index=, symbolize=, hub_names= and window_ms=:
+ * how the profile is written. 1 when p is none of them. */
 static int parse_output(const pp_param *p, pp_query *pq, char *why, size_t why_size)
 {
     char val[32];
@@ -193,6 +193,12 @@ static int parse_output(const pp_param *p, pp_query *pq, char *why, size_t why_s
         if (vl != 1 || (val[0] != '0' && val[0] != '1'))
             return bad(why, why_size, "invalid value for \"hub_names\" - must be 0 or 1");
         pq->hub_names = val[0] == '1';
+    } else if (pp_param_is(p, "window_ms")) {
+        long vl = pp_param_value(p, val, sizeof val);
+        long long v = 0;
+        if (vl <= 0 || vl >= (long)sizeof val || pp_parse_int(val, (size_t)vl, &v) || v <= 0 || v > INT32_MAX)
+            return bad(why, why_size, "invalid value for \"window_ms\" - must be a positive integer");
+        pq->window_ms = (int)v;
     } else {
         return 1;
     }

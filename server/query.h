@@ -33,6 +33,8 @@ typedef struct pp_query {
     int has_gc, gc;
     pprof_symbolize symbolize; /* symbolize=full|functions|none; DEFAULT when absent */
     int hub_names;             /* hub_names=1: a tree's hub asks, and names what its files hold */
+    int window_ms;             /* window_ms=N: a tree's hub asks a member that joined during a
+                                  window for the rest of it (N ms instead of `seconds`); 0 when absent */
 } pp_query;
 
 /* Parses a raw query (NULL: none) into *out (zeroed first). Returns 0, or

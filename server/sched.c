@@ -281,7 +281,9 @@ int pp_call_defer(pp_req *q, pprof_recorder *rec, int seconds, pp_finish_fn fini
         pp_call_unreserve();
         return pp_fail(PPROF_ENOMEM);
     }
-    c->deadline = pp_now_ns(CLOCK_MONOTONIC) + (int64_t)seconds * 1000000000;
+    int64_t window = q->q.window_ms > 0 && q->q.window_ms < seconds * 1000 ? (int64_t)q->q.window_ms * 1000000
+                                                                           : (int64_t)seconds * 1000000000;
+    c->deadline = pp_now_ns(CLOCK_MONOTONIC) + window; /* window_ms: the rest of a tree's window */
     c->state = CALL_PENDING;
     c->rec = rec;
     c->finish = finish;

@@ -26,8 +26,8 @@ typedef void (*pp_finish_fn)(pprof_recorder *rec, const void *arg, const pp_outp
  * pp_call_unreserve or a successful pp_call_defer. */
 int pp_call_reserve(const pp_req *q);
 void pp_call_unreserve(void);
-/* Completes the request `seconds` from now with finish(rec, arg, reply) on
- * the scheduler thread. Takes over the reservation and, on success, `rec`
+/* Completes the request `seconds` from now (q's window_ms when shorter)
+ * with finish(rec, arg, reply) on the scheduler thread. Takes over the reservation and, on success, `rec`
  * (freed when the call ends). Returns 0 or PPROF_ENOMEM/PPROF_ESYS (then
  * the reservation is released and `rec` still belongs to the caller). */
 int pp_call_defer(pp_req *q, pprof_recorder *rec, int seconds, pp_finish_fn finish, const void *arg);

@@ -15,10 +15,23 @@ int pp_tree_start(void);
 /* Sets what a member that takes the hub's place calls to serve the
  * endpoint where the old hub served (daemon.c); 0 or a PPROF_E* code. */
 void pp_tree_set_takeover(int (*serve)(void));
+/* The same for a process that has not served (a member started by exec):
+ * it takes the place 400 ms after a forked member would. */
+void pp_tree_offer_takeover(int (*serve)(void));
+/* A process that does not serve but may take its hub's place (a member
+ * started by exec with the preload): should the hub end before it, it
+ * serves as cfg says (daemon.c). Thread-safe. */
+struct pprof_server_config;
+void pp_server_offer_takeover(const struct pprof_server_config *cfg);
 /* A process started by exec with the preload inherited: joins the hub
  * among its ancestors (up to 16 up), if there is one. 0 when it joined
  * (it then serves nothing itself), -1 when not. */
 int pp_tree_join_ancestor(void);
+/* Joins the tree that process hub_pid started (its name, which a hub that
+ * took over keeps), now or, while no process serves it (its hub exited
+ * and a daemon it left is taking its place), from the agent thread as
+ * soon as one does. 0, or -1 (no tree: LIBPPROF_TREE=0). */
+int pp_tree_join_named(int hub_pid);
 /* A malloc'd copy of the hub's executable files (maps lines without
  * addresses), as its latest request sent them, or NULL: what this
  * process, a member, leaves to the hub to name

@@ -42,7 +42,7 @@ typedef struct member {
     char name[16];
     int64_t joined_s;
     int asked, answered, late; /* requests it was asked, answered, and not in time (the index) */
-    char why[48];              /* why it left while it lives on (BYE), or "" */
+    char why[448];             /* why it is not profiled from now on (BYE, NOTE), or "" */
     pp_tree_reader in;         /* the message being read (the hub thread's) */
     pthread_mutex_t send_mu;
 } member;
@@ -50,7 +50,7 @@ typedef struct member {
 /* A member that has left, for the index. */
 typedef struct gone_member {
     int pid, ppid, asked, answered, late;
-    char name[16], why[48];
+    char name[16], why[448];
     int64_t joined_s, left_s;
 } gone_member;
 #define GONE_KEPT 8
@@ -84,6 +84,7 @@ static void req_unref_locked(pp_hub_req *t)
         }
     for (int i = 0; i < t->nasked; i++)
         pprof_buffer_free(&t->body[i]);
+    free(t->wire);
     pthread_cond_destroy(&t->cv);
     free(t);
 }
@@ -147,6 +148,8 @@ static int descends(int pid)
     return 0;
 }
 
+static void ask_joined_locked(member *m);
+
 static void accept_member(int listen_fd)
 {
     int fd = pp_accept_one(&hub_accept, listen_fd, 0, NULL, NULL);
@@ -183,6 +186,7 @@ static void accept_member(int listen_fd)
     slot->joined_s = pp_tree_now_s();
     slot->asked = slot->answered = slot->late = 0;
     pp_tree_comm(cr.pid, slot->name);
+    ask_joined_locked(slot);
     pthread_mutex_unlock(&hub.mu);
 }
 
@@ -240,11 +244,16 @@ static void *hub_main(void *arg)
             char *body = r > 0 ? m->in.body : NULL;
             m->in.body = NULL;
             pp_tree_reader_reset(&m->in);
-            int bad = r < 0 || h.type != PP_TREE_RES;
+            int bad = r < 0 || (h.type != PP_TREE_RES && h.type != PP_TREE_NOTE);
             pthread_mutex_lock(&hub.mu);
-            if (m->fd == pf[k].fd && r > 0 && h.type == PP_TREE_BYE && body)
-                snprintf(m->why, sizeof m->why, "%s", body);
-            if (m->fd == pf[k].fd) {
+            if (m->fd == pf[k].fd && r > 0 && (h.type == PP_TREE_BYE || h.type == PP_TREE_NOTE))
+                snprintf(m->why, sizeof m->why, "%s", body ? body : "");
+            if (m->fd == pf[k].fd && h.type == PP_TREE_NOTE && !bad) {
+                free(body); /* kept for when its connection closes (an exec) */
+                pthread_mutex_lock(&m->send_mu);
+                pp_tree_send(m->fd, PP_TREE_NOTE, 0, 0, NULL, 0); /* read */
+                pthread_mutex_unlock(&m->send_mu);
+            } else if (m->fd == pf[k].fd) {
                 if (bad) {
                     free(body);
                     drop_member_locked(m);
@@ -287,10 +296,12 @@ static void write_index_row(pp_reply *r)
             const gone_member *g = &hub.gone[(hub.ngone - 1 - k) % GONE_KEPT];
             pp_reply_printf(r,
                             "%s%d (%s, parent %d, left %lld s ago after %lld s, answered %d of %d requests, "
-                            "%d late%s%s)",
+                            "%d late%s",
                             k ? ", " : "; left lately: ", g->pid, g->name, g->ppid, (long long)(now - g->left_s),
                             (long long)(g->left_s - g->joined_s), g->answered, g->asked, g->late,
-                            g->why[0] ? "; not profiled: it " : "", g->why);
+                            g->why[0] ? "; not profiled: it " : "");
+            pp_write_html_escaped(r, g->why); /* a command line */
+            pp_reply_printf(r, ")");
         }
         pp_reply_printf(r, "</td></tr>\n");
     }
@@ -299,8 +310,51 @@ static void write_index_row(pp_reply *r)
 
 /* ------------------------------------------------------------- the hub */
 
+/* The hub exits; a member that outlives it takes its place (tree_member.c).
+ * The processes it names as not profiled, still running, go to each
+ * member (NOTE: their pid in status; "PPID NAME", a tab, the reason), so
+ * the next hub's index names them too: squid's kid execs as its master
+ * takes the place of the process that daemonized it. */
+static void hub_exit(void)
+{
+    pthread_mutex_lock(&hub.mu);
+    for (unsigned k = hub.ngone > GONE_KEPT ? hub.ngone - GONE_KEPT : 0; hub.is_hub && k < hub.ngone; k++) {
+        const gone_member *g = &hub.gone[k % GONE_KEPT];
+        if (!g->why[0] || pp_tree_ended(g->pid))
+            continue;
+        char body[sizeof g->why + 32];
+        int n = snprintf(body, sizeof body, "%d %s\t%s", g->ppid, g->name, g->why);
+        for (int i = 0; i < MAX_MEMBERS; i++) {
+            member *m = &hub.members[i];
+            if (m->fd < 0)
+                continue;
+            pthread_mutex_lock(&m->send_mu);
+            pp_tree_send(m->fd, PP_TREE_NOTE, 0, g->pid, body, (size_t)n);
+            pthread_mutex_unlock(&m->send_mu);
+        }
+    }
+    pthread_mutex_unlock(&hub.mu);
+}
+
+void pp_hub_keep_note(int pid, const char *body)
+{
+    int ppid = 0, at = 0;
+    char name[16] = "";
+    const char *tab = strchr(body, '\t');
+    if (!tab || sscanf(body, "%d %15[^\t]%n", &ppid, name, &at) < 2)
+        return;
+    pthread_mutex_lock(&hub.mu);
+    gone_member *g = &hub.gone[hub.ngone++ % GONE_KEPT];
+    int64_t now = pp_tree_now_s();
+    *g = (gone_member){pid, ppid, 0, 0, 0, {0}, {0}, now, now};
+    snprintf(g->name, sizeof g->name, "%s", name);
+    snprintf(g->why, sizeof g->why, "%s", tab + 1);
+    pthread_mutex_unlock(&hub.mu);
+}
+
 void pp_hub_init(void)
 {
+    pp_shutdown_hook_add(hub_exit);
     pp_index_row_add(write_index_row);
     for (int i = 0; i < MAX_MEMBERS; i++) {
         hub.members[i].fd = -1;
@@ -470,16 +524,53 @@ static int add_exec_maps(pprof_buffer *b)
     return rc || n < 0 ? -1 : 0;
 }
 
-pp_hub_req *pp_hub_ask(const char *wire, int with_maps, int pid, int64_t deadline_s, void *owner)
+/* The message asking a member for wire: the request, and with_maps the
+ * hub's executable maps after a NUL. msg->cap 0: wire itself. */
+static void request_msg(const char *wire, int with_maps, pprof_buffer *msg)
 {
-    pprof_buffer msg = {0};
-    pprof_writer w = pprof_writer_buffer(&msg);
-    if (w.write(w.ctx, wire, strlen(wire) + 1) || (with_maps && add_exec_maps(&msg))) {
-        pprof_buffer_free(&msg); /* the members name everything themselves */
-        msg = (pprof_buffer){(char *)wire, strlen(wire), 0};
+    *msg = (pprof_buffer){0};
+    pprof_writer w = pprof_writer_buffer(msg);
+    if (w.write(w.ctx, wire, strlen(wire) + 1) || (with_maps && add_exec_maps(msg))) {
+        pprof_buffer_free(msg); /* the members name everything themselves */
+        *msg = (pprof_buffer){(char *)wire, strlen(wire), 0};
     } else if (!with_maps) {
-        msg.len--; /* no NUL: the request alone */
+        msg->len--; /* no NUL: the request alone */
     }
+}
+
+/* A member that joined during the window of a request for the whole tree
+ * is asked for the rest of it (window_ms=, at least 100 ms left): a
+ * process that starts and ends inside the window counts from its start. */
+static void ask_joined_locked(member *m)
+{
+    int64_t now = pp_now_ns(CLOCK_MONOTONIC);
+    for (pp_hub_req *t = hub.pending; t; t = t->next) {
+        int64_t left_ms = (t->window_end_ns - now) / 1000000;
+        if (t->collected || t->only_pid || !t->wire || left_ms < 100 || t->nasked >= PP_TREE_MAX_MEMBERS)
+            continue;
+        char wire[1300];
+        snprintf(wire, sizeof wire, "%s%swindow_ms=%lld", t->wire, strchr(t->wire, '?') ? "&" : "?",
+                 (long long)left_ms);
+        pprof_buffer msg;
+        request_msg(wire, t->with_maps, &msg);
+        t->pids[t->nasked] = m->pid;
+        memcpy(t->names[t->nasked], m->name, sizeof m->name);
+        t->nasked++;
+        m->asked++;
+        pthread_mutex_lock(&m->send_mu);
+        int bad = pp_tree_send(m->fd, PP_TREE_REQ, t->id, 0, msg.data, msg.len);
+        pthread_mutex_unlock(&m->send_mu);
+        if (msg.cap)
+            pprof_buffer_free(&msg);
+        if (bad)
+            answered_locked(m->pid, t->id, -1, NULL, 0);
+    }
+}
+
+pp_hub_req *pp_hub_ask(const char *wire, int with_maps, int pid, int window_s, int64_t deadline_s, void *owner)
+{
+    pprof_buffer msg;
+    request_msg(wire, with_maps, &msg);
     pp_hub_req *t = calloc(1, sizeof *t);
     if (!t) {
         if (msg.cap)
@@ -493,6 +584,10 @@ pp_hub_req *pp_hub_ask(const char *wire, int with_maps, int pid, int64_t deadlin
     pthread_condattr_destroy(&ca);
     t->deadline_s = deadline_s;
     t->owner = owner;
+    t->only_pid = pid;
+    t->with_maps = with_maps;
+    t->window_end_ns = window_s > 0 ? pp_now_ns(CLOCK_MONOTONIC) + (int64_t)window_s * 1000000000 : 0;
+    t->wire = window_s > 0 ? strdup(wire) : NULL; /* for members that join during the window */
     t->refs = 1;
     pthread_mutex_lock(&hub.mu);
     t->id = ++hub.next_id;

@@ -32,8 +32,12 @@
  * Both ways: a header {magic, type, id, status, len} and len bytes. Hub to
  * member: REQ with "name?query". Member to hub: HELLO (its parent's pid in
  * status), RES with the response's status and body, BYE with the reason
- * it leaves while it lives on (it entered a sandbox). */
-enum { PP_TREE_HELLO = 1, PP_TREE_REQ, PP_TREE_RES, PP_TREE_BYE };
+ * it leaves while it lives on (it entered a sandbox), NOTE with why the
+ * program it is about to exec will not be profiled (empty: that exec
+ * failed), kept for when its connection closes. Hub to member, as the
+ * hub exits: NOTE naming a process still running that is not profiled
+ * (its pid in status; pp_hub_keep_note). */
+enum { PP_TREE_HELLO = 1, PP_TREE_REQ, PP_TREE_RES, PP_TREE_BYE, PP_TREE_NOTE };
 typedef struct pp_tree_msg {
     uint32_t magic, type, id;
     int32_t status;
@@ -91,6 +95,9 @@ typedef struct pp_hub_req {
     pthread_cond_t cv;
     void *owner;              /* the requester's, freed with the request if it never comes back */
     int64_t deadline_s;
+    int only_pid, with_maps;  /* as asked */
+    char *wire;               /* a request with a window: what members that join during it are asked */
+    int64_t window_end_ns;    /* its end, on the monotonic clock */
 } pp_hub_req;
 /* Why process pid is not asked (the ?pid= of a process outside the tree):
  * it left the tree having entered a sandbox, or the tree's pids. */
@@ -98,6 +105,9 @@ void pp_hub_no_member(int pid, char *out, size_t size);
 
 /* Once: the members' places and the index's row about the tree. */
 void pp_hub_init(void);
+/* A member keeps what its exiting hub sent about a process that is not
+ * profiled (NOTE), for its index should it take the hub's place. */
+void pp_hub_keep_note(int pid, const char *body);
 /* In a forked child: no hub and no members here (the tree's name stays). */
 void pp_hub_after_fork(void);
 /* Makes this process the hub of its own tree, named after its pid; 0 when
@@ -118,9 +128,10 @@ void pp_hub_set_name(const char *name);
 /* Sends wire ("name?query", and with hub_names=1 in the query, a NUL and
  * this process's executable files as maps lines without addresses: the files
  * the members leave to it) to every member (only process pid when pid is
- * not 0) and keeps the request for their answers until deadline_s.
- * Returns it, or NULL when out of memory. */
-pp_hub_req *pp_hub_ask(const char *wire, int with_maps, int pid, int64_t deadline_s, void *owner);
+ * not 0) and keeps the request for their answers until deadline_s. With a
+ * window of window_s seconds (0: none), a member that joins during it is
+ * asked for the rest (window_ms=). Returns it, or NULL when out of memory. */
+pp_hub_req *pp_hub_ask(const char *wire, int with_maps, int pid, int window_s, int64_t deadline_s, void *owner);
 /* Waits for the answers until the request's deadline, counts the members
  * that did not answer in time, and leaves the answers as they are. */
 void pp_hub_collect(pp_hub_req *r);
@@ -135,6 +146,7 @@ void pp_member_init(void);
 /* Joins the hub among this process's ancestors (up to 16 up): 0, or -1
  * when there is none. */
 int pp_member_join_ancestor(void);
+int pp_member_join_named(int hub_pid);
 /* Whether this process is a member connected to its hub (and no hub
  * itself). */
 int pp_member_joined(void);

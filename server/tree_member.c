@@ -25,7 +25,9 @@
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <stdatomic.h>
 #include <string.h>
+#include <sys/auxv.h>
 #include <sys/socket.h>
 #include <time.h>
 #include <unistd.h>
@@ -36,18 +38,51 @@ static struct {
     int fd;                  /* -1: none */
     int leaving;             /* sandboxed: a connection made now is ended at once */
     int agent_started;       /* this process has an agent (join) */
-} self = {PTHREAD_MUTEX_INITIALIZER, -1, 0, 0};
+    int pid;                 /* this process, when it joined */
+} self = {PTHREAD_MUTEX_INITIALIZER, -1, 0, 0, 0};
 static int hub_pid, joined_ppid; /* this member's hub, and its parent when it joined */
 static int forking_pid;           /* the process that forks, in its prepare handler */
 static int (*takeover_serve)(void); /* the server's: serve where the old hub served */
 
+/* The process that was offered the takeover having never served (a member
+ * started by exec): it leaves the place to a forked member for 400 ms
+ * more (the program that served, or the daemon it forked). Its forks do
+ * not wait. */
+static int offered_pid;
+
+void pp_tree_offer_takeover(int (*serve)(void))
+{
+    takeover_serve = serve;
+    offered_pid = (int)getpid();
+}
+
 void pp_tree_set_takeover(int (*serve)(void))
 {
     takeover_serve = serve;
+    offered_pid = 0;
 }
 
 /* A connection to the tree's hub that has said hello, or -1; it notes
  * the hub's pid and this process's parent for a takeover. */
+/* In secure-execution mode (started set-user-ID or by a process whose
+ * user ids differ, with a set-user-ID copy of libpprof), this process
+ * answers only a hub that has its privileges already: effective or saved
+ * user root, or its own effective user (squid's master, root for real user
+ * proxy), never one its invoker started. */
+static int hub_privileged(int pid)
+{
+    char path[64], line[256];
+    snprintf(path, sizeof path, "/proc/%d/status", pid);
+    FILE *f = fopen(path, "re");
+    unsigned r, e = 1, su = 1;
+    int found = 0;
+    while (f && !found && fgets(line, sizeof line, f))
+        found = sscanf(line, "Uid: %u %u %u", &r, &e, &su) == 3;
+    if (f)
+        fclose(f);
+    return found && (e == 0 || su == 0 || e == (unsigned)geteuid());
+}
+
 static int hub_connect(void)
 {
     char name[PP_TREE_NAME_MAX];
@@ -55,13 +90,18 @@ static int hub_connect(void)
     int fd = pp_tree_connect(name);
     if (fd < 0)
         return -1;
+    struct ucred cr;
+    socklen_t cl = sizeof cr;
+    int have_cr = getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cr, &cl) == 0;
+    if (getauxval(AT_SECURE) && !(have_cr && hub_privileged(cr.pid))) {
+        pp_fd_close(fd);
+        return -1;
+    }
     if (pp_tree_send(fd, PP_TREE_HELLO, 0, (int)getppid(), NULL, 0)) {
         pp_fd_close(fd);
         return -1;
     }
-    struct ucred cr;
-    socklen_t cl = sizeof cr;
-    hub_pid = getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cr, &cl) == 0 ? cr.pid : 0;
+    hub_pid = have_cr ? cr.pid : 0;
     if (!joined_ppid) /* an exec'd member: its parent now (a forked one's: at the fork) */
         joined_ppid = (int)getppid();
     return fd;
@@ -83,10 +123,17 @@ static void leave_locked(void)
     shutdown(self.fd, SHUT_RDWR);
 }
 
+/* Why the program this process is about to exec will not be profiled
+ * (member_exec), sent on every connection until the hub acknowledges it. */
+static char exec_note[448];
+static _Atomic int exec_note_acked;
+
 static void set_connection(int fd)
 {
     pthread_mutex_lock(&self.send_mu);
     self.fd = fd;
+    if (fd >= 0 && exec_note[0])
+        pp_tree_send(fd, PP_TREE_NOTE, 0, 0, exec_note, strlen(exec_note));
     if (self.leaving)
         leave_locked();
     pthread_mutex_unlock(&self.send_mu);
@@ -122,7 +169,8 @@ static int hub_gone(void)
         }
         int64_t waited_ms = (pp_now_ns(CLOCK_MONOTONIC) - t0) / 1000000;
         int orphan = joined_ppid && (int)getppid() != joined_ppid;
-        int64_t wait_ms = !pp_tree_ended(hub_pid) ? 3000 : orphan ? 100 : 1000;
+        int64_t wait_ms = (!pp_tree_ended(hub_pid) ? 3000 : orphan ? 100 : 1000) +
+                          (offered_pid == (int)getpid() ? 400 : 0);
         /* Only a process that can serve where the hub served (it forked
          * from a server and kept its configuration) takes the hub's place;
          * one that exec'd joins whoever does. */
@@ -217,6 +265,34 @@ static void member_narrow(void)
         connect_first();
 }
 
+/* An exec hook (interpose/exec_hooks.c): this process is about to exec
+ * a program that will run without libpprof (why), or that exec failed
+ * (NULL). A member tells its hub (NOTE), connecting first if its agent
+ * has not yet, and waits for the hub's acknowledgement: a hub that exits
+ * first (the process that daemonized, while a daemon it left takes its
+ * place) may never have read it, and the next hub is told as the agent
+ * connects to it (set_connection). 1.5 s at most: only an exec that goes
+ * without the profiler waits. A vfork child (another pid, the parent's
+ * connection) says nothing. */
+static void member_exec(const char *why)
+{
+    char name[PP_TREE_NAME_MAX];
+    pp_hub_name(name);
+    if (!name[0] || pp_hub_here() || (int)getpid() != self.pid)
+        return;
+    pthread_mutex_lock(&self.send_mu);
+    snprintf(exec_note, sizeof exec_note, "%s", why ? why : "");
+    atomic_store(&exec_note_acked, 0);
+    if (self.fd >= 0)
+        pp_tree_send(self.fd, PP_TREE_NOTE, 0, 0, exec_note, strlen(exec_note));
+    pthread_mutex_unlock(&self.send_mu);
+    if (!why || !self.agent_started)
+        return;
+    connect_first();
+    for (int i = 0; i < 300 && !atomic_load(&exec_note_acked); i++)
+        nanosleep(&(struct timespec){0, 5000000}, NULL);
+}
+
 static void *agent_main(void *arg)
 {
     (void)arg;
@@ -227,7 +303,16 @@ static void *agent_main(void *arg)
     for (;;) {
         pp_tree_msg m;
         char *body = NULL;
-        if (pp_tree_recv(self.fd, &m, &body) || m.type != PP_TREE_REQ) {
+        int rc = pp_tree_recv(self.fd, &m, &body);
+        if (rc == 0 && m.type == PP_TREE_NOTE) { /* an acknowledgement, or a note of an exiting hub's */
+            if (m.status == 0)
+                atomic_store(&exec_note_acked, 1);
+            else
+                pp_hub_keep_note(m.status, body ? body : "");
+            free(body);
+            continue;
+        }
+        if (rc || m.type != PP_TREE_REQ) {
             free(body);
             pthread_mutex_lock(&self.send_mu);
             pp_fd_close(self.fd);
@@ -251,6 +336,7 @@ static int join(int now)
     if (now && fd < 0)
         return -1;
     self.fd = fd;
+    self.pid = (int)getpid();
     first_tried = now;
     if (pp_spawn_detached(agent_main, NULL, NULL) != 0) {
         if (fd >= 0)
@@ -260,6 +346,17 @@ static int join(int now)
     }
     self.agent_started = 1;
     return 0;
+}
+
+int pp_member_join_named(int hub)
+{
+    char name[PP_TREE_NAME_MAX];
+    pp_tree_name_of(hub, name);
+    pp_hub_set_name(name);
+    if (join(0) == 0)
+        return 0;
+    pp_hub_set_name("");
+    return -1;
 }
 
 int pp_member_join_ancestor(void)
@@ -327,6 +424,7 @@ static void fork_child(void)
     self.fd = -1; /* its descriptors are closed already (base/fds.h) */
     self.leaving = 0;
     self.agent_started = 0;
+    exec_note[0] = 0;
     first_mu = (pthread_mutex_t)PTHREAD_MUTEX_INITIALIZER;
     first_tried = 0;
     maps_mu = (pthread_mutex_t)PTHREAD_MUTEX_INITIALIZER; /* hub_maps: the same hub's */
@@ -341,6 +439,7 @@ void pp_member_init(void)
 {
     pp_shutdown_hook_add(member_exit);
     pp_narrow_hook_add(member_narrow);
+    pp_exec_hook_set(member_exec);
     pp_hub_init();
     pthread_atfork(fork_prepare, NULL, fork_child);
 }

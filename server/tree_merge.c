@@ -185,7 +185,7 @@ static int tree_options(tree_call *c, const char **query, char **rest)
     if (formatted && !c->only_pid && !c->fold) /* the members' gzipped protobufs are merged as such */
         why = "format=proto is for one process: add pid=N (or tree=0 for this one)";
     if (c->fold) { /* the members answer protobufs, the merge is folded */
-        static const char *const folding[] = {"format", "sample_index", "labels", "hub_names"};
+        static const char *const folding[] = {"format", "sample_index", "labels", "hub_names", "window_ms"};
         int repeated = pp_query_find(*query, "format", fval, sizeof fval) > 1;
         repeated |= pp_query_find(*query, "sample_index", sval, sizeof sval) > 1;
         repeated |= pp_query_find(*query, "labels", lval, sizeof lval) > 1;
@@ -195,9 +195,9 @@ static int tree_options(tree_call *c, const char **query, char **rest)
             why = "a parameter is repeated";
         c->fold_labels = !strcmp(lval, "1");
         snprintf(c->fold_sample, sizeof c->fold_sample, "%s", sval);
-        if ((*rest = pp_query_without(*query, folding, 4)))
+        if ((*rest = pp_query_without(*query, folding, 5)))
             *query = *rest;
-    } else if ((*rest = pp_query_without(*query, (const char *const[]){"hub_names"}, 1))) {
+    } else if ((*rest = pp_query_without(*query, (const char *const[]){"hub_names", "window_ms"}, 2))) {
         *query = *rest; /* the hub's to give, never the client's */
     }
     if (why)
@@ -261,7 +261,7 @@ static int tree_front(const pprof_server_config *cfg, const pprof_http_request *
     tree_call *c = malloc(sizeof *c);
     if (c) {
         *c = opt;
-        c->t = pp_hub_ask(wire, hub_names, pid, pp_tree_now_s() + (seconds > 0 ? seconds : 0) + GRACE_S, c);
+        c->t = pp_hub_ask(wire, hub_names, pid, seconds, pp_tree_now_s() + (seconds > 0 ? seconds : 0) + GRACE_S, c);
     }
     int rc = 0;
     if (!c || !c->t) { /* out of memory: this process's answer */
@@ -302,6 +302,14 @@ int pp_tree_join_ancestor(void)
         return -1;
     pthread_once(&tree_once, tree_init_once);
     return pp_member_join_ancestor();
+}
+
+int pp_tree_join_named(int hub_pid)
+{
+    if (pp_tree_off())
+        return -1;
+    pthread_once(&tree_once, tree_init_once);
+    return pp_member_join_named(hub_pid);
 }
 
 int pprof_tree_start(void)

@@ -1,5 +1,5 @@
-/* process.c: process-wide state of the core: a fork in progress and the
- * shutdown hooks (see process.h and lock.h). */
+/* process.c: process-wide state of the core: a fork in progress, the
+ * shutdown, narrow and exec hooks (see process.h and lock.h). */
 #include "lock.h"
 #include "process.h"
 #include "pprof.h"
@@ -44,6 +44,20 @@ void pp_narrow_run(void)
         if (fn)
             fn();
     }
+}
+
+static void (*_Atomic exec_hook)(const char *);
+
+void pp_exec_hook_set(void (*fn)(const char *why))
+{
+    atomic_store(&exec_hook, fn);
+}
+
+void pp_exec_note(const char *why)
+{
+    void (*fn)(const char *) = atomic_load(&exec_hook);
+    if (fn)
+        fn(why);
 }
 
 void pp_shutdown_run(void (*first)(void))

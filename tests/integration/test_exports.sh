@@ -29,6 +29,8 @@ __libc_start_main close close_range closefrom dup2 dup3 epoll_create1 eventfd pt
 sigaction signal bsd_signal sysv_signal poll ppoll select pselect epoll_wait epoll_pwait epoll_pwait2 nanosleep
 clock_nanosleep usleep sigtimedwait syscall recv recvfrom recvmsg accept accept4
 setrlimit setrlimit64 prlimit prlimit64
+setuid setgid seteuid setegid setreuid setregid setresuid setresgid setgroups initgroups
+execve execv execvp execvpe execl execle execlp fexecve
 otel_thread_ctx_v1"
 
 api=$(cat "$SRC"/include/pprof*.h | tr '\n' ' ' |

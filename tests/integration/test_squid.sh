@@ -18,11 +18,18 @@
 # with its own configuration, run as root dropping to user proxy:
 # - as the init script starts it (squid -YC: it daemonizes): 10 starts, each
 #   serving the proxy and the endpoint, each stopped by squid -k shutdown
-#   (before: 0 of 16 started; the daemon was aborted by the C library);
-# - as its unit starts it (squid --foreground -sYC) with wrk's load through
-#   it: CPU, wall, heap and dump requests answer 200, every request wrk
-#   made is answered, and squid -k shutdown ends the master with exit 0
-#   (before: SIGABRT, exit 134, after any profile).
+#   (before: 0 of 16 started; the daemon was aborted by the C library).
+#   Its kid runs in secure-execution mode (real user proxy, effective
+#   root), where the loader ignores LD_PRELOAD's path: the index names it
+#   with its command and the reason, heap?pid= of it is a 404 saying so
+#   (before: 200 with the master's data);
+# - as its unit starts it (squid --foreground -sYC), with a set-user-ID
+#   copy of libpprof in the loader's trusted directory named in LD_PRELOAD
+#   without a slash (docs/daemons.md), under wrk's load: the kid is a
+#   member, its samples cover 90% to 110% of its CPU from /proc, CPU, wall,
+#   heap and dump requests answer 200, every request wrk made is answered,
+#   and squid -k shutdown ends the master with exit 0 (before: SIGABRT,
+#   exit 134, after any profile).
 # Usage: test_squid.sh BUILD_DIR
 . "$(dirname "$0")/lib.sh"
 pp_init "$1"
@@ -34,8 +41,9 @@ capeff_same() { # PID: every thread's CapEff is the first thread's
     local pid=$1 first
     first=$(awk '/^CapEff/ { print $2 }' "/proc/$pid/status")
     for t in /proc/"$pid"/task/*; do
-        [ "$(awk '/^CapEff/ { print $2 }' "$t/status" 2>/dev/null)" = "$first" ] || {
-            echo "$(cat "$t/comm") $(awk '/^CapEff/ { print $2 }' "$t/status") vs $first"
+        c=$(awk '/^CapEff/ { print $2 }' "$t/status" 2>/dev/null)
+        [ -z "$c" ] || [ "$c" = "$first" ] || { # empty: a thread that has just ended
+            echo "$(cat "$t/comm") $c vs $first"
             return 1
         }
     done
@@ -120,6 +128,15 @@ for i in $(seq 10); do
         for q in "goroutine?debug=2" "profile?seconds=1" heap; do
             curl -sS --max-time 10 -o /dev/null "$base/$q"
         done
+        # the kid runs in secure-execution mode (real user proxy, effective
+        # root): the loader ignores LD_PRELOAD's path, and the index says so
+        kid=$(pgrep -f -- "--kid squid-1 -f $D/squid.conf" | head -1)
+        curl -sS --max-time 5 "$base/" >"$TMP/index.html"
+        pp_check "the index names the kid $kid as not profiled, with its command and the reason" \
+            grep -q "$kid (squid, parent [0-9]*, .*not profiled: it exec&#39;d /usr/sbin/squid --kid squid-1 .* in secure-execution mode (effective user 0, real user $(id -u proxy))" "$TMP/index.html"
+        code=$(curl -sS --max-time 5 -o "$TMP/kid404" -w '%{http_code}' "$base/heap?pid=$kid")
+        pp_check "heap?pid=$kid answers 404 with the reason ($code: $(head -c 120 "$TMP/kid404"))" \
+            test "$code" = 404 -a -n "$(grep "secure-execution mode" "$TMP/kid404")"
     fi
     started=$((started + ok))
     squid_stop || pp_note "start $i: squid did not end after -k shutdown"
@@ -127,25 +144,62 @@ for i in $(seq 10); do
 done
 pp_check "squid -YC started, served the proxy and the endpoint in $started of 10 starts" test "$started" = 10
 
-# the unit's way: squid --foreground -sYC, under wrk's load
+# the unit's way: squid --foreground -sYC, under wrk's load, with a
+# set-user-ID copy of libpprof in the loader's trusted directory, named
+# without a slash: the loader takes it into the kid too
+multiarch=$(gcc -print-multiarch 2>/dev/null || echo x86_64-linux-gnu)
+SUID_LIB=/usr/lib/$multiarch/libpprof-test-$$.so
+install -m 4755 "$BUILD/libpprof.so" "$SUID_LIB"
+trap 'rm -f "$SUID_LIB"; pp_cleanup' EXIT
 rm -f "$D/squid.pid"
 : >"$D/cache.log"
-pp_start squid "${squid_env[@]}" /usr/sbin/squid -f "$D/squid.conf" --foreground -sYC
+pp_start squid env LD_PRELOAD="$(basename "$SUID_LIB")" LIBPPROF_ADDR=127.0.0.1:$PORT \
+    /usr/sbin/squid -f "$D/squid.conf" --foreground -sYC
 master=$PID
 for _ in $(seq 100); do
     [ "$(proxied)" = 200 ] && break
     sleep 0.1
 done
 pp_wait_http "$base/cmdline" 10 || pp_give_up "squid --foreground did not serve the endpoint" squid
+kid=""
+for _ in $(seq 50); do
+    kid=$(pgrep -f -- "--kid squid-1 -f $D/squid.conf" | head -1)
+    [ -n "$kid" ] && curl -sS --max-time 2 "$base/" 2>/dev/null | grep -q "members: <a [^>]*>$kid<" && break
+    sleep 0.1
+done
+pp_check "with the set-user-ID copy the kid $kid is a member of the tree" \
+    sh -c "curl -sS --max-time 5 '$base/' | grep -q 'members: <a [^>]*>$kid<'"
+own=$(for t in /proc/"$kid"/task/*; do [[ "$(cat "$t/comm" 2>/dev/null)" =~ $PP_OWN_THREADS ]] && echo "$t"; done)
+ticks() {
+    cat "/proc/$kid/stat" $(printf '%s/stat ' $own) 2>/dev/null | awk 'NR == 1 { s = $14 + $15; next } { s -= $14 + $15 } END { print s }'
+}
 wrk -t2 -c20 -d8s "http://127.0.0.1:$SPORT/" >"$TMP/wrk.out" 2>&1 &
 wrk=$!
 sleep 1
-codes=""
-for q in "profile?seconds=2" "wall?seconds=2" heap "goroutine?debug=2" "goroutine?debug=1"; do
+curl -sS --max-time 20 -o "$TMP/cpu.pb.gz" -w ' %{http_code}' "$base/profile?seconds=3" >"$TMP/cpu.code" &
+cpu=$!
+{ ticks; sleep 3; ticks; } >"$TMP/ticks"
+wait $cpu
+codes=$(cat "$TMP/cpu.code")
+for q in "wall?seconds=2" heap "heap?pid=$kid" "goroutine?debug=2" "goroutine?debug=1"; do
     codes+=" $(curl -sS --max-time 20 -o /dev/null -w '%{http_code}' "$base/$q")"
 done
 wait $wrk
-pp_check "CPU, wall, heap and dump requests answered 200 ($codes)" \
+{ read -r c0; read -r c1; } <"$TMP/ticks"
+mine=$(pp_pprof -traces "$TMP/cpu.pb.gz" 2>/dev/null | awk -v pid="$kid" '
+    /^-----------\+/ { p = ""; w = 0; v = 0; next }
+    /^ *pid: / { p = $2; next }
+    /^ *pprof.work: / { w = 1; next }
+    !v && /^ +[0-9.]+(ms|s|us) / {
+        x = $1; u = x; sub(/[a-z]+$/, "", x); sub(/^[0-9.]+/, "", u)
+        x = u == "s" ? x * 1000 : u == "us" ? x / 1000 : x
+        if (p == pid && !w) sum += x
+        v = 1
+    }
+    END { printf "%d\n", sum }')
+pp_check "the kid's samples cover its CPU ($mine ms for $(((c1 - c0) * 10)) ms from /proc, 90% to 110%)" \
+    awk -v p="$mine" -v c="$(((c1 - c0) * 10))" 'BEGIN { exit !(c > 300 && p >= 0.9 * c && p <= 1.1 * c + 50) }'
+pp_check "CPU, wall, heap (the kid's too) and dump requests answered 200 ($codes)" \
     test -z "$(echo "$codes" | tr -d ' 2' | tr -d 0)"
 errs=$(sed -n 's/.*Socket errors: \(.*\)/\1/p; s/.*Non-2xx or 3xx responses: \(.*\)/non-2xx \1/p' "$TMP/wrk.out")
 pp_check "wrk's requests through squid were all answered ($(grep -o '[0-9]* requests in' "$TMP/wrk.out"); ${errs:-no errors})" \
