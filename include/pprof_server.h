@@ -90,6 +90,14 @@ PPROF_API int pprof_tree_collect(const char *request, pprof_writer w);
  * in that process names them. The text is copied. Returns 0, PPROF_EINVAL
  * or PPROF_ENOMEM. Not while r writes a profile. */
 PPROF_API int pprof_recorder_leave_shared(pprof_recorder *r, const char *maps);
+/* A running CPU recorder that answers for a window its process started
+ * inside (a tree's member asked for the rest of one as it joins): adds
+ * `ns`, the process's CPU time before the recorder started, which no
+ * sample saw, to the open window as one sample at "[not sampled: the
+ * process's CPU time before profiling started]", so that the window adds
+ * up to the process's CPU clock. Returns 0, PPROF_EINVAL (not a CPU
+ * recorder), PPROF_ESTATE (not running) or PPROF_ENOMEM. Thread-safe. */
+PPROF_API int pprof_recorder_add_unsampled_cpu(pprof_recorder *r, uint64_t ns);
 /* pprof_merge, which also names (as `how` says; NONE: not at all) the
  * locations without names of the inputs whose files this process maps:
  * by the mapping's build ID (its path when it has none) and file offset,

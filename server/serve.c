@@ -14,6 +14,7 @@
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <time.h>
 
 void pp_write_profile(pp_reply *r, pprof_profile *p, const pp_output *o, pprof_format fmt, const char *what,
                       const char *disposition)
@@ -90,6 +91,9 @@ int pp_serve_window(pp_req *q, pprof_recorder *rec, int seconds, const char *wha
         pp_call_unreserve();
         return pp_reply_error(q, 500, "Could not enable %s profiling: %s", what, why);
     }
+    struct timespec cpu;
+    if (q->q.window_ms > 0 && clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &cpu) == 0) /* it started in the window */
+        pprof_recorder_add_unsampled_cpu(rec, (uint64_t)cpu.tv_sec * 1000000000u + (uint64_t)cpu.tv_nsec);
     rc = pp_call_defer(q, rec, seconds, finish_window, disposition);
     if (rc != 0) {
         pprof_recorder_free(rec);

@@ -265,6 +265,25 @@ static int cpu_end(pprof_recorder *r, int reopen, pprof_profile **out)
     return pp_recorder_finish(r, p, out);
 }
 
+static const pp_recorder_ops cpu_ops;
+
+int pprof_recorder_add_unsampled_cpu(pprof_recorder *r, uint64_t ns)
+{
+    cpu_recorder *c = (cpu_recorder *)r;
+    if (!r || r->ops != &cpu_ops)
+        return pp_error_detail(PPROF_EINVAL, "not a CPU recorder");
+    pp_collector_lock();
+    int rc = r->running && c->w.profile ? 0 : pp_error_detail(PPROF_ESTATE, "the recorder is not running");
+    if (rc == 0 && ns > 0) {
+        uint64_t pc = PP_PC_BEFORE;
+        uint64_t period = (uint64_t)c->w.period_ns;
+        int64_t v[2] = {(int64_t)((ns + period / 2) / period), (int64_t)ns};
+        rc = pp_profile_add(c->w.profile, &pc, 1, v, NULL, 0);
+    }
+    pp_collector_unlock();
+    return rc;
+}
+
 static int64_t cpu_rate(const pprof_recorder *r)
 {
     return r->running ? ((const cpu_recorder *)r)->hz : 0;

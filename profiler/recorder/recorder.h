@@ -64,6 +64,7 @@ void pp_recorder_window_end(pprof_recorder *r, pprof_profile *p, int reopen);
 /* Symbolizes p as r says into *out (or frees it when out is NULL). */
 int pp_recorder_finish(const pprof_recorder *r, pprof_profile *p, pprof_profile **out);
 
+
 /* The collector's fork handlers (lifecycle.c): its lock is held across
  * fork; the child, which has no collector thread, starts with no running
  * recorder. */

@@ -77,6 +77,25 @@ int main(void)
                "window %d begins where %d ended", i, i - 1);
     for (int i = 0; i < 3; i++)
         pprof_profile_free(w[i]);
+    /* CPU time no sample saw (a process that started inside the window it
+     * answers for): one sample at its frame, in periods and nanoseconds */
+    CHECK(pprof_recorder_add_unsampled_cpu(cpu, 1) == PPROF_ESTATE);
+    CHECK(pprof_recorder_add_unsampled_cpu(NULL, 1) == PPROF_EINVAL);
+    CHECK(pprof_recorder_start(cpu) == 0);
+    CHECK(pprof_recorder_add_unsampled_cpu(cpu, 52000000) == 0);
+    CHECK(pprof_recorder_stop(cpu, &p) == 0 && p);
+    for (int i = 0; i < 2; i++) {
+        pprof_buffer folded = {0};
+        pprof_folded_config fc = {.sample_type = i ? "cpu" : "samples"};
+        CHECK(pprof_profile_write_folded(p, &fc, pprof_writer_buffer(&folded)) == 0);
+        const char *want = i ? "[not sampled: the process's CPU time before profiling started] 52000000\n"
+                             : "[not sampled: the process's CPU time before profiling started] 10\n";
+        CHECKF(folded.data && strstr(folded.data, want), "folded %s: %.*s", fc.sample_type, (int)folded.len,
+               folded.data ? folded.data : "");
+        pprof_buffer_free(&folded);
+    }
+    pprof_profile_free(p);
+    p = NULL;
     CHECK(pprof_recorder_start(cpu) == 0);
     pprof_recorder_free(cpu); /* running: stopped first */
     pprof_cpu_stats cs;
