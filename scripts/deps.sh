@@ -12,6 +12,8 @@ done
 if ((${#missing[@]})); then
   echo "deps: installing ${missing[*]}"
   export DEBIAN_FRONTEND=noninteractive
+  # postfix (test_postfix runs private instances): no system mail setup
+  echo "postfix postfix/main_mailer_type select No configuration" | debconf-set-selections
   apt-get update -qq
   apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
 fi

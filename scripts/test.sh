@@ -34,14 +34,15 @@ esac
 # test_lifecycle drops root with setpriv and capsh (libcap2-bin); test_phpfpm
 # runs Debian's php-fpm driven by cgi-fcgi (libfcgi-bin), test_sshd a second
 # sshd with ssh logins, test_varnish varnish driven by wrk, test_squid squid
-# as a reverse proxy driven by wrk
+# as a reverse proxy driven by wrk, test_postfix private postfix instances driven
+# by smtp-source
 base=(libjemalloc2 libtcmalloc-minimal4 python3 openssl golang-github-google-pprof-dev)
 if ((quick)); then
   scripts/deps.sh "${base[@]}"
 else
   scripts/deps.sh "${base[@]}" clang memcached libmemcached-tools redis-server redis-tools \
       nginx-light wrk gdb postgresql chromium python3-websocket dnsmasq-base rsyslog dnsutils lintian \
-      libcap2-bin php8.2-fpm libfcgi-bin openssh-server openssh-client varnish squid
+      libcap2-bin php8.2-fpm libfcgi-bin openssh-server openssh-client varnish squid postfix
 fi
 jobs=$(nproc)
 run() { # dir label-args cmake-args...

@@ -43,6 +43,7 @@ typedef struct member {
     int64_t joined_s;
     int asked, answered, late; /* requests it was asked, answered, and not in time (the index) */
     char why[448];             /* why it is not profiled from now on (BYE, NOTE), or "" */
+    int execs;                 /* it execs a program that joins again under its pid (NOTE) */
     pp_tree_reader in;         /* the message being read (the hub thread's) */
     pthread_mutex_t send_mu;
 } member;
@@ -133,7 +134,8 @@ static void drop_member_locked(member *m)
     pp_tree_reader_reset(&m->in);
     pp_fd_close(m->fd);
     m->fd = -1;
-    answered_locked(m->pid, 0, -1, NULL, 0);
+    answered_locked(m->pid, 0, m->execs ? -2 : -1, NULL, 0); /* -2: its new image answers */
+    m->execs = 0;
 }
 
 /* Whether process pid descends from this one (up to 16 generations): a
@@ -187,6 +189,9 @@ static void accept_member(int listen_fd)
     slot->asked = slot->answered = slot->late = 0;
     pp_tree_comm(cr.pid, slot->name);
     ask_joined_locked(slot);
+    pthread_mutex_lock(&slot->send_mu); /* after any request: the member knows what it was asked */
+    pp_tree_send(fd, PP_TREE_HELLO, 0, 0, NULL, 0);
+    pthread_mutex_unlock(&slot->send_mu);
     pthread_mutex_unlock(&hub.mu);
 }
 
@@ -246,12 +251,16 @@ static void *hub_main(void *arg)
             pp_tree_reader_reset(&m->in);
             int bad = r < 0 || (h.type != PP_TREE_RES && h.type != PP_TREE_NOTE);
             pthread_mutex_lock(&hub.mu);
-            if (m->fd == pf[k].fd && r > 0 && (h.type == PP_TREE_BYE || h.type == PP_TREE_NOTE))
+            int execs = h.type == PP_TREE_NOTE && h.status == 1;
+            if (m->fd == pf[k].fd && r > 0 && (h.type == PP_TREE_BYE || h.type == PP_TREE_NOTE) && !execs)
                 snprintf(m->why, sizeof m->why, "%s", body ? body : "");
+            if (m->fd == pf[k].fd && r > 0 && h.type == PP_TREE_NOTE)
+                m->execs = execs;
             if (m->fd == pf[k].fd && h.type == PP_TREE_NOTE && !bad) {
                 free(body); /* kept for when its connection closes (an exec) */
                 pthread_mutex_lock(&m->send_mu);
-                pp_tree_send(m->fd, PP_TREE_NOTE, 0, 0, NULL, 0); /* read */
+                if (!execs && h.len)
+                    pp_tree_send(m->fd, PP_TREE_NOTE, 0, 0, NULL, 0); /* read */
                 pthread_mutex_unlock(&m->send_mu);
             } else if (m->fd == pf[k].fd) {
                 if (bad) {

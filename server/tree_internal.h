@@ -30,7 +30,8 @@
 
 /* ----------------------------------------------------------- tree_wire.c
  * Both ways: a header {magic, type, id, status, len} and len bytes. Hub to
- * member: REQ with "name?query". Member to hub: HELLO (its parent's pid in
+ * member: REQ with "name?query"; HELLO once it has registered the member
+ * and sent it what it asks members that join now. Member to hub: HELLO (its parent's pid in
  * status), RES with the response's status and body, BYE with the reason
  * it leaves while it lives on (it entered a sandbox), NOTE with why the
  * program it is about to exec will not be profiled (empty: that exec
@@ -90,7 +91,7 @@ typedef struct pp_hub_req {
     int nasked, nanswered;
     int pids[PP_TREE_MAX_MEMBERS]; /* asked */
     char names[PP_TREE_MAX_MEMBERS][16];
-    int status[PP_TREE_MAX_MEMBERS]; /* 0: no answer yet; -1: gone */
+    int status[PP_TREE_MAX_MEMBERS]; /* 0: no answer yet; -1: gone; -2: exec'd (asked again) */
     pprof_buffer body[PP_TREE_MAX_MEMBERS];
     pthread_cond_t cv;
     void *owner;              /* the requester's, freed with the request if it never comes back */

@@ -27,6 +27,7 @@
 #include <stdlib.h>
 #include <stdatomic.h>
 #include <string.h>
+#include <sys/ioctl.h>
 #include <sys/auxv.h>
 #include <sys/socket.h>
 #include <time.h>
@@ -127,6 +128,7 @@ static void leave_locked(void)
  * (member_exec), sent on every connection until the hub acknowledges it. */
 static char exec_note[448];
 static _Atomic int exec_note_acked;
+static int exec_profiled; /* about to exec a program that joins again (send_mu) */
 
 static void set_connection(int fd)
 {
@@ -134,6 +136,8 @@ static void set_connection(int fd)
     self.fd = fd;
     if (fd >= 0 && exec_note[0])
         pp_tree_send(fd, PP_TREE_NOTE, 0, 0, exec_note, strlen(exec_note));
+    if (fd >= 0 && exec_profiled)
+        pp_tree_send(fd, PP_TREE_NOTE, 0, 1, NULL, 0);
     if (self.leaving)
         leave_locked();
     pthread_mutex_unlock(&self.send_mu);
@@ -280,7 +284,16 @@ static void member_exec(const char *why)
     pp_hub_name(name);
     if (!name[0] || pp_hub_here() || (int)getpid() != self.pid)
         return;
+    if (why && !*why) { /* profiled after the exec: its new image joins again, under this pid */
+        pthread_mutex_lock(&self.send_mu);
+        exec_profiled = 1; /* also for a connection the agent makes before the exec */
+        if (self.fd >= 0)
+            pp_tree_send(self.fd, PP_TREE_NOTE, 0, 1, NULL, 0);
+        pthread_mutex_unlock(&self.send_mu);
+        return;
+    }
     pthread_mutex_lock(&self.send_mu);
+    exec_profiled = 0;
     snprintf(exec_note, sizeof exec_note, "%s", why ? why : "");
     atomic_store(&exec_note_acked, 0);
     if (self.fd >= 0)
@@ -293,6 +306,9 @@ static void member_exec(const char *why)
         nanosleep(&(struct timespec){0, 5000000}, NULL);
 }
 
+static _Atomic int agent_answering; /* the agent is starting a request's call */
+static _Atomic int hub_greeted;     /* the hub registered this process (its HELLO came) */
+
 static void *agent_main(void *arg)
 {
     (void)arg;
@@ -304,6 +320,11 @@ static void *agent_main(void *arg)
         pp_tree_msg m;
         char *body = NULL;
         int rc = pp_tree_recv(self.fd, &m, &body);
+        if (rc == 0 && m.type == PP_TREE_HELLO) { /* the hub has registered this process */
+            free(body);
+            atomic_store(&hub_greeted, 1);
+            continue;
+        }
         if (rc == 0 && m.type == PP_TREE_NOTE) { /* an acknowledgement, or a note of an exiting hub's */
             if (m.status == 0)
                 atomic_store(&exec_note_acked, 1);
@@ -322,7 +343,9 @@ static void *agent_main(void *arg)
                 continue;
             return NULL;
         }
+        atomic_store(&agent_answering, 1);
         answer(m.id, body, (size_t)m.len);
+        atomic_store(&agent_answering, 0);
         free(body);
     }
 }
@@ -399,8 +422,18 @@ static void member_exit(void)
 {
     int hub_here = pp_hub_here();
     pthread_mutex_lock(&self.send_mu);
-    int joined = !hub_here && self.fd >= 0;
+    int joined = !hub_here && self.fd >= 0, fd = self.fd;
     pthread_mutex_unlock(&self.send_mu);
+    /* A request the hub sends as this process joins (the rest of a
+     * window) may not be read yet: the hub's HELLO follows it, and the
+     * agent gets 100 ms in all to start it, so a process that ends within
+     * milliseconds of its start answers too. */
+    for (int i = 0, unread = 0; joined && i < 100; i++) {
+        if (atomic_load(&hub_greeted) && !atomic_load(&agent_answering) &&
+            (ioctl(fd, FIONREAD, &unread) != 0 || unread == 0))
+            break;
+        nanosleep(&(struct timespec){0, 1000000}, NULL);
+    }
     if (joined)
         pp_call_finish_all_now(2000000000LL);
     if (!pp_sandboxed() || hub_here)
@@ -425,6 +458,8 @@ static void fork_child(void)
     self.leaving = 0;
     self.agent_started = 0;
     exec_note[0] = 0;
+    exec_profiled = 0;
+    atomic_store(&hub_greeted, 0);
     first_mu = (pthread_mutex_t)PTHREAD_MUTEX_INITIALIZER;
     first_tried = 0;
     maps_mu = (pthread_mutex_t)PTHREAD_MUTEX_INITIALIZER; /* hub_maps: the same hub's */

@@ -78,8 +78,8 @@ static void fold_reply(const tree_call *c, pprof_http_response *r)
 static void forward_one(const tree_call *c)
 {
     const pp_hub_req *t = c->t;
-    int i = 0;
-    while (i < t->nasked && t->pids[i] != c->only_pid)
+    int i = 0; /* a process that exec'd is asked again: its answering image */
+    while (i < t->nasked && (t->pids[i] != c->only_pid || t->status[i] == -2))
         i++;
     pprof_http_response r = {.status = 504};
     char text[128];
@@ -110,7 +110,7 @@ static void merge_all(const tree_call *c, const pprof_http_response *resp)
     pprof_label labels[PP_TREE_MAX_MEMBERS + 1];
     pprof_num_label pids[PP_TREE_MAX_MEMBERS + 1];
     char self_name[16];
-    char comments[PP_TREE_MAX_MEMBERS][96];
+    char comments[PP_TREE_MAX_MEMBERS][200];
     size_t n = 0;
     pp_tree_comm((int)getpid(), self_name);
     pids[0] = (pprof_num_label){"pid", (int64_t)getpid(), NULL};
@@ -119,13 +119,17 @@ static void merge_all(const tree_call *c, const pprof_http_response *resp)
     for (int i = 0; i < t->nasked; i++) {
         pids[n] = (pprof_num_label){"pid", t->pids[i], NULL};
         labels[n] = (pprof_label){"process", t->names[i]};
+        if (t->status[i] == -2) /* it exec'd: its new image joined and answers */
+            continue;
         if (t->status[i] == 200 && t->body[i].len) {
             in[n] = (pprof_merge_input){t->body[i].data, t->body[i].len, &labels[n], 1, &pids[n], 1, NULL};
         } else {
-            snprintf(comments[i], sizeof comments[i], "process %d (%s) %s", t->pids[i], t->names[i],
+            const char *text = t->status[i] > 0 && t->body[i].len ? t->body[i].data : "";
+            snprintf(comments[i], sizeof comments[i], "process %d (%s) %s%s%.*s%s", t->pids[i], t->names[i],
                      t->status[i] == -1  ? "ended before it answered"
                      : t->status[i] == 0 ? "did not answer in time"
-                                         : "answered with an error");
+                                         : "answered with an error",
+                     *text ? " (" : "", (int)strcspn(text, "\n"), text, *text ? ")" : "");
             in[n] = (pprof_merge_input){NULL, 0, NULL, 0, NULL, 0, comments[i]};
         }
         n++;

@@ -23,11 +23,11 @@ int pp_shutdown_hook_add(void (*fn)(void));
  * shutdown hooks; pp_narrow_run runs them every time. Thread-safe. */
 int pp_narrow_hook_add(void (*fn)(void));
 void pp_narrow_run(void);
-/* The hook told when this process is about to exec a program that will
- * run without libpprof (`why`: a clause saying what it runs and why), and
- * again with NULL when that exec failed and the process goes on: the
- * server's tree member tells its hub (interpose/exec_hooks.c). One hook;
- * pp_exec_note calls it, if set. Thread-safe. */
+/* The hook told when this process is about to exec: `why` is "" when the
+ * program will load libpprof again, else a clause saying what it runs and
+ * why it will run without; NULL when that exec failed and the process
+ * goes on. The server's tree member tells its hub (interpose/
+ * exec_hooks.c). One hook; pp_exec_note calls it, if set. Thread-safe. */
 void pp_exec_hook_set(void (*fn)(const char *why));
 void pp_exec_note(const char *why);
 /* The first time it is called: marks the process as exiting, runs

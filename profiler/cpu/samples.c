@@ -36,7 +36,8 @@
 typedef struct cpu_acct {
     uint32_t gen, reset_seen;
     int hz;
-    uint64_t last_ns, carry;
+    uint64_t last_ns;
+    int64_t carry; /* CPU time not yet weighed; below 0 after a window end rounded up */
 } cpu_acct;
 static __thread cpu_acct my_acct;
 
@@ -121,13 +122,18 @@ static uint64_t sample_weight(const siginfo_t *si, int hz, int flush)
             my_acct = (cpu_acct){gen, my_acct.reset_seen, hz, now, 0};
             return kernel;
         }
-        my_acct = (cpu_acct){gen, my_acct.reset_seen, hz, start, carry};
+        my_acct = (cpu_acct){gen, my_acct.reset_seen, hz, start, (int64_t)carry};
     }
-    uint64_t period = (uint64_t)pp_cpu_period_ns(hz);
-    uint64_t elapsed = now - my_acct.last_ns + my_acct.carry;
+    /* A window end weighs the thread's time to the nearest period, not
+     * down: a process that ends with its window (a tree's member exiting)
+     * left half a period per thread unweighed on average. The difference
+     * is carried to the next window, so a gapless series stays exact. */
+    int64_t period = pp_cpu_period_ns(hz);
+    int64_t elapsed = (int64_t)(now - my_acct.last_ns) + my_acct.carry;
     my_acct.last_ns = now;
-    my_acct.carry = elapsed % period;
-    return elapsed / period;
+    int64_t w = elapsed <= 0 ? 0 : flush ? (elapsed + period / 2) / period : elapsed / period;
+    my_acct.carry = elapsed - w * period;
+    return (uint64_t)w;
 }
 
 /* Copies the record's stack, labels and span to the thread's state

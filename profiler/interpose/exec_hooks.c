@@ -111,16 +111,19 @@ static void command_line(char *out, size_t size, const char *path, char *const a
         memcpy(out + size - 4, "...", 4);
 }
 
-/* Before an exec of path (or fd) with argv and env: tells the hub when
- * the program will run without libpprof. 1 when told. */
+/* Before an exec of path (or fd) with argv and env: tells the hub that
+ * this process execs, and why when the program will run without
+ * libpprof. 1 when told. */
 static int before_exec(const char *path, int fd, char *const argv[], char *const env[])
 {
     Dl_info info;
     if (!dladdr((void *)before_exec, &info) || !info.dli_fname)
         return 0;
     int now = preload_entry(environ, info.dli_fname);
-    if (!now)
-        return 0; /* linked, or in /etc/ld.so.preload: loaded again as it was */
+    if (!now) {
+        pp_exec_note(""); /* linked, or in /etc/ld.so.preload: loaded again as it was */
+        return 1;
+    }
     int then = preload_entry(env, info.dli_fname);
     char cmd[160], ids[64], why[448];
     command_line(cmd, sizeof cmd, path, argv);
@@ -135,7 +138,8 @@ static int before_exec(const char *path, int fd, char *const argv[], char *const
                  "(docs/daemons.md: secure-execution mode)",
                  cmd, ids, then == 1 ? "paths" : "libraries without the set-user-ID bit");
     } else {
-        return 0;
+        pp_exec_note(""); /* it comes back under the same pid, profiled */
+        return 1;
     }
     pp_exec_note(why);
     return 1;

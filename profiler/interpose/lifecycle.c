@@ -35,10 +35,20 @@
 #include <stdatomic.h>
 #include <stdlib.h>
 
+/* Profiling stops: each thread's CPU time since its last sample is
+ * weighed first (a window still open, a tree's member answering as it
+ * exits, has it: it was 5 to 13 ms a process for postfix's services),
+ * then the timers are deleted. */
+static void stop_cpu(void)
+{
+    pp_cpu_flush();
+    pp_cpu_disable();
+}
+
 /* Profiling stops first, then the shutdown hooks run (the server's stop). */
 static void shutdown_all(void)
 {
-    pp_shutdown_run(pp_cpu_disable);
+    pp_shutdown_run(stop_cpu);
 }
 
 /* The process is about to narrow what its threads may do (a seccomp

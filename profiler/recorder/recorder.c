@@ -83,11 +83,11 @@ int pprof_recorder_start(pprof_recorder *r)
         return pp_fail(PPROF_EINVAL);
     if (r->running)
         return pp_fail(PPROF_EBUSY);
-    if (pp_shutting_down())
-        return pp_error_detail(PPROF_ESTATE, "the process is exiting");
     if (!r->ops->start)
         return pp_error_detail(PPROF_ENOTSUP, "an instant recorder: use pprof_recorder_write_to");
-    return r->ops->start(r);
+    if (pp_shutting_down() && !r->ops->start_exiting)
+        return pp_error_detail(PPROF_ESTATE, "the process is exiting");
+    return pp_shutting_down() ? r->ops->start_exiting(r) : r->ops->start(r);
 }
 
 /* stop (reopen 0) or snapshot (reopen 1) */
@@ -167,6 +167,7 @@ typedef struct cpu_recorder {
     int cfg_trace_id;       /* as configured (0: LIBPPROF_TRACE_ID_LABEL) */
     int hz;                 /* in effect while running */
     pp_cpu_window w;        /* the open window (collector lock) */
+    int exiting;            /* it was opened as the process exits (cpu_start_exiting) */
     uint64_t unlisted;      /* pp_cpu_unlisted when the window opened */
 } cpu_recorder;
 
@@ -245,10 +246,39 @@ static int cpu_start(pprof_recorder *r)
     return rc;
 }
 
+/* A window of an exiting process: no sampler to join (its timers are
+ * gone); it holds what pprof_recorder_add_unsampled_cpu adds (a tree's
+ * member asked for the rest of a window as it ends). */
+static int cpu_start_exiting(pprof_recorder *r)
+{
+    cpu_recorder *c = (cpu_recorder *)r;
+    c->hz = c->cfg_hz ? c->cfg_hz : pp_env_cpu_hz();
+    if (c->hz <= 0)
+        return pp_error_detail(PPROF_ESTATE, "the process is exiting");
+    pp_collector_lock();
+    c->w.period_ns = 1000000000ll / c->hz;
+    pprof_profile *w = new_cpu_window(c);
+    if (w) {
+        swap_window_locked(c, w);
+        c->exiting = 1;
+        r->running = 1;
+    }
+    pp_collector_unlock();
+    return w ? 0 : pp_fail(PPROF_ENOMEM);
+}
+
 static int cpu_end(pprof_recorder *r, int reopen, pprof_profile **out)
 {
     cpu_recorder *c = (cpu_recorder *)r;
     pprof_profile *next = NULL;
+    if (c->exiting) { /* attached to no collector, no sampler */
+        pp_collector_lock();
+        pprof_profile *p = swap_window_locked(c, NULL);
+        r->running = 0;
+        c->exiting = 0;
+        pp_collector_unlock();
+        return pp_recorder_finish(r, p, out);
+    }
     if (reopen && !(next = new_cpu_window(c)))
         return pp_fail(PPROF_ENOMEM);
     pp_cpu_flush(); /* the threads' time since their last signals is this window's */
@@ -289,7 +319,8 @@ static int64_t cpu_rate(const pprof_recorder *r)
     return r->running ? ((const cpu_recorder *)r)->hz : 0;
 }
 
-static const pp_recorder_ops cpu_ops = {.start = cpu_start, .end = cpu_end, .rate = cpu_rate};
+static const pp_recorder_ops cpu_ops = {
+    .start = cpu_start, .start_exiting = cpu_start_exiting, .end = cpu_end, .rate = cpu_rate};
 
 int pp_recorder_check_new(pprof_recorder **out, int64_t hz, int max)
 {

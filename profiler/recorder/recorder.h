@@ -25,6 +25,9 @@
 typedef struct pp_recorder_ops {
     /* Opens a window (running is 0); NULL: the kind is instant only. */
     int (*start)(pprof_recorder *r);
+    /* Opens a window while the process exits, which samples nothing (its
+     * timers are gone) and holds only what is added to it; NULL: refused. */
+    int (*start_exiting)(pprof_recorder *r);
     /* Closes the window into *out (out may be NULL: discard) and, with
      * reopen, opens the next at the same instant (running is 1). */
     int (*end)(pprof_recorder *r, int reopen, pprof_profile **out);
