@@ -27,7 +27,6 @@
 #include <stdlib.h>
 #include <stdatomic.h>
 #include <string.h>
-#include <sys/ioctl.h>
 #include <sys/auxv.h>
 #include <sys/socket.h>
 #include <time.h>
@@ -306,8 +305,21 @@ static void member_exec(const char *why)
         nanosleep(&(struct timespec){0, 5000000}, NULL);
 }
 
-static _Atomic int agent_answering; /* the agent is starting a request's call */
-static _Atomic int hub_greeted;     /* the hub registered this process (its HELLO came) */
+/* The hub's HELLO has come: it follows the requests the hub sends a
+ * member as it joins, and the agent reads in order, so those have been
+ * started by then (greet_mu). */
+static pthread_mutex_t greet_mu = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t greet_cv;
+static int hub_greeted;
+
+static void greet_init(void)
+{
+    pthread_condattr_t a;
+    pthread_condattr_init(&a);
+    pthread_condattr_setclock(&a, CLOCK_MONOTONIC);
+    pthread_cond_init(&greet_cv, &a);
+    pthread_condattr_destroy(&a);
+}
 
 static void *agent_main(void *arg)
 {
@@ -322,7 +334,10 @@ static void *agent_main(void *arg)
         int rc = pp_tree_recv(self.fd, &m, &body);
         if (rc == 0 && m.type == PP_TREE_HELLO) { /* the hub has registered this process */
             free(body);
-            atomic_store(&hub_greeted, 1);
+            pthread_mutex_lock(&greet_mu);
+            hub_greeted = 1;
+            pthread_cond_broadcast(&greet_cv);
+            pthread_mutex_unlock(&greet_mu);
             continue;
         }
         if (rc == 0 && m.type == PP_TREE_NOTE) { /* an acknowledgement, or a note of an exiting hub's */
@@ -343,9 +358,7 @@ static void *agent_main(void *arg)
                 continue;
             return NULL;
         }
-        atomic_store(&agent_answering, 1);
         answer(m.id, body, (size_t)m.len);
-        atomic_store(&agent_answering, 0);
         free(body);
     }
 }
@@ -422,17 +435,24 @@ static void member_exit(void)
 {
     int hub_here = pp_hub_here();
     pthread_mutex_lock(&self.send_mu);
-    int joined = !hub_here && self.fd >= 0, fd = self.fd;
+    int joined = !hub_here && self.fd >= 0;
     pthread_mutex_unlock(&self.send_mu);
     /* A request the hub sends as this process joins (the rest of a
-     * window) may not be read yet: the hub's HELLO follows it, and the
-     * agent gets 100 ms in all to start it, so a process that ends within
-     * milliseconds of its start answers too. */
-    for (int i = 0, unread = 0; joined && i < 100; i++) {
-        if (atomic_load(&hub_greeted) && !atomic_load(&agent_answering) &&
-            (ioctl(fd, FIONREAD, &unread) != 0 || unread == 0))
-            break;
-        nanosleep(&(struct timespec){0, 1000000}, NULL);
+     * window) may not be read yet: the hub's HELLO follows it, waited for
+     * 100 ms at most, so a process that ends within milliseconds of its
+     * start answers too. */
+    if (joined) {
+        struct timespec end;
+        clock_gettime(CLOCK_MONOTONIC, &end);
+        end.tv_nsec += 100000000;
+        if (end.tv_nsec >= 1000000000) {
+            end.tv_sec++;
+            end.tv_nsec -= 1000000000;
+        }
+        pthread_mutex_lock(&greet_mu);
+        while (!hub_greeted && pthread_cond_timedwait(&greet_cv, &greet_mu, &end) == 0)
+            ;
+        pthread_mutex_unlock(&greet_mu);
     }
     if (joined)
         pp_call_finish_all_now(2000000000LL);
@@ -459,7 +479,9 @@ static void fork_child(void)
     self.agent_started = 0;
     exec_note[0] = 0;
     exec_profiled = 0;
-    atomic_store(&hub_greeted, 0);
+    greet_mu = (pthread_mutex_t)PTHREAD_MUTEX_INITIALIZER;
+    greet_init();
+    hub_greeted = 0;
     first_mu = (pthread_mutex_t)PTHREAD_MUTEX_INITIALIZER;
     first_tried = 0;
     maps_mu = (pthread_mutex_t)PTHREAD_MUTEX_INITIALIZER; /* hub_maps: the same hub's */
@@ -472,6 +494,7 @@ static void fork_child(void)
 
 void pp_member_init(void)
 {
+    greet_init();
     pp_shutdown_hook_add(member_exit);
     pp_narrow_hook_add(member_narrow);
     pp_exec_hook_set(member_exec);
