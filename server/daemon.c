@@ -509,6 +509,10 @@ int pprof_server_start(const pprof_server_config *cfg)
         pthread_mutex_unlock(&srv.mu);
         return pp_fail(PPROF_EBUSY);
     }
+    if (pp_mhd_load() != 0) { /* its reason recorded */
+        pthread_mutex_unlock(&srv.mu);
+        return PPROF_ESYS;
+    }
     srv.error[0] = '\0';
     start s = {.fd = -1};
     int rc = start_config(cfg, &s);

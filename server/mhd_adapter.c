@@ -396,6 +396,8 @@ int pprof_mhd_handle(const pprof_server_config *cfg, struct MHD_Connection *conn
                      size_t *upload_data_size, void **con_cls)
 {
     pp_mhd_req *st = *con_cls;
+    if (!st && pp_mhd_load() != 0) /* the service's own daemon: dlopen finds its libmicrohttpd */
+        return MHD_NO;
     if (!st) {
         pp_own_heap_enter(); /* the adapter's state on the host's thread: the profiler's */
         st = pp_mhd_req_new(NULL, NULL);

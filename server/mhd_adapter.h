@@ -9,7 +9,7 @@
 #ifndef PP_MHD_ADAPTER_H
 #define PP_MHD_ADAPTER_H
 
-#include <microhttpd.h>
+#include "mhd_lib.h" /* libmicrohttpd, loaded when first needed */
 
 /* Largest request body the adapter accepts (symbol POSTs); beyond: 413. */
 #define PP_MAX_BODY (1u << 20)

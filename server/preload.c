@@ -141,7 +141,11 @@ __attribute__((constructor)) static void preload_init(void)
     pprof_server_config cfg = {.addr = addr};
     const char *hub = getenv(HUB_ENV);
     int hub_pid = hub ? atoi(hub) : 0;
-    if (pp_tree_join_ancestor() == 0 || (hub_pid > 0 && hub_pid != (int)getpid() && pp_tree_join_named(hub_pid) == 0)) {
+    int named = hub_pid > 0 && hub_pid != (int)getpid();
+    /* the tree named first: one connection where walking the ancestors
+     * tried one for each */
+    if ((named && pp_tree_join_named(hub_pid, 1) == 0) || pp_tree_join_ancestor() == 0 ||
+        (named && pp_tree_join_named(hub_pid, 0) == 0)) {
         /* a process of a tree: it answers through the hub, and serves
          * should it outlive the hub (a daemon's master started by exec) */
         if (!secure)

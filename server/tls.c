@@ -7,7 +7,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <gnutls/gnutls.h>
-#include <microhttpd.h>
+#include "mhd_lib.h"
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>

@@ -28,10 +28,11 @@ void pp_server_offer_takeover(const struct pprof_server_config *cfg);
  * (it then serves nothing itself), -1 when not. */
 int pp_tree_join_ancestor(void);
 /* Joins the tree that process hub_pid started (its name, which a hub that
- * took over keeps), now or, while no process serves it (its hub exited
- * and a daemon it left is taking its place), from the agent thread as
- * soon as one does. 0, or -1 (no tree: LIBPPROF_TREE=0). */
-int pp_tree_join_named(int hub_pid);
+ * took over keeps). With `now`, only if a process serves it now (-1 if
+ * not); else from the agent thread as soon as one does (its hub exited
+ * and a daemon it left is taking its place). 0, or -1 (also with no tree:
+ * LIBPPROF_TREE=0). */
+int pp_tree_join_named(int hub_pid, int now);
 /* A malloc'd copy of the hub's executable files (maps lines without
  * addresses), as its latest request sent them, or NULL: what this
  * process, a member, leaves to the hub to name

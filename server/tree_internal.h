@@ -147,7 +147,7 @@ void pp_member_init(void);
 /* Joins the hub among this process's ancestors (up to 16 up): 0, or -1
  * when there is none. */
 int pp_member_join_ancestor(void);
-int pp_member_join_named(int hub_pid);
+int pp_member_join_named(int hub_pid, int now);
 /* Whether this process is a member connected to its hub (and no hub
  * itself). */
 int pp_member_joined(void);

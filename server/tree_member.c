@@ -384,12 +384,12 @@ static int join(int now)
     return 0;
 }
 
-int pp_member_join_named(int hub)
+int pp_member_join_named(int hub, int now)
 {
     char name[PP_TREE_NAME_MAX];
     pp_tree_name_of(hub, name);
     pp_hub_set_name(name);
-    if (join(0) == 0)
+    if (join(now) == 0)
         return 0;
     pp_hub_set_name("");
     return -1;

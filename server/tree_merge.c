@@ -308,12 +308,12 @@ int pp_tree_join_ancestor(void)
     return pp_member_join_ancestor();
 }
 
-int pp_tree_join_named(int hub_pid)
+int pp_tree_join_named(int hub_pid, int now)
 {
     if (pp_tree_off())
         return -1;
     pthread_once(&tree_once, tree_init_once);
-    return pp_member_join_named(hub_pid);
+    return pp_member_join_named(hub_pid, now);
 }
 
 int pprof_tree_start(void)

@@ -48,6 +48,7 @@
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/syscall.h>
 #include <sys/uio.h>
 #include <ucontext.h>
@@ -638,10 +639,24 @@ void pp_unwind_thread_prepare(void)
     pp_own_heap_leave();
 }
 
+extern void *__libc_stack_end; /* the loader's: the main thread's stack pointer at start */
+
 void pp_unwind_init(void)
 {
     dl_iterate_phdr(find_debug, NULL);
-    pp_unwind_thread_prepare();
+    /* The main thread at start: its stack ends above the loader's first
+     * stack pointer and may grow to RLIMIT_STACK below (as
+     * pthread_getattr_np says, which reads /proc/self/maps for it: a tenth
+     * of a millisecond of every exec). */
+    struct rlimit rl;
+    uintptr_t page = (uintptr_t)sysconf(_SC_PAGESIZE);
+    if (syscall(SYS_gettid) == getpid() && __libc_stack_end && getrlimit(RLIMIT_STACK, &rl) == 0 &&
+        rl.rlim_cur != RLIM_INFINITY && rl.rlim_cur < ((uintptr_t)__libc_stack_end >> 1)) {
+        stack_hi = ((uintptr_t)__libc_stack_end + page - 1) & ~(page - 1);
+        stack_lo = stack_hi - rl.rlim_cur;
+    } else {
+        pp_unwind_thread_prepare();
+    }
     pp_unwind_refresh(1);
 }
 
