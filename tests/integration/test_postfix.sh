@@ -107,10 +107,11 @@ pp_check "the master $master serves the endpoint $(((t1 - t0) / 1000000)) ms aft
 # the tree's CPU ticks: every process whose parent is the master, the
 # master, and the master's reaped children (cutime + cstime)
 # children (cutime + cstime), read in one pass so that the two readings
-# lie within a few ms of the window's ends
+# lie within a few ms of the window's ends (cat passes over a process
+# that ended meanwhile, where mawk would stop)
 snapshot() {
-    awk -v m="$master" '{ pid = $1; sub(/^.*\) /, ""); if (pid == m || $2 == m) print pid, $12 + $13, (pid == m ? $14 + $15 : 0) }' \
-        /proc/[0-9]*/stat 2>/dev/null
+    cat /proc/[0-9]*/stat 2>/dev/null |
+        awk -v m="$master" '{ pid = $1; sub(/^.*\) /, ""); if (pid == m || $2 == m) print pid, $12 + $13, (pid == m ? $14 + $15 : 0) }'
 }
 sent=0
 {
