@@ -13,12 +13,14 @@
  * missing. So before the exec, the process tells its tree's hub which
  * program it runs and why it will not be profiled (pp_exec_note: the
  * hub's index names it, ?pid= answers 404 with the reason), and takes it
- * back when the exec fails. The calls themselves are the C library's,
- * unchanged: execl, execle and execlp build the argument array and go
- * through execve, execvpe.
+ * back when the exec fails. The profiling signal is ignored for the exec
+ * (pp_signal_exec_begin): one pending would end the new program. The
+ * calls themselves are the C library's: execl, execle and execlp build
+ * the argument array and go through execve, execvpe.
  */
 #define _GNU_SOURCE
 #include "base/base.h"
+#include "signals/signals.h"
 
 #include <dlfcn.h>
 #include <errno.h>
@@ -148,6 +150,7 @@ static int before_exec(const char *path, int fd, char *const argv[], char *const
 static int after_failed_exec(int told)
 {
     int saved = errno;
+    pp_signal_exec_failed();
     if (told)
         pp_exec_note(NULL);
     errno = saved;
@@ -159,6 +162,7 @@ API int execve(const char *path, char *const argv[], char *const envp[])
     if (!real_execve)
         real_execve = (execve_fn)pp_next_symbol("execve", NULL);
     int told = before_exec(path, -1, argv, envp);
+    pp_signal_exec_begin();
     real_execve(path, argv, envp);
     return after_failed_exec(told);
 }
@@ -193,6 +197,7 @@ API int execvpe(const char *file, char *const argv[], char *const envp[])
         real_execvpe = (execve_fn)pp_next_symbol("execvpe", NULL);
     char buf[PATH_MAX];
     int told = file[0] ? before_exec(search(file, buf, sizeof buf), -1, argv, envp) : 0;
+    pp_signal_exec_begin();
     real_execvpe(file, argv, envp);
     return after_failed_exec(told);
 }
@@ -209,6 +214,7 @@ API int fexecve(int fd, char *const argv[], char *const envp[])
     char path[32];
     snprintf(path, sizeof path, "/proc/self/fd/%d", fd);
     int told = before_exec(argv[0] ? argv[0] : path, fd, argv, envp);
+    pp_signal_exec_begin();
     real_fexecve(fd, argv, envp);
     return after_failed_exec(told);
 }

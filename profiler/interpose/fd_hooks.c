@@ -167,19 +167,48 @@ static int raw_dup2(int oldfd, int newfd)
 /* async-signal-safe but onto a descriptor of the profiler's, where the
  * taken hook stops the server first (a program's handler never targets
  * those numbers: they are not its) */
+/* The program's dup2 or dup3 onto newfd: one of the profiler's is handed
+ * back first; otherwise the call waits for a descriptor the profiler is
+ * making and moving up (pp_fd_create_begin), as a bulk close does: that
+ * number is briefly the lowest free one, and a dup2 onto it (sshd sets up
+ * its re-exec's descriptors so, right after the fork whose child starts
+ * the tree's agent) replaced the profiler's socket, whose move then closed
+ * the program's file. 1 when it must call pp_fd_bulk_end. */
+static int dup_begin(int oldfd, int newfd)
+{
+    if (oldfd == newfd || profiler_call())
+        return 0;
+    if (pp_fd_owned(newfd)) {
+        pp_fd_taken(newfd);
+        return 0;
+    }
+    pp_fd_bulk_begin();
+    return 1;
+}
+
 API int dup2(int oldfd, int newfd)
 {
-    if (oldfd != newfd && pp_fd_owned(newfd) && !profiler_call())
-        pp_fd_taken(newfd);
-    return real_dup2 ? real_dup2(oldfd, newfd) : raw_dup2(oldfd, newfd);
+    int bulk = dup_begin(oldfd, newfd);
+    int rc = real_dup2 ? real_dup2(oldfd, newfd) : raw_dup2(oldfd, newfd);
+    if (bulk) {
+        int saved = errno;
+        pp_fd_bulk_end();
+        errno = saved;
+    }
+    return rc;
 }
 
 /* as dup2 */
 API int dup3(int oldfd, int newfd, int flags)
 {
-    if (oldfd != newfd && pp_fd_owned(newfd) && !profiler_call())
-        pp_fd_taken(newfd);
-    return real_dup3 ? real_dup3(oldfd, newfd, flags) : (int)syscall(SYS_dup3, oldfd, newfd, flags);
+    int bulk = dup_begin(oldfd, newfd);
+    int rc = real_dup3 ? real_dup3(oldfd, newfd, flags) : (int)syscall(SYS_dup3, oldfd, newfd, flags);
+    if (bulk) {
+        int saved = errno;
+        pp_fd_bulk_end();
+        errno = saved;
+    }
+    return rc;
 }
 
 API int epoll_create1(int flags)

@@ -241,6 +241,26 @@ int pp_signal_install(void)
     return rc;
 }
 
+void pp_signal_exec_begin(void)
+{
+    struct sigaction ign;
+    memset(&ign, 0, sizeof ign);
+    ign.sa_handler = SIG_IGN;
+    pp_signal_resolve();
+    real_sigaction(pp_signal_number(), &ign, NULL); /* discards the pending ones */
+}
+
+void pp_signal_exec_failed(void)
+{
+    pp_mutex_lock(&lock);
+    sigset_t mask;
+    host_lock(&mask);
+    if (atomic_load(&installed))
+        put_ours(NULL);
+    host_unlock(&mask);
+    pp_mutex_unlock(&lock);
+}
+
 void pp_signal_reclaim(void)
 {
     pp_mutex_lock(&lock);

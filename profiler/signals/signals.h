@@ -56,6 +56,16 @@ int pp_signal_host_action(const struct sigaction *act, struct sigaction *old);
 /* Puts the handler back if the host replaced it since, chaining to the
  * host's from then on. Thread-safe. */
 void pp_signal_reclaim(void);
+/* Around the program's exec (interpose/exec_hooks.c): a profiling signal
+ * still pending at the exec (a dump's or a wall sample's sent an instant
+ * before, a CPU timer's) would reach the new program with the default
+ * action, which ends it (sshd's session child died so, a few times in a
+ * thousand logins under dumps). exec_begin ignores the signal, which
+ * discards the pending ones, and the new program starts with it ignored
+ * (one that loads libpprof installs the handler again); exec_failed puts
+ * the handler back. Thread-safe. */
+void pp_signal_exec_begin(void);
+void pp_signal_exec_failed(void);
 /* Handlers put back so far. Thread-safe. */
 uint64_t pp_signal_reclaimed(void);
 /* The profiling signal's number. async-signal-safe */

@@ -7,7 +7,8 @@
 # the serving ancestor as a member of its tree) until the parent exits and
 # the child takes the endpoint over; with the port taken the program
 # runs to completion with one "libpprof:" line on stderr; LIBPPROF_ADDR=off
-# serves nothing; an invalid LIBPPROF_CPU_HZ gives one line and the default.
+# serves nothing; an invalid LIBPPROF_CPU_HZ gives one line and the default;
+# a lone serving process answers ?pid= of another with a 404.
 # Usage: test_preload.sh BUILD_DIR
 . "$(dirname "$0")/lib.sh"
 pp_init "$1"
@@ -214,5 +215,16 @@ for p in $bad_pid $good_pid; do
         pp_bad "pid $p died" "$(cat "$TMP/hzbad.err" "$TMP/hz250.err")"
     fi
 done
+
+# A process that serves alone answers ?pid= of any other process with a
+# 404 naming itself, never with its own threads.
+if pp_serve alone env LD_PRELOAD="$LIB" LIBPPROF_ADDR=127.0.0.1:@PORT@ sleep 10; then
+    code=$(curl -sS --max-time 10 -o "$TMP/stranger" -w '%{http_code}' \
+        "http://127.0.0.1:$PORT/debug/pprof/goroutine?debug=2&pid=999999")
+    pp_check "goroutine?debug=2&pid=999999 of a lone sleep: 404 ($code: $(head -c 100 "$TMP/stranger"))" \
+        test "$code" = 404 -a -n "$(grep "no process 999999 in the tree; the tree: $PID" "$TMP/stranger")"
+else
+    pp_bad "a preloaded sleep did not serve" "$(cat "$TMP/alone.err")"
+fi
 
 pp_finish
