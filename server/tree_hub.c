@@ -547,6 +547,21 @@ static void request_msg(const char *wire, int with_maps, pprof_buffer *msg)
     }
 }
 
+/* Sends member m request t (msg), counting it asked; one that cannot be
+ * sent to is answered as gone at once. */
+static void ask_locked(pp_hub_req *t, member *m, const pprof_buffer *msg)
+{
+    t->pids[t->nasked] = m->pid;
+    memcpy(t->names[t->nasked], m->name, sizeof m->name);
+    t->nasked++;
+    m->asked++;
+    pthread_mutex_lock(&m->send_mu);
+    int bad = pp_tree_send(m->fd, PP_TREE_REQ, t->id, 0, msg->data, msg->len);
+    pthread_mutex_unlock(&m->send_mu);
+    if (bad)
+        answered_locked(m->pid, t->id, -1, NULL, 0);
+}
+
 /* A member that joined during the window of a request for the whole tree
  * is asked for the rest of it (window_ms=, at least 100 ms left): a
  * process that starts and ends inside the window counts from its start. */
@@ -562,17 +577,9 @@ static void ask_joined_locked(member *m)
                  (long long)left_ms);
         pprof_buffer msg;
         request_msg(wire, t->with_maps, &msg);
-        t->pids[t->nasked] = m->pid;
-        memcpy(t->names[t->nasked], m->name, sizeof m->name);
-        t->nasked++;
-        m->asked++;
-        pthread_mutex_lock(&m->send_mu);
-        int bad = pp_tree_send(m->fd, PP_TREE_REQ, t->id, 0, msg.data, msg.len);
-        pthread_mutex_unlock(&m->send_mu);
+        ask_locked(t, m, &msg);
         if (msg.cap)
             pprof_buffer_free(&msg);
-        if (bad)
-            answered_locked(m->pid, t->id, -1, NULL, 0);
     }
 }
 
@@ -606,15 +613,7 @@ pp_hub_req *pp_hub_ask(const char *wire, int with_maps, int pid, int window_s, i
         member *m = &hub.members[i];
         if (m->fd < 0 || (pid && m->pid != pid))
             continue;
-        t->pids[t->nasked] = m->pid;
-        memcpy(t->names[t->nasked], m->name, sizeof m->name);
-        t->nasked++;
-        m->asked++;
-        pthread_mutex_lock(&m->send_mu);
-        int bad = pp_tree_send(m->fd, PP_TREE_REQ, t->id, 0, msg.data, msg.len);
-        pthread_mutex_unlock(&m->send_mu);
-        if (bad)
-            answered_locked(m->pid, t->id, -1, NULL, 0);
+        ask_locked(t, m, &msg);
     }
     pthread_mutex_unlock(&hub.mu);
     if (msg.cap)

@@ -14,6 +14,7 @@
 #   pp_pprof ARGS...         go tool pprof with a time limit
 #   pp_ticks PID [RE [NOT]]  CPU ticks of PID's threads named RE, not NOT
 #   pp_top_ms FILE           a CPU profile's total and "not sampled" ms
+#   pp_pid_ms FILE PID       a tree's CPU profile's ms for one pid
 #   pp_check_rests LABEL PID libpprof's threads in PID use under 1% of a
 #                            core over 2 s
 #   pp_ok / pp_bad / pp_check / pp_skip / pp_note / pp_finish
@@ -310,6 +311,22 @@ pp_top_ms() {
         /Total samples = / { v = $0; sub(/.*Total samples = /, "", v); n = v + 0; if (v ~ /^[0-9.]+s/) n *= 1000; total = n }
         /not sampled/ { f = $4; sub(/ms$/, "", f); ns += f }
         END { printf "%d %d\n", total, ns }'
+}
+
+# pp_pid_ms FILE PID: the milliseconds of a tree's CPU profile whose pid
+# label is PID, libpprof's own work (pprof.work) left out.
+pp_pid_ms() {
+    pp_pprof -traces "$1" 2>/dev/null | awk -v pid="$2" '
+        /^-----------\+/ { p = ""; w = 0; v = 0; next }
+        /^ *pid: / { p = $2; next }
+        /^ *pprof.work: / { w = 1; next }
+        !v && /^ +[0-9.]+(ms|s|us) / {
+            x = $1; u = x; sub(/[a-z]+$/, "", x); sub(/^[0-9.]+/, "", u)
+            x = u == "s" ? x * 1000 : u == "us" ? x / 1000 : x
+            if (p == pid && !w) sum += x
+            v = 1
+        }
+        END { printf "%d\n", sum }'
 }
 
 # pp_check_rests LABEL PID: a check that libpprof's threads in PID use

@@ -186,17 +186,7 @@ for q in "wall?seconds=2" heap "heap?pid=$kid" "goroutine?debug=2" "goroutine?de
 done
 wait $wrk
 { read -r c0; read -r c1; } <"$TMP/ticks"
-mine=$(pp_pprof -traces "$TMP/cpu.pb.gz" 2>/dev/null | awk -v pid="$kid" '
-    /^-----------\+/ { p = ""; w = 0; v = 0; next }
-    /^ *pid: / { p = $2; next }
-    /^ *pprof.work: / { w = 1; next }
-    !v && /^ +[0-9.]+(ms|s|us) / {
-        x = $1; u = x; sub(/[a-z]+$/, "", x); sub(/^[0-9.]+/, "", u)
-        x = u == "s" ? x * 1000 : u == "us" ? x / 1000 : x
-        if (p == pid && !w) sum += x
-        v = 1
-    }
-    END { printf "%d\n", sum }')
+mine=$(pp_pid_ms "$TMP/cpu.pb.gz" "$kid")
 pp_check "the kid's samples cover its CPU ($mine ms for $(((c1 - c0) * 10)) ms from /proc, 90% to 110%)" \
     awk -v p="$mine" -v c="$(((c1 - c0) * 10))" 'BEGIN { exit !(c > 300 && p >= 0.9 * c && p <= 1.1 * c + 50) }'
 pp_check "CPU, wall, heap (the kid's too) and dump requests answered 200 ($codes)" \

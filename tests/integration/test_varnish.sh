@@ -59,17 +59,7 @@ cpu=$!
 wait $cpu $wrk
 pp_check "a CPU profile of the tree answered 200 ($(cat "$TMP/cpu.code"))" test "$(cat "$TMP/cpu.code")" = 200
 { read -r c0; read -r c1; } <"$TMP/ticks"
-mine=$(pp_pprof -traces "$TMP/cpu.pb.gz" 2>/dev/null | awk -v pid="$child" '
-    /^-----------\+/ { p = ""; w = 0; v = 0; next }
-    /^ *pid: / { p = $2; next }
-    /^ *pprof.work: / { w = 1; next }
-    !v && /^ +[0-9.]+(ms|s|us) / {
-        x = $1; u = x; sub(/[a-z]+$/, "", x); sub(/^[0-9.]+/, "", u)
-        x = u == "s" ? x * 1000 : u == "us" ? x / 1000 : x
-        if (p == pid && !w) sum += x
-        v = 1
-    }
-    END { printf "%d\n", sum }')
+mine=$(pp_pid_ms "$TMP/cpu.pb.gz" "$child")
 pp_check "the child's samples cover its CPU ($mine ms for $(((c1 - c0) * 10)) ms from /proc, at least 90%)" \
     awk -v p="$mine" -v c="$(((c1 - c0) * 10))" 'BEGIN { exit !(c > 300 && p >= 0.9 * c && p <= 1.1 * c + 50) }'
 code=$(curl -sS --max-time 20 -o "$TMP/heap.pb.gz" -w '%{http_code}' "$base/heap?pid=$child")
