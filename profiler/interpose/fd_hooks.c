@@ -164,16 +164,15 @@ static int raw_dup2(int oldfd, int newfd)
 #endif
 }
 
-/* async-signal-safe but onto a descriptor of the profiler's, where the
- * taken hook stops the server first (a program's handler never targets
- * those numbers: they are not its) */
 /* The program's dup2 or dup3 onto newfd: one of the profiler's is handed
  * back first; otherwise the call waits for a descriptor the profiler is
  * making and moving up (pp_fd_create_begin), as a bulk close does: that
- * number is briefly the lowest free one, and a dup2 onto it (sshd sets up
- * its re-exec's descriptors so, right after the fork whose child starts
- * the tree's agent) replaced the profiler's socket, whose move then closed
- * the program's file. 1 when it must call pp_fd_bulk_end. */
+ * number is briefly the lowest free one, and a dup2 onto it would replace
+ * the profiler's socket, whose move would then close the program's file
+ * (sshd's child sets up its re-exec's descriptors with dup2 right after
+ * the fork that starts the tree's agent). 1 when dup_end must end the
+ * wait. async-signal-safe but for a descriptor of the profiler's, whose
+ * taken hook stops the server first (a handler never targets those) */
 static int dup_begin(int oldfd, int newfd)
 {
     if (oldfd == newfd || profiler_call())
@@ -186,10 +185,9 @@ static int dup_begin(int oldfd, int newfd)
     return 1;
 }
 
-API int dup2(int oldfd, int newfd)
+/* async-signal-safe */
+static int dup_end(int bulk, int rc)
 {
-    int bulk = dup_begin(oldfd, newfd);
-    int rc = real_dup2 ? real_dup2(oldfd, newfd) : raw_dup2(oldfd, newfd);
     if (bulk) {
         int saved = errno;
         pp_fd_bulk_end();
@@ -198,17 +196,18 @@ API int dup2(int oldfd, int newfd)
     return rc;
 }
 
-/* as dup2 */
+/* async-signal-safe as dup_begin */
+API int dup2(int oldfd, int newfd)
+{
+    int bulk = dup_begin(oldfd, newfd);
+    return dup_end(bulk, real_dup2 ? real_dup2(oldfd, newfd) : raw_dup2(oldfd, newfd));
+}
+
+/* async-signal-safe as dup_begin */
 API int dup3(int oldfd, int newfd, int flags)
 {
     int bulk = dup_begin(oldfd, newfd);
-    int rc = real_dup3 ? real_dup3(oldfd, newfd, flags) : (int)syscall(SYS_dup3, oldfd, newfd, flags);
-    if (bulk) {
-        int saved = errno;
-        pp_fd_bulk_end();
-        errno = saved;
-    }
-    return rc;
+    return dup_end(bulk, real_dup3 ? real_dup3(oldfd, newfd, flags) : (int)syscall(SYS_dup3, oldfd, newfd, flags));
 }
 
 API int epoll_create1(int flags)
