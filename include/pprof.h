@@ -561,6 +561,25 @@ PPROF_API int pprof_alloc_recorder_new(const pprof_heap_config *cfg, pprof_recor
  * now, with every allocation since start-up as alloc_*. Thread-safe. */
 PPROF_API int pprof_heap_recorder_new(const pprof_heap_config *cfg, pprof_recorder **out);
 
+/* ---------------------------------------------------------------- memory
+ *
+ * The memory profile accounts for the whole resident set: its samples
+ * (resident_space/bytes) add up to the Rss of every mapping in
+ * /proc/self/smaps, under one root frame per holder: live heap objects
+ * (under their allocation stacks), memory the allocator holds free,
+ * anonymous mappings the program made with mmap (under the stacks that
+ * made them), thread stacks, mapped files, shared memory, libpprof itself,
+ * and what none of them claims. Each sample has the label memory=<holder>
+ * (heap, allocator_free, mmap, stack, file, shared, libpprof,
+ * unattributed). See docs/memory.md. */
+
+/* A memory recorder. pprof_recorder_write_to gives the resident set now;
+ * a window (start/snapshot/stop) gives the resident set at its end and
+ * its change over the window (resident_change_space/bytes, the default
+ * type; negative where memory was given back). Allocates nothing in the
+ * program's heap. Thread-safe. */
+PPROF_API int pprof_memory_recorder_new(pprof_recorder **out);
+
 /* --------------------------------------------------------------- threads
  *
  * Go's goroutine profile, for threads: the stacks of all live threads,

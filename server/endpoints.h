@@ -67,6 +67,7 @@ int pp_h_ui(pp_req *q);
 int pp_h_heap(pp_req *q);         /* handlers_heap.c */
 int pp_h_allocs(pp_req *q);
 int pp_h_delta_heap(pp_req *q);
+int pp_h_memory(pp_req *q);
 int pp_h_goroutine(pp_req *q);    /* handlers_threads.c */
 int pp_h_threadcreate(pp_req *q);
 int pp_h_custom(pp_req *q);

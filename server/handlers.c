@@ -170,6 +170,11 @@ static const pp_endpoint endpoints[] = {
     {"heap", "heap?debug=1",
      "A sampling of memory allocations of live objects (C malloc family and C++ new), with labels",
      PROFILE, pp_h_heap},
+    {"memory", "memory",
+     "The whole resident set (Rss) by what holds it: live heap objects under their allocation stacks, memory the "
+     "allocator holds free, the program's own mmap regions under their stacks, thread stacks, mapped files, shared "
+     "memory, libpprof, and what none of them claims. seconds=N adds the change over N seconds.",
+     PROFILE, pp_h_memory},
     {"mutex", "mutex?debug=1",
      "Stack traces of waiters for contended pthread mutexes and rwlocks (the delay is charged to the waiter, "
      "not to the holder as in Go; LIBPPROF_MUTEX_FRACTION)",

@@ -1,4 +1,5 @@
-/* handlers_heap.c: the heap endpoints, on the public heap recorders.
+/* handlers_heap.c: the heap and memory endpoints, on the public heap and
+ * memory recorders.
  *
  *   heap, allocs        the live heap now and every sampled allocation
  *                       since start-up; they differ only in the sample type
@@ -10,6 +11,9 @@
  *                       the previous call (the first returns everything),
  *                       in-use values live. One state per process: two
  *                       scrapers of it take each other's deltas.
+ *   memory              the whole resident set, by what holds it;
+ *                       ?seconds=N: the set at the window's end and its
+ *                       change over the window
  */
 #include "endpoints.h"
 
@@ -47,4 +51,16 @@ int pp_h_delta_heap(pp_req *q)
 {
     static pprof_recorder *state;
     return pp_serve_delta(q, &state, make_delta, "heap", "attachment; filename=\"heap.pprof.gz\"");
+}
+
+int pp_h_memory(pp_req *q)
+{
+    if (q->q.has_debug && q->q.debug > 0)
+        return pp_reply_error(q, 400, "memory has no debug format: use format=folded or the protobuf default");
+    pprof_recorder *rec = NULL;
+    int rc = pprof_memory_recorder_new(&rec);
+    if (rc != 0)
+        return pp_reply_error(q, 500, "Could not start the memory profile: %s", pp_why(rc));
+    return pp_serve_recorder(q, rec, PPROF_FORMAT_PROTO_GZIP, "memory", "attachment; filename=\"memory\"",
+                             "attachment; filename=\"memory-delta\"");
 }

@@ -50,6 +50,7 @@ static const struct {
     {{"threadcreate"}, {"threadcreate"}},
     {{"wall"}, {"samples", "wall"}},
     {{"fgprof"}, {"samples", "time"}},
+    {{"memory"}, {"resident_space"}},
 };
 
 /* The sample types of profile `name` (*n of them), or NULL when the page

@@ -5,6 +5,7 @@
  * profiler uses instead of pthread mutexes, with the hook variant that never
  * waits for a fork (lock.h), the process-wide state: a fork under way and
  * the shutdown hooks and the switch to the profiler's own heap (process.h),
+ * the profiler's own mappings, made and listed in one place (own_maps.h),
  * the label set of the profiler's own work, as labels/ registers it
  * (own_labels.h),
  * the descriptors the profiler owns, known by identity (fds.h),
@@ -29,6 +30,7 @@
 #include "names.h"
 #include "next.h"
 #include "own_labels.h"
+#include "own_maps.h"
 #include "process.h"
 #include "varint.h"
 #endif

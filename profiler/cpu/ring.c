@@ -26,9 +26,8 @@ static void set_up(pp_ring *r)
 
 int pp_ring_init(pp_ring *r, size_t ncells)
 {
-    void *m = mmap(NULL, ncells * sizeof(pp_ring_cell), PROT_READ | PROT_WRITE,
-                   MAP_PRIVATE | MAP_ANONYMOUS | MAP_POPULATE, -1, 0);
-    if (m == MAP_FAILED)
+    void *m = pp_map(ncells * sizeof(pp_ring_cell), PROT_READ | PROT_WRITE, MAP_POPULATE);
+    if (!m)
         return pp_fail(PPROF_ENOMEM);
     r->cells = m;
     r->mask = ncells - 1;

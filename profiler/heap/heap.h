@@ -62,6 +62,9 @@ extern PP_HEAP_HIDDEN pp_next_ext pp_next_x;
  * for glibc, else asked by allocating and freeing one, once per size and
  * thread). Needs pp_next_ready(). Not malloc-safe. */
 size_t pp_next_block_size(size_t n);
+/* The address range of the object that defines the next malloc (0, 0
+ * before pp_next_resolve), and whether it is glibc's. malloc-safe */
+void pp_next_object(uintptr_t *lo, uintptr_t *hi, int *glibc);
 /* 1 once pp_next is usable. malloc-safe */
 extern PP_HEAP_HIDDEN _Atomic int pp_next_state;
 static inline int pp_next_ready(void)
@@ -239,6 +242,20 @@ void pp_heap_snap_free(pp_heap_snap *s);
 /* The record with id `rec` (immutable fields only outside the lock). */
 const pp_rec *pp_heap_rec_get(uint32_t rec);
 
+/* A live sampled object: its address, record and when it was sampled
+ * (CLOCK_MONOTONIC_COARSE, ns). */
+typedef struct pp_heap_live {
+    uintptr_t ptr;
+    uint32_t rec;
+    int64_t born_ns;
+} pp_heap_live;
+/* Copies at most max live sampled objects into out; returns how many there
+ * are (more than max: out holds the first max). Holds the table's lock
+ * for a walk of it: not for hooks. */
+size_t pp_heap_live_copy(pp_heap_live *out, size_t max);
+/* The number of live sampled objects now. malloc-safe */
+uint64_t pp_heap_live_count(void);
+
 /* The profiler's own live heap: the in-use estimate of the records that
  * carry its label (base/names.h), at `rate`. Takes a snapshot. */
 int64_t pp_heap_own_inuse(int64_t rate);
@@ -264,6 +281,13 @@ void pp_heap_sample_fork_child(void);
  * alloc values are now - base, in-use values are now's. `rate` is the
  * sampling rate the records were taken at. */
 pprof_profile *pp_heap_build(const pp_heap_snap *base, const pp_heap_snap *now, int64_t rate, int flags);
+
+/* Calls each(pcs, npcs, labels, bytes, arg) for every record of `now` with
+ * live objects (the profiler's own left out): its in-use bytes, unsampled
+ * at `rate` as pp_heap_build does. Returns the sum of the bytes. */
+typedef void (*pp_heap_inuse_fn)(const uint64_t *pcs, size_t npcs, const pprof_labels *labels, int64_t bytes,
+                                 void *arg);
+int64_t pp_heap_inuse_each(const pp_heap_snap *now, int64_t rate, pp_heap_inuse_fn each, void *arg);
 
 /* --- start-up (heap_sample.c) --- */
 /* Reads LIBPPROF_HEAP_RATE and LIBPPROF_HEAP_BYTES and starts sampling. */

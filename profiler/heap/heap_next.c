@@ -157,6 +157,15 @@ static void *next(const char *name)
  * set once by pp_next_resolve. */
 static int next_glibc;
 
+/* malloc-safe */
+void pp_next_object(uintptr_t *lo, uintptr_t *hi, int *glibc)
+{
+    int ready = pp_next_ready();
+    *lo = ready ? malloc_lo : 0;
+    *hi = ready ? malloc_hi : 0;
+    *glibc = ready && next_glibc;
+}
+
 /* malloc-safe: the caller's allocations are served from the bootstrap
  * buffer while this runs. */
 int pp_next_resolve(void)

@@ -89,6 +89,24 @@ int64_t pp_heap_own_inuse(int64_t rate)
     return total;
 }
 
+int64_t pp_heap_inuse_each(const pp_heap_snap *now, int64_t rate, pp_heap_inuse_fn each, void *arg)
+{
+    carry cr[2] = {{0, 0}};
+    int64_t v[2], total = 0;
+    for (size_t i = 0; i < now->n; i++) {
+        const pp_rec *r = pp_heap_rec_get(now->c[i].rec);
+        int64_t live = now->c[i].c[0] - now->c[i].c[1];
+        if (live <= 0 || pp_labels_is_own(r->labels))
+            continue;
+        unsample(live, r->key, block_bytes(r->key), rate, cr, v);
+        if (v[1] && each) {
+            each(r->pcs, r->nframes, r->labels, v[1], arg);
+        }
+        total += v[1];
+    }
+    return total;
+}
+
 pprof_profile *pp_heap_build(const pp_heap_snap *base, const pp_heap_snap *now, int64_t rate, int flags)
 {
     static const pprof_value_type types[] = {

@@ -35,6 +35,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <time.h>
 
 #define LIVE_MAX (1u << 24)         /* live sampled objects */
 #define LIVE_BUCKETS (1u << PP_LIVE_BUCKET_BITS)
@@ -42,7 +43,8 @@
 typedef struct live_node {
     uintptr_t ptr;
     uint32_t rec;
-    uint32_t next; /* node index + 1 */
+    uint32_t next;   /* node index + 1 */
+    int64_t born_ns; /* CLOCK_MONOTONIC_COARSE when it was sampled */
 } live_node;
 
 static pp_store recs = PP_STORE_INIT(1ull << 30, 1u << 17);
@@ -70,8 +72,7 @@ static _Atomic uint64_t deferred_lost; /* could not be deferred: the entry stays
 /* malloc-safe */
 static void *reserve(size_t bytes)
 {
-    void *p = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
-    return p == MAP_FAILED ? NULL : p;
+    return pp_map(bytes, PROT_READ | PROT_WRITE, MAP_NORESERVE);
 }
 
 /* malloc-safe */
@@ -140,7 +141,10 @@ static int link_live(void *p, uint32_t rec)
         i = ++nodes_used;
     }
     _Atomic uint32_t *b = &pp_live_buckets[pp_live_bucket(p)];
-    nodes[i - 1] = (live_node){(uintptr_t)p, rec, atomic_load_explicit(b, memory_order_relaxed)};
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC_COARSE, &ts); /* the vDSO's: no system call */
+    nodes[i - 1] = (live_node){(uintptr_t)p, rec, atomic_load_explicit(b, memory_order_relaxed),
+                               ts.tv_sec * 1000000000ll + ts.tv_nsec};
     atomic_store_explicit(b, i, memory_order_release);
     pp_heap_map_set(pp_granule(p), PP_MAP_SAMPLED, 1);
     atomic_fetch_add(&nlive, 1);
@@ -327,6 +331,26 @@ int pp_heap_snap_take(pp_heap_snap *s)
 void pp_heap_snap_free(pp_heap_snap *s)
 {
     pp_store_snap_free(s);
+}
+
+uint64_t pp_heap_live_count(void)
+{
+    return atomic_load(&nlive);
+}
+
+size_t pp_heap_live_copy(pp_heap_live *out, size_t max)
+{
+    size_t n = 0;
+    pp_mutex_lock(&recs.lock);
+    apply_deferred();
+    for (uint32_t b = 0; b < LIVE_BUCKETS; b++)
+        for (uint32_t i = atomic_load_explicit(&pp_live_buckets[b], memory_order_relaxed); i; i = nodes[i - 1].next) {
+            if (n < max)
+                out[n] = (pp_heap_live){nodes[i - 1].ptr, nodes[i - 1].rec, nodes[i - 1].born_ns};
+            n++;
+        }
+    unlock_table();
+    return n;
 }
 
 void pp_heap_table_stats_get(pp_heap_table_stats *s)

@@ -97,10 +97,10 @@ static int reserved(void)
         return 0;
     size_t size = RESERVE;
     void *r;
-    while ((r = mmap(NULL, size, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0)) == MAP_FAILED &&
+    while (!(r = pp_map(size, PROT_NONE, MAP_NORESERVE)) &&
            size > (64u << 20)) /* under a ulimit -v, say */
         size /= 2;
-    if (r == MAP_FAILED) {
+    if (!r) {
         atomic_store(&reserve_failed, 1);
         return 0;
     }

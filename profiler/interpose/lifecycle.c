@@ -23,6 +23,7 @@
 #include "contention/contention.h"
 #include "base/base.h"
 #include "heap/heap.h"
+#include "memory/memory.h"
 #include "labels/labels.h"
 #include "otel/otel.h"
 #include "threads/threads.h"
@@ -86,6 +87,7 @@ static void fork_prepare(void)
     pp_labels_cap_fork_prepare();
     pp_threads_fork_prepare();
     pp_heap_fork_prepare();
+    pp_memory_fork_prepare();
     pp_own_heap_fork_prepare();
     pp_signal_fork_prepare();
 }
@@ -94,6 +96,7 @@ static void fork_parent(void)
 {
     pp_signal_fork_parent();
     pp_own_heap_fork_parent();
+    pp_memory_fork_parent();
     pp_heap_fork_parent();
     pp_threads_fork_parent();
     pp_labels_cap_fork_parent();
@@ -108,6 +111,7 @@ static void fork_child(void)
     pp_fd_fork_child(); /* first: no handler may meet the parent's descriptors */
     pp_own_heap_fork_child();
     pp_heap_fork_child();
+    pp_memory_fork_child();
     pp_threads_fork_child();
     pp_labels_cap_fork_child();
     pp_contention_fork_child();

@@ -76,8 +76,8 @@ static int same(const pprof_labels *a, const pprof_labels *b)
 static int grow(void)
 {
     size_t size = table_size ? table_size * 2 : 256;
-    pprof_labels **t = mmap(NULL, size * sizeof *t, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-    if (t == MAP_FAILED)
+    pprof_labels **t = pp_map(size * sizeof *t, PROT_READ | PROT_WRITE, 0);
+    if (!t)
         return -1;
     for (size_t i = 0; i < table_size; i++) {
         if (!table[i])
@@ -89,7 +89,7 @@ static int grow(void)
     }
     if (table) {
         ROOT_DEL(table, table_size * sizeof *table);
-        munmap(table, table_size * sizeof *table);
+        pp_unmap(table, table_size * sizeof *table);
     }
     ROOT_ADD(t, size * sizeof *t);
     table = t;

@@ -199,15 +199,20 @@ int pp_profile_add_num(pprof_profile *p, const uint64_t *pcs, size_t npcs, const
 
 int pp_profile_add_profile(pprof_profile *dst, const pprof_profile *src, int64_t sign)
 {
-    if (!dst || !src || !src->b || dst->ntypes != src->ntypes)
+    if (!dst || !src || dst->ntypes != src->ntypes)
         return pp_fail(PPROF_EINVAL);
-    int64_t v[16];
-    if (src->ntypes > 16)
+    return pp_profile_add_profile_at(dst, src, sign, 0);
+}
+
+int pp_profile_add_profile_at(pprof_profile *dst, const pprof_profile *src, int64_t sign, size_t first)
+{
+    if (!dst || !src || !src->b || first + src->ntypes > dst->ntypes || dst->ntypes > 16)
         return pp_fail(PPROF_EINVAL);
+    int64_t v[16] = {0};
     for (size_t i = 0; i < src->nsamples; i++) {
         const pprof_sample *s = &src->samples[i];
         for (size_t k = 0; k < src->ntypes; k++)
-            v[k] = sign * s->values[k];
+            v[first + k] = sign * s->values[k];
         int rc = pp_profile_add_num(dst, src->b->pcs[i], src->b->npcs[i], v, s->labels, s->nlabels, s->num_labels,
                                     s->nnum_labels);
         if (rc)
@@ -378,35 +383,17 @@ fail:
     return pp_fail(PPROF_ENOMEM);
 }
 
-static const char *pseudo_name(uint64_t pc)
-{
-    switch (pc) {
-    case PP_PC_TRUNCATED: return "[truncated]";
-    case PP_PC_LOST: return "[lost samples]";
-    case PP_PC_NO_ANSWER: return "[no answer: the thread blocks the profiling signal or is stopped]";
-    case PP_PC_TIME_LIMIT: return "[not taken: the dump's time limit was reached]";
-    case PP_PC_NO_CREATOR: return "[not created through pthread_create]";
-    case PP_PC_BLOCKED: return "[not sampled: the thread blocks the profiling signal]";
-    case PP_PC_BEFORE: return "[not sampled: the process's CPU time before profiling started]";
-    case PP_PC_STOP_NO_INFO: return "[unwinding stopped: no unwind info]";
-    case PP_PC_STOP_SP: return "[unwinding stopped: the stack pointer did not grow]";
-    case PP_PC_STOP_OFF_STACK: return "[unwinding stopped: a read outside the stack]";
-    case PP_PC_STOP_UNLOADING: return "[unwinding stopped: objects being loaded or unloaded]";
-    default: return "[unknown]";
-    }
-}
-
 /* Fills location `loc` for `addr` as `how` says (FULL, FUNCTIONS or
  * NONE); returns the mapping index or -1. */
 static int symbolize_location(pprof_profile *p, pp_sym_session *ss, uint64_t addr, pprof_location *loc,
                               pprof_symbolize how)
 {
     loc->address = addr;
-    if (addr <= PP_PC_PSEUDO_MAX) {
+    if (pp_pc_is_pseudo(addr)) {
         pprof_line *l = pp_arena_alloc(p->arena, sizeof *l);
         if (!l)
             return pp_fail(PPROF_ENOMEM);
-        l->function = l->system_name = intern(p, pseudo_name(addr));
+        l->function = l->system_name = intern(p, pp_frame_name(addr));
         l->filename = intern(p, "");
         if (!l->function || !l->filename)
             return pp_fail(PPROF_ENOMEM);
@@ -563,7 +550,7 @@ int pp_profile_finish_leaving(pprof_profile *p, pprof_symbolize how, const char 
         pprof_location *loc = &p->locations[j];
         loc->id = j + 1;
         uint64_t addr = *(uint64_t *)pp_table_at(&am, j);
-        int lm = addr > PP_PC_PSEUDO_MAX ? pp_sym_mapping_of(ss, addr) : -1;
+        int lm = !pp_pc_is_pseudo(addr) ? pp_sym_mapping_of(ss, addr) : -1;
         int leave = lm >= 0 && (size_t)lm < p->nmappings && left[lm];
         if (leave) {
             left_addrs++;

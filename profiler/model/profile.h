@@ -33,6 +33,21 @@
 #define PP_PC_STOP_OFF_STACK 10 /* "a read outside the stack" */
 #define PP_PC_STOP_UNLOADING 11 /* "objects being loaded or unloaded": only the first frame taken */
 #define PP_PC_PSEUDO_MAX 15
+/* Named frames (pseudo.c): PP_PC_NAMED + the name's index, above every
+ * user-space address. */
+#define PP_PC_NAMED (1ull << 62)
+
+/* Whether pc is a pseudo-frame, fixed or named. async-signal-safe */
+static inline int pp_pc_is_pseudo(uint64_t pc)
+{
+    return pc <= PP_PC_PSEUDO_MAX || pc >= PP_PC_NAMED;
+}
+/* The frame that stands for `name` (interned once per process; copied):
+ * the same address in every profile. Thread-safe; allocates. */
+uint64_t pp_frame_named(const char *name);
+/* The text of a pseudo-frame, fixed or named ("[unknown]" for any other
+ * address). Thread-safe. */
+const char *pp_frame_name(uint64_t pc);
 
 #include "base/base.h"
 #include "unwind/unwind.h"
@@ -120,6 +135,8 @@ int pp_profile_append(pprof_profile *p, const uint64_t *pcs, size_t npcs, const 
 /* Adds every sample of the unfinished profile src (same sample types) to
  * dst with its values multiplied by sign: a difference of two snapshots. */
 int pp_profile_add_profile(pprof_profile *dst, const pprof_profile *src, int64_t sign);
+/* The same, src's values going to dst's types first.. (dst's others 0). */
+int pp_profile_add_profile_at(pprof_profile *dst, const pprof_profile *src, int64_t sign, size_t first);
 /* Removes samples whose values are all zero; nothing may be added after. */
 void pp_profile_drop_zero(pprof_profile *p);
 

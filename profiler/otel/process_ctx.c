@@ -179,12 +179,10 @@ static int map_header(void)
             m = mmap(NULL, page, PROT_READ | PROT_WRITE, MAP_PRIVATE, fd, 0);
         close(fd);
     }
-    if (m == MAP_FAILED)
-        m = mmap(NULL, page, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-    if (m == MAP_FAILED)
+    if (m == MAP_FAILED && !(m = pp_map(page, PROT_READ | PROT_WRITE, 0)))
         return -1;
     if (madvise(m, page, MADV_DONTFORK)) {
-        munmap(m, page);
+        pp_unmap(m, page);
         return -1;
     }
     hdr = m;
@@ -206,9 +204,8 @@ void pp_otel_republish_locked(void)
     p.keys = pp_otel_keys_locked(&p.nkeys);
     size_t size = pp_otel_payload_pack(&p, NULL, 0);
     size_t len = (size + page - 1) / page * page;
-    uint8_t *buf = size <= MAX_PAYLOAD ? mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0)
-                                       : MAP_FAILED;
-    if (buf == MAP_FAILED) {
+    uint8_t *buf = size <= MAX_PAYLOAD ? pp_map(len, PROT_READ | PROT_WRITE, 0) : NULL;
+    if (!buf) {
         atomic_fetch_add(&failures, 1);
         return;
     }
@@ -216,7 +213,7 @@ void pp_otel_republish_locked(void)
     pp_otel_payload_pack(&p, buf, size);
     int fresh = !hdr || publisher != getpid();
     if (fresh && map_header()) {
-        munmap(buf, len);
+        pp_unmap(buf, len);
         atomic_fetch_add(&failures, 1);
         return;
     }
@@ -238,7 +235,7 @@ void pp_otel_republish_locked(void)
      * also learn of the update from it, so it is called every time. */
     prctl(PR_SET_VMA, PR_SET_VMA_ANON_NAME, (unsigned long)hdr, page, (unsigned long)"OTEL_CTX");
     if (!fresh && payload)
-        munmap(payload, payload_map);
+        pp_unmap(payload, payload_map);
     payload = buf;
     payload_map = len;
     last_ns = now;

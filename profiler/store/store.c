@@ -9,8 +9,7 @@
 /* malloc-safe */
 static void *reserve(size_t bytes)
 {
-    void *p = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
-    return p == MAP_FAILED ? NULL : p;
+    return pp_map(bytes, PROT_READ | PROT_WRITE, MAP_NORESERVE);
 }
 
 /* malloc-safe */
@@ -43,9 +42,9 @@ uint32_t pp_store_find_locked(pp_store *s, const uint64_t *pcs, size_t n, const 
         uint32_t *b = reserve((size_t)s->nbuckets * sizeof *b);
         if (!mem || !b) {
             if (mem)
-                munmap(mem, s->max);
+                pp_unmap(mem, s->max);
             if (b)
-                munmap(b, (size_t)s->nbuckets * sizeof *b);
+                pp_unmap(b, (size_t)s->nbuckets * sizeof *b);
             return 0;
         }
         s->mem = mem;

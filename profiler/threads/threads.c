@@ -66,9 +66,26 @@ static void register_self(const uint64_t *create, int ncreate, int own)
         e->trace_slot = pp_trace_slot();
         e->ncreate = ncreate;
         e->own = own;
+        e->stack_lo = e->stack_hi = 0;
         if (ncreate)
             memcpy(e->create, create, (size_t)ncreate * sizeof *create);
     }
+    pp_mutex_unlock(&reg_lock);
+}
+
+/* Enters the calling thread's stack bounds (as the unwinder found them)
+ * in its entry. */
+static void note_stack(void)
+{
+    int tid = (int)syscall(SYS_gettid);
+    uintptr_t lo, hi;
+    pp_unwind_thread_stack(&lo, &hi);
+    pp_mutex_lock(&reg_lock);
+    for (int i = 0; i < reg_high; i++)
+        if (registry[i].tid == tid) {
+            registry[i].stack_lo = lo;
+            registry[i].stack_hi = hi;
+        }
     pp_mutex_unlock(&reg_lock);
 }
 
@@ -201,6 +218,7 @@ PP_HIDDEN_FRAME void *pp_threads_trampoline(void *p)
     if (s.own)
         pp_own_heap_enter(); /* for the thread's life */
     pp_unwind_thread_prepare();
+    note_stack();
     pp_cpu_thread_start((const void *)s.fn);
     return s.fn(s.arg);
 }

@@ -26,6 +26,7 @@ typedef struct pp_thread_entry {
     int own;                          /* started by the profiler's own work */
     void *const *labels_slot;         /* the thread's current-labels TLS slot */
     void *const *trace_slot;          /* its current-trace-context TLS slot */
+    uintptr_t stack_lo, stack_hi;     /* its stack (0, 0: not known) */
     uint64_t create[PP_CREATE_FRAMES + 1]; /* the creating call's stack, call sites; a cut one
                                            * ends in a pseudo-frame (model.h) */
 } pp_thread_entry;

@@ -639,6 +639,12 @@ void pp_unwind_thread_prepare(void)
     pp_own_heap_leave();
 }
 
+void pp_unwind_thread_stack(uintptr_t *lo, uintptr_t *hi)
+{
+    *lo = stack_lo;
+    *hi = stack_hi;
+}
+
 extern void *__libc_stack_end; /* the loader's: the main thread's stack pointer at start */
 
 void pp_unwind_init(void)

@@ -32,6 +32,8 @@ void pp_unwind_init(void);
 /* Records the calling thread's stack bounds for the walk; call on each new
  * thread, outside any handler. */
 void pp_unwind_thread_prepare(void);
+/* The calling thread's stack bounds as recorded (0, 0 when unknown). */
+void pp_unwind_thread_stack(uintptr_t *lo, uintptr_t *hi);
 /* Re-reads the object list if objects were loaded or unloaded (force:
  * always). Not async-signal-safe; takes the loader's lock. */
 void pp_unwind_refresh(int force);

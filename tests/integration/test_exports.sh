@@ -30,7 +30,7 @@ sigaction signal bsd_signal sysv_signal poll ppoll select pselect epoll_wait epo
 clock_nanosleep usleep sigtimedwait syscall recv recvfrom recvmsg accept accept4
 setrlimit setrlimit64 prlimit prlimit64
 setuid setgid seteuid setegid setreuid setregid setresuid setresgid setgroups initgroups
-execve execv execvp execvpe execl execle execlp fexecve
+execve execv execvp execvpe execl execle execlp fexecve mmap mmap64 munmap mremap
 otel_thread_ctx_v1"
 
 api=$(cat "$SRC"/include/pprof*.h | tr '\n' ' ' |
