@@ -550,6 +550,19 @@ typedef struct pprof_heap_config {
     /* "alloc_space" or "inuse_space": the type pprof shows by default;
      * NULL: alloc_space for allocation recorders, inuse_space for heap. */
     const char *default_type;
+    /* The live heap at its highest instead of at the end, as
+     * inuse_objects/inuse_space only, with the peak's time and estimate
+     * in a comment: since start-up (heap recorders) or within each window
+     * (allocation recorders; at most 3 windows at once, else PPROF_EBUSY). */
+    int peak;
+    /* Heap recorders: only the live objects sampled at least min_age and
+     * at most max_age seconds ago (0: no bound), as inuse_objects and
+     * inuse_space, each sample labelled age=<1m, 1m-10m, 10m-1h, 1h-1d or
+     * >1d (its objects' age then). */
+    int min_age, max_age;
+    /* Allocation recorders: in-use values count only the objects
+     * allocated during the window that are still live at its end. */
+    int window_live;
 } pprof_heap_config;
 
 /* A windowed allocation recorder: a window's profile has the allocations

@@ -7,6 +7,14 @@
  *   ...?seconds=N       a window: the allocations of the next N seconds
  *                       and the live heap at its end (not a difference)
  *   ...?debug=1         Go's text format, values as sampled (not scaled)
+ *   heap?peak=1         the live heap at its highest since start-up (with
+ *                       seconds=N: within the window)
+ *   heap?min_age=S, max_age=S
+ *                       the live objects sampled at least / at most S
+ *                       seconds ago, labelled with their age's bucket
+ *   heap?seconds=N&window_live=1
+ *                       in-use values of the objects allocated in the
+ *                       window and still live at its end
  *   delta_heap          godeltaprof's stateful endpoint: the change since
  *                       the previous call (the first returns everything),
  *                       in-use values live. One state per process: two
@@ -16,6 +24,26 @@
  *                       change over the window
  */
 #include "endpoints.h"
+#include "query.h"
+
+#include <string.h>
+
+/* The non-negative integer parameter `key` into *v (0 when absent); 0, or
+ * -1 after answering 400. */
+static int int_param(pp_req *q, const char *key, int *v)
+{
+    char s[32];
+    long long n = 0;
+    *v = 0;
+    if (!pp_query_find(q->req->query, key, s, sizeof s))
+        return 0;
+    if (pp_parse_int(s, strlen(s), &n) != 0 || n < 0) {
+        pp_reply_error(q, 400, "%s must be a whole number of 0 or more, not \"%s\"", key, s);
+        return -1;
+    }
+    *v = (int)n;
+    return 0;
+}
 
 static int serve(pp_req *q, const char *default_type, const char *disposition, const char *delta_disposition)
 {
@@ -23,6 +51,22 @@ static int serve(pp_req *q, const char *default_type, const char *disposition, c
     if (text && q->q.has_seconds)
         return pp_reply_error(q, 400, "seconds and debug params are incompatible");
     pprof_heap_config cfg = {.raw = text, .default_type = default_type};
+    if (int_param(q, "peak", &cfg.peak) || int_param(q, "min_age", &cfg.min_age) ||
+        int_param(q, "max_age", &cfg.max_age) || int_param(q, "window_live", &cfg.window_live))
+        return 0;
+    int views = (cfg.peak != 0) + (cfg.min_age || cfg.max_age) + (cfg.window_live != 0);
+    if (views > 1)
+        return pp_reply_error(q, 400, "peak, min_age/max_age and window_live are separate views: ask for one");
+    if ((cfg.min_age || cfg.max_age) && q->q.has_seconds)
+        return pp_reply_error(q, 400, "min_age and max_age describe the live heap now: not with seconds");
+    if (cfg.window_live && !q->q.has_seconds)
+        return pp_reply_error(q, 400, "window_live needs seconds=N");
+    if (cfg.max_age && cfg.min_age > cfg.max_age)
+        return pp_reply_error(q, 400, "min_age must be at most max_age");
+    if (views && text)
+        return pp_reply_error(q, 400, "peak, min_age, max_age and window_live have no debug format");
+    if (views)
+        cfg.default_type = cfg.window_live ? "inuse_space" : NULL; /* the others have only in-use types */
     pprof_recorder *rec = NULL;
     int rc = q->q.has_seconds ? pprof_alloc_recorder_new(&cfg, &rec) : pprof_heap_recorder_new(&cfg, &rec);
     if (rc != 0)

@@ -89,7 +89,7 @@ int pp_serve_window(pp_req *q, pprof_recorder *rec, int seconds, const char *wha
         snprintf(why, sizeof why, "%s", pp_why(rc)); /* before free can touch it */
         pprof_recorder_free(rec);
         pp_call_unreserve();
-        return pp_reply_error(q, 500, "Could not enable %s profiling: %s", what, why);
+        return pp_reply_error(q, rc == PPROF_EBUSY ? 503 : 500, "Could not enable %s profiling: %s", what, why);
     }
     struct timespec cpu;
     if (q->q.window_ms > 0 && clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &cpu) == 0) /* it started in the window */

@@ -256,6 +256,30 @@ size_t pp_heap_live_copy(pp_heap_live *out, size_t max);
 /* The number of live sampled objects now. malloc-safe */
 uint64_t pp_heap_live_count(void);
 
+/* The live objects sampled in [born_from, born_until) (CLOCK_MONOTONIC
+ * ns, as CLOCK_MONOTONIC_COARSE stamped them) as a snapshot: c[0] their
+ * number per record, c[1] 0. 0 or PPROF_ENOMEM. */
+int pp_heap_age_snap(int64_t born_from, int64_t born_until, pp_heap_snap *s);
+
+/* --- the peak of the live heap (heap_peak.c) --- */
+/* Slot 0 follows the live heap from start-up; windows take the others. */
+#define PP_HEAP_PEAK_SLOTS 4
+/* The table's part, each with its lock held, malloc-safe: a record about
+ * to count one more allocation (delta 1) or free (-1); a window's slot
+ * (-1 when none is free) and its end; a record's live objects at the
+ * slot's peak, with the peak's estimate and time (CLOCK_REALTIME ns). */
+void pp_heap_peak_change(const pp_rec *r, int delta);
+int pp_heap_peak_begin_locked(void);
+void pp_heap_peak_end_locked(int slot);
+int64_t pp_heap_peak_value_locked(int slot, const pp_rec *r, int64_t *when_ns, double *peak);
+/* The same, taking the lock (heap_table.c): a window's slot, or -1 when
+ * every one is taken; its release; the live heap at the slot's peak as a
+ * snapshot (c[0] live objects per record, c[1] 0) with the peak's
+ * estimated bytes and time. 0 or PPROF_ENOMEM. */
+int pp_heap_peak_begin(void);
+void pp_heap_peak_end(int slot);
+int pp_heap_peak_snap(int slot, pp_heap_snap *s, int64_t *when_ns, double *peak);
+
 /* The profiler's own live heap: the in-use estimate of the records that
  * carry its label (base/names.h), at `rate`. Takes a snapshot. */
 int64_t pp_heap_own_inuse(int64_t rate);
@@ -277,11 +301,17 @@ void pp_heap_sample_fork_child(void);
 #define PP_HEAP_RAW 1          /* values not unsampled (debug=1) */
 #define PP_HEAP_INUSE_CHANGE 2 /* add the live-heap change over the window */
 #define PP_HEAP_ALLOCS 4       /* default sample type alloc_space */
+#define PP_HEAP_INUSE_ONLY 8   /* only inuse_objects and inuse_space (peak, ages) */
 /* The profile of the window from `base` (NULL: process start) to `now`:
  * alloc values are now - base, in-use values are now's. `rate` is the
  * sampling rate the records were taken at. */
 pprof_profile *pp_heap_build(const pp_heap_snap *base, const pp_heap_snap *now, int64_t rate, int flags);
 
+/* The live heap of each snapshot (c[0] live objects per record, c[1] 0)
+ * as inuse_objects and inuse_space, each sample with the label key =
+ * values[i] of its snapshot. NULL when out of memory. */
+pprof_profile *pp_heap_build_labelled(const pp_heap_snap *const *snaps, const char *key, const char *const *values,
+                                      size_t n, int64_t rate);
 /* Calls each(pcs, npcs, labels, bytes, arg) for every record of `now` with
  * live objects (the profiler's own left out): its in-use bytes, unsampled
  * at `rate` as pp_heap_build does. Returns the sum of the bytes. */

@@ -35,6 +35,7 @@
 #include "model/model.h"
 
 #include <math.h>
+#include <string.h>
 
 /* A value type's running sum of estimates and of what was written. */
 typedef struct carry {
@@ -107,19 +108,35 @@ int64_t pp_heap_inuse_each(const pp_heap_snap *now, int64_t rate, pp_heap_inuse_
     return total;
 }
 
-pprof_profile *pp_heap_build(const pp_heap_snap *base, const pp_heap_snap *now, int64_t rate, int flags)
+static const pprof_value_type heap_types[] = {
+    {"alloc_objects", "count"}, {"alloc_space", "bytes"},
+    {"inuse_objects", "count"}, {"inuse_space", "bytes"},
+    {"inuse_change_objects", "count"}, {"inuse_change_space", "bytes"},
+};
+
+/* The record's label pairs with `extra` (NULL: none) in key order, into
+ * l (room for 65); returns their number. */
+static size_t pairs_with(const pp_rec *r, const pprof_label *extra, pprof_label *l)
 {
-    static const pprof_value_type types[] = {
-        {"alloc_objects", "count"}, {"alloc_space", "bytes"},
-        {"inuse_objects", "count"}, {"inuse_space", "bytes"},
-        {"inuse_change_objects", "count"}, {"inuse_change_space", "bytes"},
-    };
-    int change = (flags & PP_HEAP_INUSE_CHANGE) != 0;
-    size_t ntypes = change ? 6 : 4;
-    pprof_profile *p = pp_profile_new(types, ntypes, (pprof_value_type){"space", "bytes"}, rate);
-    if (!p)
-        return NULL;
-    p->default_type = (flags & PP_HEAP_ALLOCS) ? 1 : change ? 3 : -1;
+    const pprof_label *pairs = NULL;
+    size_t np = r->labels ? pp_labels_pairs(r->labels, &pairs) : 0, n = 0, k = 0;
+    for (; k < np && n < 64 && (!extra || strcmp(pairs[k].key, extra->key) < 0); k++)
+        l[n++] = pairs[k];
+    if (extra)
+        l[n++] = *extra;
+    for (; k < np && n < 65; k++)
+        if (!extra || strcmp(pairs[k].key, extra->key))
+            l[n++] = pairs[k];
+    return n;
+}
+
+/* Appends the records of the window base..now to p (see pp_heap_build),
+ * each sample with the label `extra` too. 0 or PPROF_ENOMEM. */
+static int append_records(pprof_profile *p, const pp_heap_snap *base, const pp_heap_snap *now, int64_t rate,
+                          int flags, const pprof_label *extra)
+{
+    int change = (flags & PP_HEAP_INUSE_CHANGE) != 0, only = (flags & PP_HEAP_INUSE_ONLY) != 0;
+    size_t ntypes = only ? 2 : change ? 6 : 4, first = only ? 2 : 0;
     int64_t scale_rate = (flags & PP_HEAP_RAW) ? 1 : rate;
     size_t cursor = 0;
     carry cr[6] = {{0, 0}};
@@ -136,18 +153,43 @@ pprof_profile *pp_heap_build(const pp_heap_snap *base, const pp_heap_snap *now, 
         if (change)
             unsample(delta, r->key, block, scale_rate, &cr[4], &v[4]);
         int any = 0;
-        for (size_t k = 0; k < ntypes; k++)
+        for (size_t k = first; k < first + ntypes; k++)
             any |= v[k] != 0;
-        if (!any)
-            continue;
-        if (pp_labels_is_own(r->labels))
+        if (!any || pp_labels_is_own(r->labels))
             continue; /* the profiler's own allocations: pprof_heap_stats */
-        const pprof_label *pairs = NULL;
-        size_t npairs = r->labels ? pp_labels_pairs(r->labels, &pairs) : 0;
+        pprof_label l[65];
+        size_t nl = pairs_with(r, extra, l);
         pprof_num_label bytes = {"bytes", (int64_t)r->key, ""};
-        if (pp_profile_append(p, r->pcs, r->nframes, v, pairs, npairs, &bytes, 1) != 0) {
+        if (pp_profile_append(p, r->pcs, r->nframes, v + first, l, nl, &bytes, 1) != 0)
+            return PPROF_ENOMEM;
+    }
+    return 0;
+}
+
+pprof_profile *pp_heap_build(const pp_heap_snap *base, const pp_heap_snap *now, int64_t rate, int flags)
+{
+    int change = (flags & PP_HEAP_INUSE_CHANGE) != 0, only = (flags & PP_HEAP_INUSE_ONLY) != 0;
+    size_t ntypes = only ? 2 : change ? 6 : 4, first = only ? 2 : 0;
+    pprof_profile *p = pp_profile_new(heap_types + first, ntypes, (pprof_value_type){"space", "bytes"}, rate);
+    if (!p)
+        return NULL;
+    p->default_type = only ? -1 : (flags & PP_HEAP_ALLOCS) ? 1 : change ? 3 : -1;
+    if (append_records(p, base, now, rate, flags, NULL) != 0) {
+        pprof_profile_free(p);
+        return NULL;
+    }
+    return p;
+}
+
+pprof_profile *pp_heap_build_labelled(const pp_heap_snap *const *snaps, const char *key, const char *const *values,
+                                      size_t n, int64_t rate)
+{
+    pprof_profile *p = pp_profile_new(heap_types + 2, 2, (pprof_value_type){"space", "bytes"}, rate);
+    for (size_t i = 0; p && i < n; i++) {
+        pprof_label extra = {key, values[i]};
+        if (append_records(p, NULL, snaps[i], rate, PP_HEAP_INUSE_ONLY, &extra) != 0) {
             pprof_profile_free(p);
-            return NULL;
+            p = NULL;
         }
     }
     return p;

@@ -87,6 +87,15 @@ const pp_rec *pp_heap_rec_get(uint32_t id)
     return id ? rec_at(id) : NULL;
 }
 
+/* Counts a sampled allocation (freed 0) or free of record id, keeping
+ * the peak's books (heap_peak.c). Lock held. malloc-safe */
+static void count(uint32_t id, int freed)
+{
+    pp_rec *r = rec_at(id);
+    pp_heap_peak_change(r, freed ? -1 : 1);
+    r->c[freed]++;
+}
+
 /* Clears p's granule's PP_MAP_SAMPLED unless another live object starts
  * in it (they share p's bucket; p's node is unlinked). Lock held.
  * malloc-safe */
@@ -177,7 +186,7 @@ static void apply_deferred(void)
         for (int i = 0; i < REC_SLOTS; i++) {
             uint32_t rec = atomic_exchange(&deferred_recs[i], 0);
             if (rec)
-                rec_at(rec)->c[1]++;
+                count(rec, 1);
         }
     }
     if (!atomic_load_explicit(&deferred, memory_order_relaxed))
@@ -188,7 +197,7 @@ static void apply_deferred(void)
         uintptr_t next = node[0] & ~(uintptr_t)1;
         uint32_t rec = node[0] & 1 ? (uint32_t)node[1] : unlink_live(node);
         if (rec)
-            rec_at(rec)->c[1]++;
+            count(rec, 1);
         node[0] = to_release;
         to_release = (uintptr_t)node;
         n = next;
@@ -227,10 +236,10 @@ int pp_heap_table_alloc(void *p, size_t size, const uint64_t *pcs, size_t npcs, 
     int rc = -1;
     uint32_t old = unlink_live(p);
     if (old)
-        rec_at(old)->c[1]++;
+        count(old, 1);
     uint32_t id = pp_store_find_locked(&recs, pcs, npcs, labels, size);
     if (id && link_live(p, id) == 0) {
-        rec_at(id)->c[0]++;
+        count(id, 0);
         rc = 0;
     }
     unlock_table();
@@ -272,7 +281,7 @@ int pp_heap_table_free(void *p)
     }
     uint32_t rec = unlink_live(p);
     if (rec)
-        rec_at(rec)->c[1]++;
+        count(rec, 1);
     unlock_table();
     return rec != 0;
 }
@@ -285,7 +294,7 @@ void pp_heap_table_release(void *p, uint32_t rec)
     } else if (!lock_table()) {
         defer(p, rec);
     } else {
-        rec_at(rec)->c[1]++;
+        count(rec, 1);
         unlock_table();
         pp_next.free(p);
     }
@@ -295,7 +304,7 @@ void pp_heap_table_release(void *p, uint32_t rec)
 void pp_heap_table_count_free(uint32_t rec)
 {
     if (lock_table()) {
-        rec_at(rec)->c[1]++;
+        count(rec, 1);
         unlock_table();
         return;
     }
@@ -317,7 +326,7 @@ void pp_heap_table_put_back(void *p, uint32_t rec)
         return;
     }
     if (link_live(p, rec) != 0)
-        rec_at(rec)->c[1]++; /* cannot track it any more: count it gone */
+        count(rec, 1); /* cannot track it any more: count it gone */
     unlock_table();
 }
 
@@ -351,6 +360,71 @@ size_t pp_heap_live_copy(pp_heap_live *out, size_t max)
         }
     unlock_table();
     return n;
+}
+
+int pp_heap_peak_begin(void)
+{
+    pp_mutex_lock(&recs.lock);
+    apply_deferred();
+    int s = pp_heap_peak_begin_locked();
+    unlock_table();
+    return s;
+}
+
+void pp_heap_peak_end(int slot)
+{
+    pp_mutex_lock(&recs.lock);
+    pp_heap_peak_end_locked(slot);
+    unlock_table();
+}
+
+int pp_heap_peak_snap(int slot, pp_heap_snap *s, int64_t *when_ns, double *peak)
+{
+    if (pp_heap_snap_take(s) != 0)
+        return PPROF_ENOMEM;
+    pp_mutex_lock(&recs.lock);
+    apply_deferred();
+    *when_ns = 0;
+    *peak = 0;
+    for (size_t i = 0; i < s->n; i++) {
+        s->c[i].c[0] = pp_heap_peak_value_locked(slot, rec_at(s->c[i].rec), when_ns, peak);
+        s->c[i].c[1] = 0;
+    }
+    unlock_table();
+    return 0;
+}
+
+static int by_rec(const void *a, const void *b)
+{
+    uint32_t x = ((const pp_heap_live *)a)->rec, y = ((const pp_heap_live *)b)->rec;
+    return x < y ? -1 : x > y;
+}
+
+int pp_heap_age_snap(int64_t born_from, int64_t born_until, pp_heap_snap *s)
+{
+    s->c = NULL;
+    s->n = 0;
+    size_t cap = pp_heap_live_count() + 256, n;
+    pp_heap_live *l = malloc(cap * sizeof *l);
+    if (!l)
+        return PPROF_ENOMEM;
+    n = pp_heap_live_copy(l, cap);
+    n = n < cap ? n : cap;
+    qsort(l, n, sizeof *l, by_rec);
+    s->c = malloc((n ? n : 1) * sizeof *s->c);
+    if (!s->c) {
+        free(l);
+        return PPROF_ENOMEM;
+    }
+    for (size_t i = 0; i < n; i++) {
+        if (l[i].born_ns < born_from || l[i].born_ns >= born_until)
+            continue;
+        if (!s->n || s->c[s->n - 1].rec != l[i].rec)
+            s->c[s->n++] = (pp_store_count){l[i].rec, {0, 0}};
+        s->c[s->n - 1].c[0]++;
+    }
+    free(l);
+    return 0;
 }
 
 void pp_heap_table_stats_get(pp_heap_table_stats *s)

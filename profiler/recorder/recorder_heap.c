@@ -5,12 +5,19 @@
  * may run at once and none costs the hooks anything. The sampling rate is
  * the process's (fixed at start-up); a recorder configured with another
  * fails with PPROF_ERATE.
+ *
+ * Three views of the live heap besides "now": its peak (heap_peak.c: since
+ * start-up, or a window's, which holds a peak slot while open), the
+ * objects of an age (the live table stamps each sampled object), split
+ * into age buckets by a label, and a window's objects still live at its
+ * end.
  */
 #include "base/base.h"
 #include "heap/heap.h"
 #include "model/model.h"
 #include "recorder.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -20,7 +27,83 @@ typedef struct heap_recorder {
     int flags;          /* PP_HEAP_* */
     int from_start;     /* the first window begins at process start */
     pp_heap_snap *snap; /* the counts at the open window's start */
+    int peak;           /* the peak instead of the end */
+    int slot;           /* the open window's peak slot, -1 for none */
+    int min_age, max_age, window_live;
 } heap_recorder;
+
+/* The peak of `slot` as a profile, with its time in a comment. */
+static pprof_profile *peak_profile(int slot)
+{
+    pp_heap_snap s;
+    int64_t when;
+    double bytes;
+    if (pp_heap_peak_snap(slot, &s, &when, &bytes) != 0)
+        return NULL;
+    pprof_profile *p = pp_heap_build(NULL, &s, pprof_heap_rate(), PP_HEAP_INUSE_ONLY);
+    pp_heap_snap_free(&s);
+    time_t t = (time_t)(when / 1000000000);
+    struct tm tm;
+    char line[160], stamp[40];
+    gmtime_r(&t, &tm);
+    strftime(stamp, sizeof stamp, "%Y-%m-%dT%H:%M:%SZ", &tm);
+    snprintf(line, sizeof line, "peak of the live heap: %.0f bytes (estimated from the samples) at %s%s", bytes,
+             stamp, slot ? " (within the window)" : " (since start-up)");
+    if (p)
+        pp_profile_add_comment(p, line);
+    return p;
+}
+
+/* The live objects sampled between max_age and min_age seconds ago, by
+ * age bucket. */
+static pprof_profile *age_profile(int min_age, int max_age)
+{
+    static const char *const names[] = {"<1m", "1m-10m", "10m-1h", "1h-1d", ">1d"};
+    static const int64_t upto[] = {60, 600, 3600, 86400, INT64_MAX / 2000000000};
+    enum { N = sizeof names / sizeof *names };
+    int64_t now = pp_now_ns(CLOCK_MONOTONIC), s = 1000000000;
+    int64_t lo_age = (int64_t)min_age * s, hi_age = max_age ? (int64_t)max_age * s : INT64_MAX / 2;
+    pp_heap_snap snaps[N];
+    const pp_heap_snap *ptrs[N];
+    const char *labels[N];
+    size_t n = 0;
+    pprof_profile *p = NULL;
+    for (int b = 0; b < N; b++) {
+        int64_t from = b ? upto[b - 1] * s : 0, to = upto[b] * s; /* ages in [from, to) */
+        from = from > lo_age ? from : lo_age;
+        to = to < hi_age ? to : hi_age;
+        if (from >= to)
+            continue;
+        if (pp_heap_age_snap(now - to, now - from + 1, &snaps[n]) != 0)
+            goto out;
+        ptrs[n] = &snaps[n];
+        labels[n++] = names[b];
+    }
+    p = pp_heap_build_labelled(ptrs, "age", labels, n, pprof_heap_rate());
+out:
+    for (size_t i = 0; i < n; i++)
+        pp_heap_snap_free(&snaps[i]);
+    return p;
+}
+
+/* In now, in-use counts only the objects sampled since the window began
+ * (at mono_ns): each record's frees are set so that allocations - frees
+ * is that number. */
+static int only_window_live(pp_heap_snap *now, int64_t mono_ns)
+{
+    pp_heap_snap fresh;
+    if (pp_heap_age_snap(mono_ns, INT64_MAX, &fresh) != 0)
+        return PPROF_ENOMEM;
+    size_t k = 0;
+    for (size_t i = 0; i < now->n; i++) {
+        while (k < fresh.n && fresh.c[k].rec < now->c[i].rec)
+            k++;
+        int64_t live = k < fresh.n && fresh.c[k].rec == now->c[i].rec ? fresh.c[k].c[0] : 0;
+        now->c[i].c[1] = now->c[i].c[0] - live;
+    }
+    pp_heap_snap_free(&fresh);
+    return 0;
+}
 
 static int heap_available(void)
 {
@@ -57,6 +140,12 @@ static int alloc_start(pprof_recorder *r)
         free(base);
         return pp_fail(PPROF_ENOMEM);
     }
+    if (h->peak && (h->slot = pp_heap_peak_begin()) < 0) {
+        pp_heap_snap_free(base);
+        free(base);
+        return pp_error_detail(PPROF_EBUSY, "every peak slot is taken (%d windows with peak=1 at once at most)",
+                               PP_HEAP_PEAK_SLOTS - 1);
+    }
     if (h->from_start)
         pp_recorder_window_begin_at_start(r);
     else
@@ -75,7 +164,16 @@ static int alloc_end(pprof_recorder *r, int reopen, pprof_profile **out)
         free(now);
         return pp_fail(PPROF_ENOMEM);
     }
-    pprof_profile *p = out ? pp_heap_build(h->snap, now, pprof_heap_rate(), h->flags) : NULL;
+    if (out && h->window_live && only_window_live(now, r->window_mono_ns) != 0) {
+        pp_heap_snap_free(now);
+        free(now);
+        return pp_fail(PPROF_ENOMEM);
+    }
+    pprof_profile *p = !out ? NULL : h->peak ? peak_profile(h->slot) : pp_heap_build(h->snap, now, pprof_heap_rate(), h->flags);
+    if (h->peak) {
+        pp_heap_peak_end(h->slot);
+        h->slot = reopen ? pp_heap_peak_begin() : -1;
+    }
     pp_recorder_window_end(r, p, reopen);
     snap_free(h->snap);
     h->snap = reopen ? now : NULL;
@@ -91,11 +189,19 @@ static int heap_write_to(pprof_recorder *r, pprof_profile **out)
     int rc = heap_available();
     if (rc)
         return rc;
-    pp_heap_snap now;
-    if (pp_heap_snap_take(&now) != 0)
-        return pp_fail(PPROF_ENOMEM);
-    pprof_profile *p = pp_heap_build(NULL, &now, pprof_heap_rate(), ((heap_recorder *)r)->flags);
-    pp_heap_snap_free(&now);
+    heap_recorder *h = (heap_recorder *)r;
+    pprof_profile *p;
+    if (h->peak) {
+        p = peak_profile(0);
+    } else if (h->min_age || h->max_age) {
+        p = age_profile(h->min_age, h->max_age);
+    } else {
+        pp_heap_snap now;
+        if (pp_heap_snap_take(&now) != 0)
+            return pp_fail(PPROF_ENOMEM);
+        p = pp_heap_build(NULL, &now, pprof_heap_rate(), h->flags);
+        pp_heap_snap_free(&now);
+    }
     if (!p)
         return pp_fail(PPROF_ENOMEM);
     p->time_nanos = pp_now_ns(CLOCK_REALTIME);
@@ -113,6 +219,9 @@ static void heap_release(pprof_recorder *r)
     heap_recorder *h = (heap_recorder *)r;
     snap_free(h->snap);
     h->snap = NULL;
+    if (h->slot >= 0)
+        pp_heap_peak_end(h->slot);
+    h->slot = -1;
 }
 
 /* Allocations: windows only. The live heap: the state now only. */
@@ -143,6 +252,12 @@ static int new_heap_recorder(int windowed, const pprof_heap_config *cfg, pprof_r
     } else if (windowed) {
         flags |= PP_HEAP_ALLOCS;
     }
+    if (c.min_age < 0 || c.max_age < 0 || (c.max_age && c.min_age > c.max_age))
+        return pp_error_detail(PPROF_EINVAL, "min_age and max_age are seconds, 0 or more, min_age at most max_age");
+    if ((c.min_age || c.max_age) && (windowed || c.peak))
+        return pp_error_detail(PPROF_EINVAL, "min_age and max_age are for the live heap now: not with a window or peak");
+    if (c.window_live && (!windowed || c.peak))
+        return pp_error_detail(PPROF_EINVAL, "window_live needs a window (an allocation recorder) and no peak");
     int64_t in_force = pprof_heap_rate();
     if (c.rate && in_force && c.rate != in_force)
         return pp_error_detail(PPROF_ERATE, "heap sampling runs at a rate of %lld bytes; ask for %lld or 0",
@@ -152,6 +267,11 @@ static int new_heap_recorder(int windowed, const pprof_heap_config *cfg, pprof_r
         return PPROF_ENOMEM;
     h->flags = flags;
     h->from_start = c.from_start;
+    h->peak = c.peak;
+    h->slot = -1;
+    h->min_age = c.min_age;
+    h->max_age = c.max_age;
+    h->window_live = c.window_live;
     *out = &h->base;
     return 0;
 }

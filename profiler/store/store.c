@@ -64,6 +64,7 @@ uint32_t pp_store_find_locked(pp_store *s, const uint64_t *pcs, size_t n, const 
     uint32_t id = (uint32_t)(s->used / 16);
     pp_rec *r = pp_store_rec(s, id);
     r->nframes = (uint32_t)n;
+    r->seq = (uint32_t)atomic_load(&s->nrecords);
     r->hash = h;
     r->key = key;
     r->labels = labels;

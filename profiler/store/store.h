@@ -28,6 +28,8 @@
 typedef struct pp_rec {
     uint32_t next;              /* bucket chain, a record id; 0 ends */
     uint32_t nframes;
+    uint32_t seq;               /* its creation order, 0..: kinds' side tables index by it */
+    uint32_t spare;
     uint64_t hash;
     uint64_t key;               /* the kind's own part of the key (heap: the object size) */
     const pprof_labels *labels; /* a kept set (pp_labels_cumulative) or NULL */

@@ -6,7 +6,8 @@
  * gaps; addresses of this program's static functions resolve to their names
  * and source file; pseudo frames ("[truncated]", "[lost samples]") have no
  * mapping; has_functions stays true for a mapping whose locations all
- * resolved.
+ * resolved; named frames are one address per name in every profile and
+ * become locations with no mapping named by their text.
  */
 #define _GNU_SOURCE
 #include "profile.h"
@@ -102,6 +103,16 @@ int main(void)
         CHECKF(exe->has_functions && exe->has_filenames && exe->has_line_numbers, "%s: functions %d files %d lines %d",
                exe->path, exe->has_functions, exe->has_filenames, exe->has_line_numbers);
     }
+    pprof_profile_free(p);
+
+    uint64_t root = pp_frame_named("[memory: a root]"), leaf = pp_frame_named("[a leaf (with parentheses)]");
+    CHECK(root == pp_frame_named("[memory: a root]") && root != leaf && pp_pc_is_pseudo(root));
+    CHECK(!strcmp(pp_frame_name(leaf), "[a leaf (with parentheses)]") && !strcmp(pp_frame_name(PP_PC_LOST), "[lost samples]"));
+    p = pp_profile_new(types, 2, (pprof_value_type){"cpu", "nanoseconds"}, 1);
+    uint64_t named[] = {a, leaf, root};
+    CHECK(p && pp_profile_add(p, named, 3, v1, NULL, 0) == 0 && pp_profile_finish(p) == 0);
+    const pprof_location *lr = loc_named(p, "[memory: a root]"), *ll = loc_named(p, "[a leaf (with parentheses)]");
+    CHECK(lr && ll && lr->mapping_id == 0 && ll->mapping_id == 0 && lr->address == 0 && loc_named(p, "alpha_function"));
     pprof_profile_free(p);
     pprof_profile_free(NULL);
     return check_summary("test_profile");

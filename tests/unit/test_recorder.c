@@ -102,6 +102,7 @@ int main(void)
     pprof_cpu_stats_get(&cs);
     CHECK(cs.hz == 0 && cs.threads_timed == 0);
 
+    size_t n;
     /* allocations: windowed only; heap: instant only */
     pprof_recorder *alloc = NULL, *heap = NULL;
     CHECK(pprof_alloc_recorder_new(NULL, &alloc) == 0 && pprof_heap_recorder_new(NULL, &heap) == 0);
@@ -115,9 +116,41 @@ int main(void)
         pprof_profile_free(p);
         CHECK(pprof_recorder_rate(heap) == pprof_heap_rate() && pprof_heap_rate() > 0);
         windowed_rules(alloc, "allocs");
+        /* the peak and age views: bad configurations, and at most three
+         * windows following their peaks at once */
+        pprof_recorder *v = NULL, *w[4] = {0};
+        CHECK(pprof_heap_recorder_new(&(pprof_heap_config){.min_age = 5, .max_age = 2}, &v) == PPROF_EINVAL);
+        CHECK(pprof_heap_recorder_new(&(pprof_heap_config){.window_live = 1}, &v) == PPROF_EINVAL);
+        CHECK(pprof_alloc_recorder_new(&(pprof_heap_config){.min_age = 1}, &v) == PPROF_EINVAL);
+        CHECK(pprof_heap_recorder_new(&(pprof_heap_config){.peak = 1}, &v) == 0);
+        CHECK(pprof_recorder_write_to(v, &p) == 0 && p && pprof_profile_sample_types(p, &n) && n == 2);
+        pprof_profile_free(p);
+        pprof_recorder_free(v);
+        for (int i = 0; i < 4; i++)
+            CHECK(pprof_alloc_recorder_new(&(pprof_heap_config){.peak = 1}, &w[i]) == 0);
+        CHECK(pprof_recorder_start(w[0]) == 0 && pprof_recorder_start(w[1]) == 0 && pprof_recorder_start(w[2]) == 0);
+        CHECK(pprof_recorder_start(w[3]) == PPROF_EBUSY && strstr(pprof_last_error(), "peak slot"));
+        CHECK(pprof_recorder_stop(w[0], NULL) == 0 && pprof_recorder_start(w[3]) == 0);
+        for (int i = 0; i < 4; i++)
+            pprof_recorder_free(w[i]);
     }
     pprof_recorder_free(alloc);
     pprof_recorder_free(heap);
+
+    /* memory: the resident set now, and a window */
+    pprof_recorder *mem;
+    CHECK(pprof_memory_recorder_new(&mem) == 0);
+    CHECK(pprof_recorder_write_to(mem, &p) == 0 && p && pprof_profile_sample_types(p, &n) && n == 1);
+    const pprof_sample *ms = p ? pprof_profile_samples(p, &n) : NULL;
+    int64_t resident = 0;
+    for (size_t i = 0; ms && i < n; i++)
+        resident += ms[i].values[0];
+    CHECKF(resident > 1000000, "the resident set is %lld bytes", (long long)resident);
+    pprof_profile_free(p);
+    CHECK(pprof_recorder_start(mem) == 0 && pprof_recorder_stop(mem, &p) == 0 && p);
+    CHECK(p && pprof_profile_sample_types(p, &n) && n == 2);
+    pprof_profile_free(p);
+    pprof_recorder_free(mem);
 
     /* mutex: windows and totals; the fraction in force */
     pprof_recorder *mutex;
@@ -154,7 +187,7 @@ int main(void)
     for (int how = PPROF_SYMBOLIZE_FULL; how <= PPROF_SYMBOLIZE_NONE; how++) {
         CHECK(pprof_recorder_set_symbolize(tc, (pprof_symbolize)how) == 0);
         CHECK(pprof_recorder_write_to(tc, &p) == 0 && p);
-        size_t n, files = 0, names = 0;
+        size_t files = 0, names = 0;
         const pprof_sample *s = pprof_profile_samples(p, &n);
         for (size_t i = 0; i < n; i++)
             for (size_t k = 0; k < s[i].nlocations; k++)
