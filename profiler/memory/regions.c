@@ -190,7 +190,8 @@ size_t pp_regions_copy(pp_region *out, size_t max)
 {
     pp_mutex_lock(&stacks.lock);
     size_t n = nregions;
-    memcpy(out, regions, (n < max ? n : max) * sizeof *out);
+    if (out && n && max)
+        memcpy(out, regions, (n < max ? n : max) * sizeof *out);
     pp_mutex_unlock(&stacks.lock);
     return n;
 }

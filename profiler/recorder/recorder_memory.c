@@ -58,25 +58,29 @@ static int memory_end(pprof_recorder *r, int reopen, pprof_profile **out)
         return rc;
     pp_own_heap_enter();
     pprof_profile *p = out ? window(m->start, now) : NULL;
-    pp_own_heap_leave();
     pp_recorder_window_end(r, p, reopen);
     pprof_profile_free(m->start);
     m->start = reopen ? now : NULL;
     if (!reopen)
         pprof_profile_free(now);
-    if (out && !p)
-        return pp_fail(PPROF_ENOMEM);
-    return pp_recorder_finish(r, p, out);
+    rc = out && !p ? pp_fail(PPROF_ENOMEM) : pp_recorder_finish(r, p, out);
+    pp_own_heap_leave();
+    return rc;
 }
 
+/* The profile and its symbols come from the profiler's own heap, so
+ * asking for the resident set changes nothing in the program's. */
 static int memory_write_to(pprof_recorder *r, pprof_profile **out)
 {
     pprof_profile *p;
+    pp_own_heap_enter();
     int rc = pp_memory_build(&p);
-    if (rc)
-        return rc;
-    p->time_nanos = pp_now_ns(CLOCK_REALTIME);
-    return pp_recorder_finish(r, p, out);
+    if (!rc) {
+        p->time_nanos = pp_now_ns(CLOCK_REALTIME);
+        rc = pp_recorder_finish(r, p, out);
+    }
+    pp_own_heap_leave();
+    return rc;
 }
 
 static void memory_release(pprof_recorder *r)
