@@ -21,6 +21,11 @@
 # stats.allocated, the allocator's memory (live + free) within 5% of its
 # stats.resident. python3 (pymalloc): the total within 2% of Rss, its
 # arenas (mapped by the program) within 5% of sys._debugmallocstats.
+# memcached (150,000 items of 1 KiB): the total within 2% of Rss, live
+# heap objects within 5% of its own count (total_malloced + hash_bytes).
+# nginx (a master and two workers: one process tree): the merged profile's
+# samples of each pid between that process's Rss before and after the
+# request (a member's first answer maps the symbolizer's files).
 # Usage: test_memory.sh BUILD_DIR
 . "$(dirname "$0")/lib.sh"
 pp_init "$1"
@@ -138,6 +143,63 @@ if command -v redis-server >/dev/null; then
         within 5 $((live + free)) "$resident"
 else
     pp_skip "redis-server is not installed"
+fi
+
+# --- memcached: 1 MiB slab pages from malloc (glibc maps them)
+if command -v memcached >/dev/null; then
+    mport=$(pp_free_port)
+    pp_start mc env LD_PRELOAD="$LIB" LIBPPROF_HEAP_RATE=8192 LIBPPROF_ADDR=127.0.0.1:0 LIBPPROF_PRINT_ADDR=1 \
+        memcached -p "$mport" -l 127.0.0.1 -U 0 -m 1024 -u "$(id -un)"
+    mpid=$PID
+    MURL=$(serving_url mc "$mpid")
+    /usr/bin/python3 - "$mport" >"$TMP/mc.stats" <<'PY'
+import socket, sys, time
+for _ in range(50):
+    try:
+        s = socket.create_connection(("127.0.0.1", int(sys.argv[1]))); break
+    except OSError:
+        time.sleep(0.1)
+val = b"x" * 1024
+for b in range(150):
+    s.sendall(b"".join(b"set k%d 0 0 1024 noreply\r\n%s\r\n" % (b * 1000 + i, val) for i in range(1000)))
+s.sendall(b"stats\r\nstats slabs\r\n")
+buf = b""
+while buf.count(b"END\r\n") < 2:
+    buf += s.recv(65536)
+print(buf.decode().replace("\r", ""))
+PY
+    fetch_total "memcached with 150,000 items of 1 KiB" "$mpid" "$MURL" "$TMP/mc.pb.gz"
+    own=$(awk '/STAT (total_malloced|hash_bytes) / { s += $3 } END { print s }' "$TMP/mc.stats")
+    v=$(cum "$TMP/mc.pb.gz" "[memory: live heap objects]")
+    pp_check "memcached: live heap objects $v B within 5% of its own total_malloced + hash_bytes $own B" within 5 "$v" "$own"
+else
+    pp_skip "memcached is not installed"
+fi
+
+# --- nginx: a master and two workers, one process tree
+if command -v nginx >/dev/null; then
+    . "$(dirname "$0")/services/nginx_conf.sh"
+    mkdir -p "$TMP/nginx/logs"
+    nport=$(pp_free_port)
+    nginx_conf "$TMP/nginx" "$nport" 256
+    if pp_serve ngx env LD_PRELOAD="$LIB" LIBPPROF_ADDR=127.0.0.1:@PORT@ nginx -p "$TMP/nginx" -c "$TMP/nginx/nginx.conf"; then
+        master=$PID
+        sleep 1
+        pids="$master $(ps -o pid= --ppid "$master" | tr -d ' ')"
+        declare -A before
+        for p in $pids; do before[$p]=$(rss_now "$p"); done
+        curl -sf --max-time 60 -o "$TMP/n.pb.gz" "http://127.0.0.1:$PORT/debug/pprof/memory"
+        for p in $pids; do
+            v=$(top "$TMP/n.pb.gz" -tagfocus "pid=$p" | sed -n 's/^Showing nodes accounting for \([0-9]*\)B, .*/\1/p')
+            r=$(rss_now "$p")
+            pp_check "nginx: the tree's memory profile, pid $p: $v B between its Rss before (${before[$p]} B) and after ($r B), within 2%" \
+                pp_in_range "$v" "$(awk -v x="${before[$p]}" 'BEGIN { print x * 0.98 }')" "$(awk -v x="$r" 'BEGIN { print x * 1.02 }')"
+        done
+    else
+        pp_bad "nginx under LD_PRELOAD did not serve" "$(cat "$TMP/ngx.err" 2>/dev/null)"
+    fi
+else
+    pp_skip "nginx is not installed"
 fi
 
 # --- python3: pymalloc's arenas are mmap'd

@@ -10,8 +10,8 @@
 #     points; the demo's two hot functions are among them; the canvas is
 #     painted where the widest one is drawn; the search for one reports its
 #     share;
-#   - heap (inuse_space) and wall (wall?seconds=3, its wall type)
-#     likewise; the inverted heap view's first row is led by
+#   - heap (inuse_space), memory (its roots drawn) and wall
+#     (wall?seconds=3, its wall type) likewise; the inverted heap view's first row is led by
 #     pprof's largest flat function;
 #   - the label filter endpoint=/search keeps search's work only (pprof
 #     -tagfocus agrees on the top function);
@@ -129,6 +129,10 @@ drawn_agrees() {
 
 if drawn_agrees heap "profile=heap&sample_index=inuse_space" -sample_index=inuse_space; then
     pp_check "heap view: cache_search_results is drawn" eval 'sed -n 2p "$TMP/heap.json" | grep -q cache_search_results'
+fi
+if drawn_agrees memory "profile=memory"; then
+    pp_check "memory view: its roots are drawn" \
+        eval 'sed -n 2p "$TMP/memory.json" | grep -q "memory: mapped files" && sed -n 2p "$TMP/memory.json" | grep -q "memory: live heap objects"'
 fi
 if view heapinv "profile=heap&sample_index=inuse_space&inverted=1" --eval "$DRAWN"; then
     first=$(pp_pprof -top -sample_index=inuse_space "$TMP/heapinv.pb" 2>/dev/null | awk '/flat%/ { getline; print $NF; exit }')
