@@ -18,9 +18,10 @@
 #define SLOTS 512
 
 static _Atomic uintptr_t lo_of[SLOTS], hi_of[SLOTS];
+static const char *_Atomic what_of[SLOTS];
 
 /* async-signal-safe */
-void *pp_map(size_t bytes, int prot, int flags)
+void *pp_map(size_t bytes, int prot, int flags, const char *what)
 {
     long r = syscall(SYS_mmap, NULL, bytes, prot, MAP_PRIVATE | MAP_ANONYMOUS | flags, -1, 0);
     if (r == -1)
@@ -29,6 +30,7 @@ void *pp_map(size_t bytes, int prot, int flags)
     for (int i = 0; i < SLOTS; i++) {
         uintptr_t empty = 0;
         if (atomic_compare_exchange_strong(&lo_of[i], &empty, a)) {
+            atomic_store(&what_of[i], what);
             atomic_store(&hi_of[i], a + bytes);
             break;
         }
@@ -56,7 +58,7 @@ void pp_unmap(void *p, size_t bytes)
 }
 
 /* async-signal-safe */
-size_t pp_own_maps(uintptr_t *lo, uintptr_t *hi, size_t max)
+size_t pp_own_maps(uintptr_t *lo, uintptr_t *hi, const char **what, size_t max)
 {
     size_t n = 0;
     for (int i = 0; i < SLOTS; i++) {
@@ -66,6 +68,7 @@ size_t pp_own_maps(uintptr_t *lo, uintptr_t *hi, size_t max)
         if (n < max) {
             lo[n] = a;
             hi[n] = b;
+            what[n] = atomic_load(&what_of[i]);
         }
         n++;
     }

@@ -13,13 +13,14 @@
 #include <stdint.h>
 
 /* An anonymous private mapping of `bytes` with `prot` and the extra mmap
- * flags `flags` (MAP_NORESERVE, MAP_POPULATE), listed; NULL on failure
- * (errno set). async-signal-safe */
-void *pp_map(size_t bytes, int prot, int flags);
+ * flags `flags` (MAP_NORESERVE, MAP_POPULATE), listed as `what` (a static
+ * string: what the memory profile calls it); NULL on failure (errno
+ * set). async-signal-safe */
+void *pp_map(size_t bytes, int prot, int flags, const char *what);
 /* Unmaps [p, p + bytes), all or part of one mapping pp_map made, and
  * updates the list. async-signal-safe */
 void pp_unmap(void *p, size_t bytes);
-/* Copies the listed ranges (at most max) into lo[] and hi[]; returns how
- * many there are (which may exceed max). async-signal-safe */
-size_t pp_own_maps(uintptr_t *lo, uintptr_t *hi, size_t max);
+/* Copies the listed ranges (at most max) into lo[], hi[] and what[];
+ * returns how many there are (which may exceed max). async-signal-safe */
+size_t pp_own_maps(uintptr_t *lo, uintptr_t *hi, const char **what, size_t max);
 #endif

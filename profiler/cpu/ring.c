@@ -26,7 +26,7 @@ static void set_up(pp_ring *r)
 
 int pp_ring_init(pp_ring *r, size_t ncells)
 {
-    void *m = pp_map(ncells * sizeof(pp_ring_cell), PROT_READ | PROT_WRITE, MAP_POPULATE);
+    void *m = pp_map(ncells * sizeof(pp_ring_cell), PROT_READ | PROT_WRITE, MAP_POPULATE, "CPU samples' ring");
     if (!m)
         return pp_fail(PPROF_ENOMEM);
     r->cells = m;

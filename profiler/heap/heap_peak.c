@@ -64,7 +64,7 @@ static double weight(uint64_t size)
 void pp_heap_peak_change(const pp_rec *r, int delta)
 {
     if (!kept && !(kept = pp_map((size_t)PP_HEAP_PEAK_SLOTS * MAX_SEQ * sizeof *kept, PROT_READ | PROT_WRITE,
-                                 MAP_NORESERVE)))
+                                 MAP_NORESERVE, "the heap peak's books")))
         return;
     int64_t before = r->c[0] - r->c[1];
     for (int s = 0; s < PP_HEAP_PEAK_SLOTS; s++) {

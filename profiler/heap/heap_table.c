@@ -72,7 +72,7 @@ static _Atomic uint64_t deferred_lost; /* could not be deferred: the entry stays
 /* malloc-safe */
 static void *reserve(size_t bytes)
 {
-    return pp_map(bytes, PROT_READ | PROT_WRITE, MAP_NORESERVE);
+    return pp_map(bytes, PROT_READ | PROT_WRITE, MAP_NORESERVE, "heap samples' tables");
 }
 
 /* malloc-safe */

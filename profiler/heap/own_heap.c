@@ -97,7 +97,7 @@ static int reserved(void)
         return 0;
     size_t size = RESERVE;
     void *r;
-    while (!(r = pp_map(size, PROT_NONE, MAP_NORESERVE)) &&
+    while (!(r = pp_map(size, PROT_NONE, MAP_NORESERVE, "its own heap: symbolizer, server, profiles")) &&
            size > (64u << 20)) /* under a ulimit -v, say */
         size /= 2;
     if (!r) {

@@ -76,7 +76,7 @@ static int same(const pprof_labels *a, const pprof_labels *b)
 static int grow(void)
 {
     size_t size = table_size ? table_size * 2 : 256;
-    pprof_labels **t = pp_map(size * sizeof *t, PROT_READ | PROT_WRITE, 0);
+    pprof_labels **t = pp_map(size * sizeof *t, PROT_READ | PROT_WRITE, 0, "table of label sets");
     if (!t)
         return -1;
     for (size_t i = 0; i < table_size; i++) {

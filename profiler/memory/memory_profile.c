@@ -176,10 +176,11 @@ static void claim_known(build *b, uintptr_t alloc_lo, uintptr_t alloc_hi)
     (void)alloc_lo;
     (void)alloc_hi;
     uintptr_t lo[512], hi[512];
-    size_t n = pp_own_maps(lo, hi, 512);
-    uint64_t tables = pp_frame_named("[libpprof: tables and its own heap]");
+    const char *what[512];
+    size_t n = pp_own_maps(lo, hi, what, 512);
     for (size_t i = 0; i < n && i < 512; i++)
-        pp_claims_add(&b->claims, lo[i], hi[i], PRIO_OWN, PP_ROOT_OWN, tables, 0);
+        pp_claims_add(&b->claims, lo[i], hi[i], PRIO_OWN, PP_ROOT_OWN,
+                      named("[libpprof: %s]", what[i] ? what[i] : "tables"), 0);
     size_t nt = 0;
     pp_thread_entry *t = pp_threads_copy(&nt);
     for (size_t i = 0; t && i < nt; i++) {

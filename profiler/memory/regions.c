@@ -56,7 +56,8 @@ static size_t first_above(uintptr_t a)
  * malloc-safe */
 static int open_at(size_t i)
 {
-    if (!regions && !(regions = pp_map((size_t)MAX_REGIONS * sizeof *regions, PROT_READ | PROT_WRITE, MAP_NORESERVE)))
+    if (!regions && !(regions = pp_map((size_t)MAX_REGIONS * sizeof *regions, PROT_READ | PROT_WRITE, MAP_NORESERVE,
+                                       "table of mmap regions")))
         return -1;
     if (nregions == MAX_REGIONS)
         return -1;

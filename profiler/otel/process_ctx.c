@@ -179,7 +179,7 @@ static int map_header(void)
             m = mmap(NULL, page, PROT_READ | PROT_WRITE, MAP_PRIVATE, fd, 0);
         close(fd);
     }
-    if (m == MAP_FAILED && !(m = pp_map(page, PROT_READ | PROT_WRITE, 0)))
+    if (m == MAP_FAILED && !(m = pp_map(page, PROT_READ | PROT_WRITE, 0, "OpenTelemetry context")))
         return -1;
     if (madvise(m, page, MADV_DONTFORK)) {
         pp_unmap(m, page);
@@ -204,7 +204,7 @@ void pp_otel_republish_locked(void)
     p.keys = pp_otel_keys_locked(&p.nkeys);
     size_t size = pp_otel_payload_pack(&p, NULL, 0);
     size_t len = (size + page - 1) / page * page;
-    uint8_t *buf = size <= MAX_PAYLOAD ? pp_map(len, PROT_READ | PROT_WRITE, 0) : NULL;
+    uint8_t *buf = size <= MAX_PAYLOAD ? pp_map(len, PROT_READ | PROT_WRITE, 0, "OpenTelemetry context") : NULL;
     if (!buf) {
         atomic_fetch_add(&failures, 1);
         return;

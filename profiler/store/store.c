@@ -9,7 +9,7 @@
 /* malloc-safe */
 static void *reserve(size_t bytes)
 {
-    return pp_map(bytes, PROT_READ | PROT_WRITE, MAP_NORESERVE);
+    return pp_map(bytes, PROT_READ | PROT_WRITE, MAP_NORESERVE, "stacks of heap, lock and mmap samples");
 }
 
 /* malloc-safe */
