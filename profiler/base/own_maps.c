@@ -2,7 +2,9 @@
  *
  * A slot holds a range's start and end; it is claimed with one atomic
  * exchange of its start, so makers on any thread (inside malloc, in a
- * signal handler) need no lock. A range unmapped whole frees its slot; one
+ * signal handler) need no lock. A free slot's end is 0 (cleared before
+ * its start), and a claimed one's end is set after its start, so a
+ * reader that sees an end at or below the start skips the slot. A range unmapped whole frees its slot; one
  * unmapped in part (a store trimming its tail) shrinks. Mappings past the
  * table's size are made but not listed (the memory profile then shows them
  * as not attributed).
@@ -46,8 +48,10 @@ void pp_unmap(void *p, size_t bytes)
         uintptr_t lo = atomic_load(&lo_of[i]), hi = atomic_load(&hi_of[i]);
         if (!lo || a >= hi || b <= lo)
             continue;
-        if (a <= lo && b >= hi)
+        if (a <= lo && b >= hi) { /* hi first: a reader never pairs a new start with an old end */
+            atomic_store(&hi_of[i], 0);
             atomic_store(&lo_of[i], 0);
+        }
         else if (b >= hi)
             atomic_store(&hi_of[i], a);
         else if (a <= lo)

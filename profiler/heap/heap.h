@@ -243,7 +243,7 @@ void pp_heap_snap_free(pp_heap_snap *s);
 const pp_rec *pp_heap_rec_get(uint32_t rec);
 
 /* A live sampled object: its address, record and when it was sampled
- * (CLOCK_MONOTONIC_COARSE, ns). */
+ * (CLOCK_MONOTONIC, ns). */
 typedef struct pp_heap_live {
     uintptr_t ptr;
     uint32_t rec;
@@ -257,7 +257,7 @@ size_t pp_heap_live_copy(pp_heap_live *out, size_t max);
 uint64_t pp_heap_live_count(void);
 
 /* The live objects sampled in [born_from, born_until) (CLOCK_MONOTONIC
- * ns, as CLOCK_MONOTONIC_COARSE stamped them) as a snapshot: c[0] their
+ * ns) as a snapshot: c[0] their
  * number per record, c[1] 0. 0 or PPROF_ENOMEM. */
 int pp_heap_age_snap(int64_t born_from, int64_t born_until, pp_heap_snap *s);
 
@@ -270,6 +270,7 @@ int pp_heap_age_snap(int64_t born_from, int64_t born_until, pp_heap_snap *s);
  * slot's peak, with the peak's estimate and time (CLOCK_REALTIME ns). */
 void pp_heap_peak_change(const pp_rec *r, int delta);
 int pp_heap_peak_begin_locked(void);
+int pp_heap_peak_restart_locked(int slot); /* begins a window's slot again: 0, or -1 when it is not one */
 void pp_heap_peak_end_locked(int slot);
 int64_t pp_heap_peak_value_locked(int slot, const pp_rec *r, int64_t *when_ns, double *peak);
 /* The same, taking the lock (heap_table.c): a window's slot, or -1 when
@@ -277,6 +278,7 @@ int64_t pp_heap_peak_value_locked(int slot, const pp_rec *r, int64_t *when_ns, d
  * snapshot (c[0] live objects per record, c[1] 0) with the peak's
  * estimated bytes and time. 0 or PPROF_ENOMEM. */
 int pp_heap_peak_begin(void);
+int pp_heap_peak_restart(int slot); /* the next window keeps the slot: 0, or -1 */
 void pp_heap_peak_end(int slot);
 int pp_heap_peak_snap(int slot, pp_heap_snap *s, int64_t *when_ns, double *peak);
 

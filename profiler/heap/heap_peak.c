@@ -63,12 +63,14 @@ static double weight(uint64_t size)
 /* malloc-safe; lock held */
 void pp_heap_peak_change(const pp_rec *r, int delta)
 {
-    if (!kept && !(kept = pp_map((size_t)PP_HEAP_PEAK_SLOTS * MAX_SEQ * sizeof *kept, PROT_READ | PROT_WRITE,
-                                 MAP_NORESERVE, "the heap peak's books")))
-        return;
+    static int map_failed;
+    if (!kept && !map_failed &&
+        !(kept = pp_map((size_t)PP_HEAP_PEAK_SLOTS * MAX_SEQ * sizeof *kept, PROT_READ | PROT_WRITE, MAP_NORESERVE,
+                        "the heap peak's books")))
+        map_failed = 1; /* peaks then read records as they are now */
     int64_t before = r->c[0] - r->c[1];
     for (int s = 0; s < PP_HEAP_PEAK_SLOTS; s++) {
-        if (!slots[s].used || r->seq >= MAX_SEQ)
+        if (!kept || !slots[s].used || r->seq >= MAX_SEQ)
             continue;
         saved *k = &kept[(size_t)s * MAX_SEQ + r->seq];
         if (k->epoch != slots[s].epoch)
@@ -92,6 +94,15 @@ int pp_heap_peak_begin_locked(void)
             return s;
         }
     return -1;
+}
+
+/* lock held */
+int pp_heap_peak_restart_locked(int s)
+{
+    if (s <= 0 || s >= PP_HEAP_PEAK_SLOTS || !slots[s].used)
+        return -1;
+    slots[s] = (slot){1, ++last_epoch, live_bytes, now_real()};
+    return 0;
 }
 
 /* lock held */

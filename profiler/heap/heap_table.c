@@ -44,7 +44,7 @@ typedef struct live_node {
     uintptr_t ptr;
     uint32_t rec;
     uint32_t next;   /* node index + 1 */
-    int64_t born_ns; /* CLOCK_MONOTONIC_COARSE when it was sampled */
+    int64_t born_ns; /* CLOCK_MONOTONIC when it was sampled */
 } live_node;
 
 static pp_store recs = PP_STORE_INIT(1ull << 30, 1u << 17);
@@ -151,7 +151,7 @@ static int link_live(void *p, uint32_t rec)
     }
     _Atomic uint32_t *b = &pp_live_buckets[pp_live_bucket(p)];
     struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC_COARSE, &ts); /* the vDSO's: no system call */
+    clock_gettime(CLOCK_MONOTONIC, &ts); /* the vDSO's: no system call */
     nodes[i - 1] = (live_node){(uintptr_t)p, rec, atomic_load_explicit(b, memory_order_relaxed),
                                ts.tv_sec * 1000000000ll + ts.tv_nsec};
     atomic_store_explicit(b, i, memory_order_release);
@@ -371,6 +371,15 @@ int pp_heap_peak_begin(void)
     return s;
 }
 
+int pp_heap_peak_restart(int slot)
+{
+    pp_mutex_lock(&recs.lock);
+    apply_deferred();
+    int rc = pp_heap_peak_restart_locked(slot);
+    unlock_table();
+    return rc;
+}
+
 void pp_heap_peak_end(int slot)
 {
     pp_mutex_lock(&recs.lock);
@@ -380,6 +389,8 @@ void pp_heap_peak_end(int slot)
 
 int pp_heap_peak_snap(int slot, pp_heap_snap *s, int64_t *when_ns, double *peak)
 {
+    if (slot < 0 || slot >= PP_HEAP_PEAK_SLOTS)
+        return PPROF_EINVAL;
     if (pp_heap_snap_take(s) != 0)
         return PPROF_ENOMEM;
     pp_mutex_lock(&recs.lock);

@@ -24,6 +24,7 @@
 #include "base/base.h"
 #include "heap/heap.h"
 #include "memory/memory.h"
+#include "model/model.h"
 #include "labels/labels.h"
 #include "otel/otel.h"
 #include "threads/threads.h"
@@ -88,6 +89,7 @@ static void fork_prepare(void)
     pp_threads_fork_prepare();
     pp_heap_fork_prepare();
     pp_memory_fork_prepare();
+    pp_model_fork_prepare();
     pp_own_heap_fork_prepare();
     pp_signal_fork_prepare();
 }
@@ -96,6 +98,7 @@ static void fork_parent(void)
 {
     pp_signal_fork_parent();
     pp_own_heap_fork_parent();
+    pp_model_fork_parent();
     pp_memory_fork_parent();
     pp_heap_fork_parent();
     pp_threads_fork_parent();
@@ -112,6 +115,7 @@ static void fork_child(void)
     pp_own_heap_fork_child();
     pp_heap_fork_child();
     pp_memory_fork_child();
+    pp_model_fork_child();
     pp_threads_fork_child();
     pp_labels_cap_fork_child();
     pp_contention_fork_child();
@@ -140,6 +144,7 @@ __attribute__((constructor(101))) static void pp_init(void)
     pp_wait_hooks_init();
     pp_sock_hooks_init();
     pp_syscall_hook_init();
+    pp_mmap_hooks_init();
     pp_limit_hooks_init();
     pp_threads_init();
     pp_threads_register_main();

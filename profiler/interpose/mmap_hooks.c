@@ -6,16 +6,17 @@
  * mapping enters its table of regions with the stack that made it (or as
  * the allocator's, when the next allocator's code made it), an unmapping
  * or a mapping over part of a region cuts it, a moved one keeps its
- * stack. Allocators map from inside malloc, so everything here is
- * malloc-safe. Until the next definition is found (dlsym may allocate,
- * and an allocator may map meanwhile), the calls go to the kernel
- * directly. mprotect and madvise change no owner: the profile reads
- * residency from the kernel.
+ * stack. Allocators map from inside malloc, holding their locks, so
+ * everything here is malloc-safe and no hook ever calls dlsym (it may
+ * allocate, and takes the loader's lock): the next definitions are found
+ * by the constructor (pp_mmap_hooks_init), and until then the calls go
+ * to the kernel directly. mprotect and madvise change no owner: the
+ * profile reads residency from the kernel.
  */
-#ifndef PPROF_NO_HOOKS /* sanitizer builds: their runtimes own mmap */
 #define _GNU_SOURCE
 #include "base/base.h"
 #include "memory/memory.h"
+#include "thread_hooks.h"
 
 #include <stdarg.h>
 #include <stdatomic.h>
@@ -23,6 +24,7 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#ifndef PPROF_NO_HOOKS /* sanitizer builds: their runtimes own mmap */
 #define API __attribute__((visibility("default")))
 #define CALLER ((uint64_t)(uintptr_t)__builtin_return_address(0))
 
@@ -35,23 +37,22 @@ static struct {
     munmap_fn munmap;
     mremap_fn mremap;
 } next;
-static _Atomic int state; /* 0 not looked up, 1 being looked up, 2 done */
+static _Atomic int found; /* `next` is filled */
 
-/* 1 once `next` is filled; 0 while another thread or this one fills it.
- * malloc-safe: the lookup's own allocations may map, and reach the kernel
- * directly meanwhile. */
-static int ready(void)
+void pp_mmap_hooks_init(void)
 {
-    int s = atomic_load_explicit(&state, memory_order_acquire);
-    if (s == 2)
-        return 1;
-    if (s == 1 || !atomic_compare_exchange_strong(&state, &s, 1))
-        return 0;
+    if (atomic_load(&found))
+        return;
     next.mmap = (mmap_fn)pp_next_symbol("mmap", NULL);
     next.munmap = (munmap_fn)pp_next_symbol("munmap", NULL);
     next.mremap = (mremap_fn)pp_next_symbol("mremap", NULL);
-    atomic_store(&state, next.mmap && next.munmap && next.mremap ? 2 : 0);
-    return atomic_load(&state) == 2;
+    atomic_store_explicit(&found, next.mmap && next.munmap && next.mremap, memory_order_release);
+}
+
+/* 1 once the constructor found the next definitions. malloc-safe */
+static int ready(void)
+{
+    return atomic_load_explicit(&found, memory_order_acquire);
 }
 
 /* malloc-safe */
@@ -100,5 +101,9 @@ API void *mremap(void *old, size_t old_len, size_t len, int flags, ...)
     if (p != MAP_FAILED)
         pp_memory_remapped(old, old_len, p, len);
     return p;
+}
+#else
+void pp_mmap_hooks_init(void)
+{
 }
 #endif

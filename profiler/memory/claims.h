@@ -28,16 +28,18 @@ typedef struct pp_claim {
     uint64_t leaf;  /* the leaf frame (a named frame), 0 for PP_ROOT_MMAP */
     uint32_t rec;   /* PP_ROOT_MMAP: the region's record */
     double bytes;   /* its resident bytes, once counted */
+    uintptr_t top;  /* the highest hi of the claims up to this one (sorted) */
 } pp_claim;
 
 typedef struct pp_claims {
     pp_claim *c;
     size_t n, cap;
+    size_t sorted;  /* the first `sorted` claims are in order, with top set */
 } pp_claims;
 
 /* Adds a claim; 0 or -1 when out of memory. */
 int pp_claims_add(pp_claims *cs, uintptr_t lo, uintptr_t hi, int prio, int root, uint64_t leaf, uint32_t rec);
-/* Sorts the claims by address. */
+/* Sorts the claims by address (and reads the page size). */
 void pp_claims_sort(pp_claims *cs);
 /* Claims, for the allocator (as `root` with `leaf`, at `prio`), the parts
  * of the anonymous mapping v that no claim holds and that hold a live

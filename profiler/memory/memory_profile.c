@@ -135,8 +135,9 @@ static int claim_bss(struct dl_phdr_info *o, size_t size, void *arg)
         const ElfW(Phdr) *ph = &o->dlpi_phdr[i];
         if (ph->p_type != PT_LOAD || ph->p_memsz <= ph->p_filesz)
             continue;
-        uintptr_t lo = (o->dlpi_addr + ph->p_vaddr + ph->p_filesz + 4095) & ~(uintptr_t)4095;
-        uintptr_t hi = (o->dlpi_addr + ph->p_vaddr + ph->p_memsz + 4095) & ~(uintptr_t)4095;
+        uintptr_t page = (uintptr_t)sysconf(_SC_PAGESIZE);
+        uintptr_t lo = (o->dlpi_addr + ph->p_vaddr + ph->p_filesz + page - 1) & ~(page - 1);
+        uintptr_t hi = (o->dlpi_addr + ph->p_vaddr + ph->p_memsz + page - 1) & ~(page - 1);
         if (lo >= b->self_lo && lo < b->self_hi) {
             pp_claims_add(&b->claims, lo, hi, PRIO_OWN, PP_ROOT_OWN, pp_frame_named("[libpprof: code and data]"), 0);
             continue;

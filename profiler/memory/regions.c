@@ -30,6 +30,7 @@
 #include <stdatomic.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <unistd.h>
 
 #define MAX_REGIONS (1u << 20)
 
@@ -121,6 +122,18 @@ static uint32_t class_of(uint64_t caller)
 
 static __thread int busy; /* this thread is inside a hook's work */
 
+/* The end of the page that holds the byte before end: the kernel maps and
+ * unmaps whole pages. malloc-safe */
+static uintptr_t page_end(uintptr_t end)
+{
+    static uintptr_t page;
+    if (!page) {
+        long p = sysconf(_SC_PAGESIZE);
+        page = p > 0 ? (uintptr_t)p : 4096;
+    }
+    return (end + page - 1) & ~(page - 1);
+}
+
 /* malloc-safe */
 void pp_memory_mapped(void *p, size_t len, int flags, uint64_t caller)
 {
@@ -128,7 +141,7 @@ void pp_memory_mapped(void *p, size_t len, int flags, uint64_t caller)
         return;
     busy = 1;
     int e = errno;
-    uintptr_t a = (uintptr_t)p, b = a + len;
+    uintptr_t a = (uintptr_t)p, b = page_end(a + len);
     uint32_t cls = PP_REGION_PROGRAM, rec = 0;
     int anon = (flags & MAP_ANONYMOUS) && !(flags & MAP_SHARED);
     uint64_t pcs[PPROF_DEFAULT_MAX_FRAMES + 1];
@@ -166,7 +179,7 @@ void pp_memory_unmapped(void *p, size_t len)
     if (busy || !len || !nregions)
         return;
     if (pp_mutex_lock_hook(&stacks.lock)) {
-        cut((uintptr_t)p, (uintptr_t)p + len);
+        cut((uintptr_t)p, page_end((uintptr_t)p + len));
         pp_mutex_unlock(&stacks.lock);
     }
 }
@@ -181,9 +194,11 @@ void pp_memory_remapped(void *old, size_t old_len, void *p, size_t len)
     int had = i < nregions && regions[i].lo <= a;
     pp_region r = had ? regions[i] : (pp_region){0};
     if (p != old || len < old_len)
-        cut(a, a + old_len);
+        cut(a, page_end(a + old_len));
     if (had)
-        enter((uintptr_t)p, (uintptr_t)p + len, r.cls, r.rec);
+        enter((uintptr_t)p, page_end((uintptr_t)p + len), r.cls, r.rec);
+    else
+        cut((uintptr_t)p, page_end((uintptr_t)p + len)); /* moved over a region, or grown into one */
     pp_mutex_unlock(&stacks.lock);
 }
 

@@ -45,6 +45,10 @@ static inline int pp_pc_is_pseudo(uint64_t pc)
 /* The frame that stands for `name` (interned once per process; copied):
  * the same address in every profile. Thread-safe; allocates. */
 uint64_t pp_frame_named(const char *name);
+/* fork handlers (lifecycle.c): the named frames' lock */
+void pp_model_fork_prepare(void);
+void pp_model_fork_parent(void);
+void pp_model_fork_child(void);
 /* The text of a pseudo-frame, fixed or named ("[unknown]" for any other
  * address). Thread-safe. */
 const char *pp_frame_name(uint64_t pc);

@@ -55,6 +55,23 @@ uint64_t pp_frame_named(const char *name)
     return PP_PC_NAMED + id;
 }
 
+/* The names' lock across fork: held from prepare to parent and child, so
+ * the child never inherits it held by a thread it does not have. */
+void pp_model_fork_prepare(void)
+{
+    pp_mutex_lock(&names_lock);
+}
+
+void pp_model_fork_parent(void)
+{
+    pp_mutex_unlock(&names_lock);
+}
+
+void pp_model_fork_child(void)
+{
+    names_lock = (pp_mutex)PP_MUTEX_INIT;
+}
+
 const char *pp_frame_name(uint64_t pc)
 {
     switch (pc) {

@@ -74,7 +74,7 @@ static pprof_profile *age_profile(int min_age, int max_age)
         to = to < hi_age ? to : hi_age;
         if (from >= to)
             continue;
-        if (pp_heap_age_snap(now - to, now - from + 1, &snaps[n]) != 0)
+        if (pp_heap_age_snap(now - to, now - from, &snaps[n]) != 0)
             goto out;
         ptrs[n] = &snaps[n];
         labels[n++] = names[b];
@@ -164,15 +164,22 @@ static int alloc_end(pprof_recorder *r, int reopen, pprof_profile **out)
         free(now);
         return pp_fail(PPROF_ENOMEM);
     }
-    if (out && h->window_live && only_window_live(now, r->window_mono_ns) != 0) {
-        pp_heap_snap_free(now);
-        free(now);
-        return pp_fail(PPROF_ENOMEM);
+    pprof_profile *p = NULL;
+    if (out && h->peak) {
+        p = peak_profile(h->slot);
+    } else if (out && h->window_live) { /* on a copy: `now` is the next window's base */
+        pp_heap_snap live = {malloc((now->n ? now->n : 1) * sizeof *now->c), now->n};
+        if (live.c && (memcpy(live.c, now->c, now->n * sizeof *now->c), only_window_live(&live, r->window_mono_ns) == 0))
+            p = pp_heap_build(h->snap, &live, pprof_heap_rate(), h->flags);
+        pp_heap_snap_free(&live);
+    } else if (out) {
+        p = pp_heap_build(h->snap, now, pprof_heap_rate(), h->flags);
     }
-    pprof_profile *p = !out ? NULL : h->peak ? peak_profile(h->slot) : pp_heap_build(h->snap, now, pprof_heap_rate(), h->flags);
-    if (h->peak) {
+    if (h->peak && reopen) {
+        pp_heap_peak_restart(h->slot); /* in place: no other window can take it meanwhile */
+    } else if (h->peak) {
         pp_heap_peak_end(h->slot);
-        h->slot = reopen ? pp_heap_peak_begin() : -1;
+        h->slot = -1;
     }
     pp_recorder_window_end(r, p, reopen);
     snap_free(h->snap);
