@@ -172,10 +172,8 @@ static void thread_name(int tid, char *out, size_t len)
 }
 
 /* The claims the profiler knows of before reading the mappings. */
-static void claim_known(build *b, uintptr_t alloc_lo, uintptr_t alloc_hi)
+static void claim_known(build *b)
 {
-    (void)alloc_lo;
-    (void)alloc_hi;
     uintptr_t lo[512], hi[512];
     const char *what[512];
     size_t n = pp_own_maps(lo, hi, what, 512);
@@ -370,7 +368,7 @@ int pp_memory_build(pprof_profile **out)
     uintptr_t alo, ahi;
     int glibc;
     pp_next_object(&alo, &ahi, &glibc);
-    claim_known(&b, alo, ahi);
+    claim_known(&b);
     pp_claims_sort(&b.claims);
     size_t nlive;
     uintptr_t *live = live_addresses(&nlive);

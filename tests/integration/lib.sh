@@ -11,6 +11,7 @@
 #   pp_wait_line FILE RE S [PID]
 #                            waits up to S seconds for a line matching RE
 #   pp_wait_http URL S       waits up to S seconds until URL answers over HTTP
+#   pp_serving_url NAME PID  the URL prefix NAME's LIBPPROF_PRINT_ADDR line names
 #   pp_pprof ARGS...         go tool pprof with a time limit
 #   pp_ticks PID [RE [NOT]]  CPU ticks of PID's threads named RE, not NOT
 #   pp_top_ms FILE           a CPU profile's total and "not sampled" ms
@@ -236,6 +237,14 @@ pp_start_helper() {
     line=$(pp_wait_line "$TMP/$name.out" '^port=[0-9]+$' 10 "$PID") || return 1
     PORT=${line#port=}
     pp_wait_http "http://127.0.0.1:$PORT/debug/pprof/cmdline" 10 "$PID"
+}
+
+# pp_serving_url NAME PID: the URL prefix (…/debug/pprof) that the
+# LIBPPROF_PRINT_ADDR=1 line in $TMP/NAME.err names; gives up without one.
+pp_serving_url() {
+    local line
+    line=$(pp_wait_line "$TMP/$1.err" 'serving' 10 "$2") || pp_give_up "$1: no serving line"
+    echo "http://127.0.0.1:$(sed -n 's/.*127\.0\.0\.1:\([0-9]*\).*/\1/p' <<<"$line" | head -1)/debug/pprof"
 }
 
 # pp_each_allocator FN: runs FN NAME LIBRARY for Debian's jemalloc and

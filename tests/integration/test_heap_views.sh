@@ -35,17 +35,12 @@ cum_of() { # FILE RE [ARGS...]: the cumulative bytes of the first node matching 
     top "$f" "$@" | awk -v re="$re" '$6 ~ re { v = $4; sub(/B$/, "", v); print v; exit }'
 }
 total() { top "$@" | sed -n 's/^Showing nodes accounting for [0-9.]*B, [0-9.]*% of \([0-9]*\)B total.*/\1/p'; }
-url_of() { # NAME PID
-    local line
-    line=$(pp_wait_line "$TMP/$1.err" 'serving' 10 "$2") || pp_give_up "$1: no serving line"
-    echo "http://127.0.0.1:$(sed -n 's/.*127\.0\.0\.1:\([0-9]*\).*/\1/p' <<<"$line" | head -1)/debug/pprof"
-}
 
 # --- peak
 pp_start peak env LD_PRELOAD="$LIB" LIBPPROF_HEAP_RATE=16384 LIBPPROF_ADDR=127.0.0.1:0 LIBPPROF_PRINT_ADDR=1 \
     "$BUILD/tests/prog_leak" peak
 pp_wait_line "$TMP/peak.out" '^ready$' 20 "$PID" >/dev/null || pp_give_up "prog_leak peak did not start"
-URL=$(url_of peak "$PID")
+URL=$(pp_serving_url peak "$PID")
 want=$(sed -n 's/^peak_bytes=//p' "$TMP/peak.out")
 after=$(sed -n 's/^after_bytes=//p' "$TMP/peak.out")
 curl -sf --max-time 30 -o "$TMP/peak.pb.gz" "$URL/heap?peak=1"
@@ -71,7 +66,7 @@ done
 # --- leak
 pp_start leak env LD_PRELOAD="$LIB" LIBPPROF_ADDR=127.0.0.1:0 LIBPPROF_PRINT_ADDR=1 "$BUILD/tests/prog_leak" leak
 pp_wait_line "$TMP/leak.out" '^ready$' 20 "$PID" >/dev/null || pp_give_up "prog_leak leak did not start"
-URL=$(url_of leak "$PID")
+URL=$(pp_serving_url leak "$PID")
 sleep 60
 curl -sf --max-time 30 -o "$TMP/win.pb.gz" "$URL/heap?seconds=5&window_live=1"
 t=$(total "$TMP/win.pb.gz" -sample_index=inuse_space)

@@ -57,11 +57,6 @@ vma_rss() { # PID ADDR: the Rss of the mapping that holds ADDR (hex), bytes
 }
 field() { sed -n "s/^$1=//p" "$TMP/prog.out"; }
 
-serving_url() { # NAME PID: the URL prefix NAME's serving line names
-    local line
-    line=$(pp_wait_line "$TMP/$1.err" 'serving' 10 "$2") || pp_give_up "$1: no serving line"
-    echo "http://127.0.0.1:$(sed -n 's/.*127\.0\.0\.1:\([0-9]*\).*/\1/p' <<<"$line" | head -1)/debug/pprof"
-}
 fetch_total() { # NAME PID URL FILE: fetches the memory profile, checks its total
     local before after
     before=$(rss_now "$2")
@@ -84,7 +79,7 @@ pp_start prog env LD_PRELOAD="$LIB" LIBPPROF_HEAP_RATE=8192 LIBPPROF_ADDR=127.0.
     "$BUILD/tests/prog_memory" "$TMP/in"
 exec 7<>"$TMP/in"
 pp_wait_line "$TMP/prog.out" '^ready$' 20 "$PID" >/dev/null || pp_give_up "prog_memory did not start"
-URL=$(serving_url prog "$PID")
+URL=$(pp_serving_url prog "$PID")
 fetch_total prog_memory "$PID" "$URL" "$TMP/m.pb.gz"
 v=$(cum "$TMP/m.pb.gz" "[memory: mapped by the program with mmap]")
 a=$(cum "$TMP/m.pb.gz" "arena_map(unsigned long) [clone .constprop.0]")
@@ -127,7 +122,7 @@ if command -v redis-server >/dev/null; then
     pp_start redis env LD_PRELOAD="$LIB" LIBPPROF_HEAP_RATE=8192 LIBPPROF_ADDR=127.0.0.1:0 LIBPPROF_PRINT_ADDR=1 \
         redis-server --port "$rport" --bind 127.0.0.1 --save "" --appendonly no --dir "$TMP"
     rpid=$PID
-    RURL=$(serving_url redis "$rpid")
+    RURL=$(pp_serving_url redis "$rpid")
     for i in $(seq 1 50); do redis-cli -p "$rport" ping >/dev/null 2>&1 && break; sleep 0.1; done
     redis-cli -p "$rport" eval "for i=1,1000000 do redis.call('SET','key:'..i,string.rep('v',200)) end return 1" 0 >/dev/null
     redis-cli -p "$rport" eval "for i=1,1000000 do if i%4~=0 then redis.call('DEL','key:'..i) end end return 1" 0 >/dev/null
@@ -151,7 +146,7 @@ if command -v memcached >/dev/null; then
     pp_start mc env LD_PRELOAD="$LIB" LIBPPROF_HEAP_RATE=8192 LIBPPROF_ADDR=127.0.0.1:0 LIBPPROF_PRINT_ADDR=1 \
         memcached -p "$mport" -l 127.0.0.1 -U 0 -m 1024 -u "$(id -un)"
     mpid=$PID
-    MURL=$(serving_url mc "$mpid")
+    MURL=$(pp_serving_url mc "$mpid")
     /usr/bin/python3 - "$mport" >"$TMP/mc.stats" <<'PY'
 import socket, sys, time
 for _ in range(50):
@@ -217,7 +212,7 @@ pp_start py env LD_PRELOAD="$LIB" LIBPPROF_HEAP_RATE=8192 LIBPPROF_ADDR=127.0.0.
 exec 8<>"$TMP/pyin"
 pypid=$PID
 pp_wait_line "$TMP/py.out" '^ready$' 30 "$pypid" >/dev/null || pp_give_up "python3 did not start"
-fetch_total python3 "$pypid" "$(serving_url py "$pypid")" "$TMP/p.pb.gz"
+fetch_total python3 "$pypid" "$(pp_serving_url py "$pypid")" "$TMP/p.pb.gz"
 arenas=$(awk '/^# arenas allocated current/ { gsub(/,/, "", $NF); print $NF * 1048576; exit }' "$TMP/py.err")
 v=$(cum "$TMP/p.pb.gz" "[memory: mapped by the program with mmap]")
 pp_check "python3: mapped by the program $v B within 5% of pymalloc's $arenas B of arenas" within 5 "$v" "$arenas"
