@@ -73,6 +73,8 @@ set(CPACK_DEBIAN_LIB_PACKAGE_NAME libpprof0)
 set(CPACK_DEBIAN_LIB_PACKAGE_SECTION libs)
 set(CPACK_DEBIAN_LIB_PACKAGE_DEPENDS
   "libc6 (>= 2.36), libmicrohttpd12 (>= 0.9.75), libprotobuf-c1 (>= 1.4.1), zlib1g (>= 1:1.2.13), libdw1 (>= 0.188), libgnutls30 (>= 3.7.9)")
+# loaded only to fetch debug files from debuginfod (docs/symbols.md)
+set(CPACK_DEBIAN_LIB_PACKAGE_RECOMMENDS "libcurl3-gnutls (>= 7.88)")
 set(CPACK_DEBIAN_PACKAGE_GENERATE_SHLIBS ON)
 set(CPACK_DEBIAN_PACKAGE_GENERATE_SHLIBS_POLICY ">=")
 set(CPACK_DEBIAN_LIB_DESCRIPTION "Go-compatible /debug/pprof profiling for C and C++ programs

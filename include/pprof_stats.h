@@ -152,8 +152,24 @@ typedef struct pprof_symbolizer_stats {
     uint64_t page_releases;    /* batches after which mapped file pages were given back */
     uint64_t idle_releases;    /* times everything was dropped for being idle */
     int loaded;                /* 1 while the tables are built */
-    uint64_t reserved[8];      /* zero; later fields take its place, so the struct's size never changes */
+    /* Debug files fetched from debuginfod by build ID (docs/symbols.md). */
+    uint64_t debuginfo_fetched;      /* files fetched into the cache */
+    uint64_t debuginfo_pending;      /* files being fetched now */
+    uint64_t debuginfo_failed;       /* fetches that failed (not found, no answer in time, ...) */
+    uint64_t debuginfo_cache_bytes;  /* the cache's size (LIBPPROF_DEBUGINFO_CACHE) */
+    uint64_t debuginfo_cache_budget; /* LIBPPROF_DEBUGINFO_CACHE_MB, in bytes */
+    int debuginfo_fetching;          /* PPROF_DEBUGINFOD_*: whether fetching is on, and why not */
+    uint64_t reserved[2];      /* zero; later fields take its place, so the struct's size never changes */
 } pprof_symbolizer_stats;
+
+/* pprof_symbolizer_stats.debuginfo_fetching */
+enum {
+    PPROF_DEBUGINFOD_OFF = 0,          /* no server named */
+    PPROF_DEBUGINFOD_ON = 1,           /* LIBPPROF_DEBUGINFOD_URLS, or LIBPPROF_DEBUGINFOD=1 */
+    PPROF_DEBUGINFOD_OFF_STANDARD = 2, /* DEBUGINFOD_URLS alone: not fetched until LIBPPROF_DEBUGINFOD=1 */
+    PPROF_DEBUGINFOD_STOPPED = 3,      /* the process exits or entered a sandbox */
+    PPROF_DEBUGINFOD_UNAVAILABLE = 4   /* this libpprof was built without libcurl's headers */
+};
 
 /* The symbolizer's counters as of the end of its last batch (never waits
  * for one in progress). Thread-safe. */

@@ -4,7 +4,7 @@
 set -euo pipefail
 pkgs=(gcc g++ make cmake pkg-config curl ca-certificates
       libmicrohttpd-dev zlib1g-dev libprotobuf-c-dev protobuf-c-compiler
-      libdw-dev libelf-dev libgnutls28-dev golang-go "$@")
+      libdw-dev libelf-dev libgnutls28-dev libcurl4-gnutls-dev golang-go "$@")
 missing=()
 for p in "${pkgs[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

@@ -180,6 +180,19 @@ static void write_stats(pp_reply *r, const pp_req *q)
                     y.cache_bytes / 1048576.0, y.cache_budget / 1048576.0,
                     (unsigned long long)y.cache_evictions, (unsigned long long)y.sessions,
                     (unsigned long long)y.page_releases, (unsigned long long)y.idle_releases);
+    static const char *const fetching[] = {
+        [PPROF_DEBUGINFOD_OFF] = "off (no server named: LIBPPROF_DEBUGINFOD_URLS)",
+        [PPROF_DEBUGINFOD_ON] = "on",
+        [PPROF_DEBUGINFOD_OFF_STANDARD] = "off: DEBUGINFOD_URLS is set, LIBPPROF_DEBUGINFOD=1 turns it on",
+        [PPROF_DEBUGINFOD_STOPPED] = "stopped (the process exits, or entered a sandbox)",
+        [PPROF_DEBUGINFOD_UNAVAILABLE] = "unavailable (built without libcurl's header)"};
+    int fi = y.debuginfo_fetching >= 0 && y.debuginfo_fetching <= PPROF_DEBUGINFOD_UNAVAILABLE ? y.debuginfo_fetching : 0;
+    pp_reply_printf(r,
+                    "<tr><td>Debug files</td><td>fetching from debuginfod %s; %llu fetched, %llu pending, %llu failed; "
+                    "cache %.1f MiB of %.0f MiB allowed</td></tr>\n",
+                    fetching[fi], (unsigned long long)y.debuginfo_fetched, (unsigned long long)y.debuginfo_pending,
+                    (unsigned long long)y.debuginfo_failed, y.debuginfo_cache_bytes / 1048576.0,
+                    y.debuginfo_cache_budget / 1048576.0);
     pp_reply_printf(r,
                     "<tr><td>Heap sampling</td><td>%lld bytes between samples (0: off); %llu sampled, "
                     "%llu unrecorded; %llu records (%.1f MiB), %llu sampled objects live (%.1f MiB)</td></tr>\n",

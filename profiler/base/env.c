@@ -2,7 +2,7 @@
  *
  * Every documented variable is read through the checked parsers here:
  * pp_env_int for numbers and switches (0 or 1), pp_env_word for a choice
- * of words. Read once at start-up (the symbolizer's at its first use). An
+ * of words, pp_env_text for text of a given form. Read once at start-up (the symbolizer's at its first use). An
  * invalid value is reported on stderr in one line naming the variable,
  * once per process however often it is read, and the default is used;
  * explicit configuration through the API always wins over the
@@ -72,6 +72,16 @@ int pp_env_word(const char *name, const char *const *words, int def, const char 
         fprintf(stderr, "libpprof: ignoring %s=%s: want %s; using %s\n", name, s, want, def_text);
     }
     return def;
+}
+
+const char *pp_env_text(const char *name, int (*ok)(const char *), const char *want, const char *def_text)
+{
+    const char *s = getenv(name);
+    if (!s || !*s || ok(s))
+        return s && *s ? s : NULL;
+    if (first_report(name))
+        fprintf(stderr, "libpprof: ignoring %s=%s: want %s; using %s\n", name, s, want, def_text);
+    return NULL;
 }
 
 static int cpu_hz = PPROF_CPU_DEFAULT_HZ;

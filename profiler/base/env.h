@@ -8,6 +8,10 @@ int pp_env_int(const char *name, int def, int min, int max);
  * unset or none of them (reported once, in one line, with `def_text` as
  * what is used instead). */
 int pp_env_word(const char *name, const char *const *words, int def, const char *def_text);
+/* `name`'s value when ok() accepts it; NULL when unset or empty, or when
+ * ok() refuses it (reported once, in one line: "want `want`; using
+ * `def_text`"). */
+const char *pp_env_text(const char *name, int (*ok)(const char *), const char *want, const char *def_text);
 /* Reads the variables kept here (start-up). */
 void pp_env_init(void);
 /* The default CPU rate: LIBPPROF_CPU_HZ or 100. */

@@ -10,10 +10,14 @@
  * cannot, profiling stops before the call (pp_sandbox_enter), so the
  * program's call never meets a thread of the profiler's that differs.
  * prctl(PR_SET_SECCOMP) stops profiling before the process enters its
- * sandbox. prctl's other options pass through untouched.
+ * sandbox. prctl's other options pass through untouched. With debug files
+ * fetched from debuginfod, the symbolizer keeps its files open before
+ * each of these calls, as before a chroot: a cache that only the old
+ * user may read stays read (symbolize/sym_keep.c).
  */
 #define _GNU_SOURCE
 #include "threads/threads.h"
+#include "symbolize/symbolize.h"
 #include "base/base.h"
 #include "thread_hooks.h"
 
@@ -73,6 +77,8 @@ API int prctl(int option, ...)
 static void before_setxid(const char *call)
 {
     int saved = errno;
+    if (pp_sym_fetch_mode() == PPROF_DEBUGINFOD_ON)
+        pp_sym_keep_files();
     if (!pp_sandboxed() && pp_threads_creds_match() > 0) {
         fprintf(stderr,
                 "libpprof: the profiler's threads could not take the program's capabilities before its %s; "

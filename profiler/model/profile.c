@@ -38,8 +38,7 @@ static int64_t string_id(pprof_profile *p, const char *s, bool copy)
     return pp_strtab_id(&p->strtab, s, copy ? p->arena : NULL);
 }
 
-/* The profile's own copy of s, or NULL when out of memory. */
-static const char *intern(pprof_profile *p, const char *s)
+const char *pp_profile_intern(pprof_profile *p, const char *s)
 {
     int64_t id = string_id(p, s, true);
     return id < 0 ? NULL : p->strtab.strs[id];
@@ -58,16 +57,16 @@ pprof_profile *pp_profile_new(const pprof_value_type *types, size_t ntypes,
         goto fail;
     p->ntypes = ntypes;
     p->default_type = -1;
-    if (!intern(p, ""))
+    if (!pp_profile_intern(p, ""))
         goto fail;
     for (size_t i = 0; i < ntypes; i++) {
-        p->types[i].type = intern(p, types[i].type);
-        p->types[i].unit = intern(p, types[i].unit);
+        p->types[i].type = pp_profile_intern(p, types[i].type);
+        p->types[i].unit = pp_profile_intern(p, types[i].unit);
         if (!p->types[i].type || !p->types[i].unit)
             goto fail;
     }
-    p->period_type.type = intern(p, period_type.type);
-    p->period_type.unit = intern(p, period_type.unit);
+    p->period_type.type = pp_profile_intern(p, period_type.type);
+    p->period_type.unit = pp_profile_intern(p, period_type.unit);
     if (!p->period_type.type || !p->period_type.unit)
         goto fail;
     p->period = period;
@@ -151,8 +150,8 @@ static int insert(pprof_profile *p, const uint64_t *h, const uint64_t *pcs, size
     if (!v || !c || (nlabels && !l) || (nnum && !nl))
         return pp_fail(PPROF_ENOMEM);
     for (size_t k = 0; k < nnum; k++) {
-        nl[k].key = intern(p, num[k].key);
-        nl[k].unit = intern(p, num[k].unit);
+        nl[k].key = pp_profile_intern(p, num[k].key);
+        nl[k].unit = pp_profile_intern(p, num[k].unit);
         nl[k].value = num[k].value;
         if (!nl[k].key || !nl[k].unit)
             return pp_fail(PPROF_ENOMEM);
@@ -161,8 +160,8 @@ static int insert(pprof_profile *p, const uint64_t *h, const uint64_t *pcs, size
     if (npcs && !borrow)
         memcpy(c, pcs, npcs * sizeof *c);
     for (size_t k = 0; k < nlabels; k++) {
-        l[k].key = intern(p, labels[k].key);
-        l[k].value = intern(p, labels[k].value);
+        l[k].key = pp_profile_intern(p, labels[k].key);
+        l[k].value = pp_profile_intern(p, labels[k].value);
         if (!l[k].key || !l[k].value)
             return pp_fail(PPROF_ENOMEM);
     }
@@ -256,7 +255,7 @@ int pp_profile_add_comment(pprof_profile *p, const char *comment)
     if (!p || !p->b || !comment)
         return pp_fail(PPROF_EINVAL);
     const char **c = pp_arena_alloc(p->arena, (p->ncomments + 1) * sizeof *c);
-    const char *s = intern(p, comment);
+    const char *s = pp_profile_intern(p, comment);
     if (!c || !s)
         return pp_fail(PPROF_ENOMEM);
     if (p->ncomments)
@@ -383,93 +382,6 @@ fail:
     return pp_fail(PPROF_ENOMEM);
 }
 
-/* Fills location `loc` for `addr` as `how` says (FULL, FUNCTIONS or
- * NONE); returns the mapping index or -1. */
-static int symbolize_location(pprof_profile *p, pp_sym_session *ss, uint64_t addr, pprof_location *loc,
-                              pprof_symbolize how)
-{
-    loc->address = addr;
-    if (pp_pc_is_pseudo(addr)) {
-        pprof_line *l = pp_arena_alloc(p->arena, sizeof *l);
-        if (!l)
-            return pp_fail(PPROF_ENOMEM);
-        l->function = l->system_name = intern(p, pp_frame_name(addr));
-        l->filename = intern(p, "");
-        if (!l->function || !l->filename)
-            return pp_fail(PPROF_ENOMEM);
-        loc->address = 0;
-        loc->lines = l;
-        loc->nlines = 1;
-        return -1;
-    }
-    if (how == PPROF_SYMBOLIZE_NONE)
-        return pp_sym_mapping_of(ss, addr);
-    pp_sym_result r;
-    pp_sym_lookup_how(ss, addr, how == PPROF_SYMBOLIZE_FUNCTIONS, &r);
-    if (r.nframes > 0) {
-        pprof_line *l = pp_arena_alloc(p->arena, r.nframes * sizeof *l);
-        if (!l)
-            return pp_fail(PPROF_ENOMEM);
-        for (int i = 0; i < r.nframes; i++) {
-            const pp_sym_frame *f = &r.frames[i];
-            l[i].function = intern(p, f->function ? f->function : f->system_name);
-            l[i].system_name = intern(p, f->system_name ? f->system_name : f->function);
-            l[i].filename = intern(p, f->filename);
-            l[i].line = f->line;
-            if (!l[i].function || !l[i].system_name || !l[i].filename)
-                return pp_fail(PPROF_ENOMEM);
-        }
-        loc->lines = l;
-        loc->nlines = (size_t)r.nframes;
-        loc->symbol_start = r.frames[r.nframes - 1].entry;
-    }
-    return r.mapping;
-}
-
-static int build_mappings(pprof_profile *p, pp_sym_session *ss)
-{
-    const pp_sym_mapping *m;
-    size_t n = pp_sym_mappings(ss, &m);
-    p->mappings = pp_arena_alloc(p->arena, n * sizeof *p->mappings + 1);
-    if (!p->mappings)
-        return pp_fail(PPROF_ENOMEM);
-    for (size_t i = 0; i < n; i++) {
-        pprof_mapping *d = &p->mappings[i];
-        d->id = i + 1;
-        d->start = m[i].start;
-        d->limit = m[i].limit;
-        d->offset = m[i].offset;
-        d->path = intern(p, m[i].path);
-        d->build_id = intern(p, m[i].build_id);
-        d->has_functions = 1;
-        if (!d->path || !d->build_id)
-            return pp_fail(PPROF_ENOMEM);
-    }
-    p->nmappings = n;
-    return 0;
-}
-
-/* A mapping has functions when every one of its locations got one; it has
- * file names and line numbers when any did: the object carries line
- * tables, and the locations without (assembly such as _start) have none
- * anywhere. pprof looks elsewhere for what a mapping lacks. */
-static void note_mapping_flags(pprof_profile *p, const pprof_location *loc, unsigned char *seen)
-{
-    if (!loc->mapping_id)
-        return;
-    pprof_mapping *m = &p->mappings[loc->mapping_id - 1];
-    if (loc->nlines == 0)
-        m->has_functions = 0;
-    for (size_t i = 0; i < loc->nlines; i++) {
-        if (!loc->lines[i].function[0])
-            m->has_functions = 0;
-        if (loc->lines[i].filename[0])
-            seen[loc->mapping_id - 1] |= 1;
-        if (loc->lines[i].line > 0)
-            seen[loc->mapping_id - 1] |= 2;
-    }
-}
-
 int pp_profile_finish(pprof_profile *p)
 {
     return pp_profile_finish_how(p, PPROF_SYMBOLIZE_DEFAULT);
@@ -524,65 +436,8 @@ int pp_profile_finish_leaving(pprof_profile *p, pprof_symbolize how, const char 
     else if (errno == EMFILE || errno == ENFILE)
         pp_profile_add_comment(p, "no file descriptor was free: the symbolizer could not open the program's "
                                   "files, so some addresses have no names");
-    /* Symbolizing is the profiler's own work, whoever's thread does it. */
-    pprof_labels *caller_set = pp_own_begin();
-    pp_sym_session *ss = pp_sym_begin();
-    if (!ss) {
-        pp_own_end(caller_set);
+    if (pp_profile_name_addresses(p, &am, nloc, how, leave_maps) != 0)
         goto out;
-    }
-    p->locations = pp_arena_alloc(p->arena, nloc * sizeof *p->locations + 1);
-    unsigned char *seen = NULL; /* per mapping: 1 a file name, 2 a line met */
-    unsigned char *left = NULL; /* per mapping: its file is in leave_maps */
-    if (!p->locations || build_mappings(p, ss) || !(seen = pp_arena_alloc(p->arena, p->nmappings + 1)) ||
-        !(left = pp_arena_alloc(p->arena, p->nmappings + 1))) {
-        pp_sym_end(ss);
-        pp_own_end(caller_set);
-        goto out;
-    }
-    memset(left, 0, p->nmappings);
-    if (leave_maps && how != PPROF_SYMBOLIZE_NONE)
-        pp_sym_shared_with(ss, leave_maps, left);
-    size_t left_addrs = 0, left_files = 0;
-    /* Pass 2: symbolize each distinct address once (but those left to the
-     * process of leave_maps: their mapping only). */
-    for (uint32_t j = 0; j < nloc; j++) {
-        pprof_location *loc = &p->locations[j];
-        loc->id = j + 1;
-        uint64_t addr = *(uint64_t *)pp_table_at(&am, j);
-        int lm = !pp_pc_is_pseudo(addr) ? pp_sym_mapping_of(ss, addr) : -1;
-        int leave = lm >= 0 && (size_t)lm < p->nmappings && left[lm];
-        if (leave) {
-            left_addrs++;
-            left_files += left[lm] == 1;
-            left[lm] = 2;
-        }
-        int mi = symbolize_location(p, ss, addr, loc, leave ? PPROF_SYMBOLIZE_NONE : how);
-        if (mi == PPROF_ENOMEM) {
-            pp_sym_end(ss);
-            pp_own_end(caller_set);
-            goto out;
-        }
-        loc->mapping_id = mi >= 0 && (size_t)mi < p->nmappings ? (uint64_t)mi + 1 : 0;
-        note_mapping_flags(p, loc, seen);
-    }
-    if (left_addrs) { /* say so: the names come from elsewhere */
-        char note[160];
-        snprintf(note, sizeof note, "%zu addresses in %zu files that the merging process maps too were left to it to name",
-                 left_addrs, left_files);
-        pp_profile_add_comment(p, note);
-    }
-    const char *notes[8];
-    for (size_t i = 0, n = pp_sym_notes(ss, notes, 8); i < n && how == PPROF_SYMBOLIZE_FULL; i++)
-        pp_profile_add_comment(p, notes[i]);
-    for (size_t i = 0; i < p->nmappings; i++) {
-        p->mappings[i].has_filenames = seen[i] & 1;
-        p->mappings[i].has_line_numbers = (seen[i] & 2) >> 1;
-        /* The DWARF that gave the lines was searched for inlined calls. */
-        p->mappings[i].has_inline_frames = how == PPROF_SYMBOLIZE_FULL && (seen[i] & 2);
-    }
-    pp_sym_end(ss);
-    pp_own_end(caller_set);
     p->nlocations = nloc;
     /* Pass 3: samples point at their locations. */
     for (size_t i = 0, f = 0; i < p->nsamples; i++) {

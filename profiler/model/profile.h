@@ -146,6 +146,15 @@ void pp_profile_drop_zero(pprof_profile *p);
 
 /* Adds a free-form comment (copied). */
 int pp_profile_add_comment(pprof_profile *p, const char *comment);
+/* The profile's own copy of s (interned), or NULL when out of memory. */
+const char *pp_profile_intern(pprof_profile *p, const char *s);
+/* profile_sym.c: names the nloc distinct addresses of am (a pp_table of
+ * uint64_t, in first-seen order) into p->locations and p->mappings as
+ * `how` says; files that the process of leave_maps maps too are left to
+ * it. May wait for debug files being fetched (LIBPPROF_DEBUGINFOD_WAIT_MS).
+ * 0 or PPROF_ENOMEM. */
+int pp_profile_name_addresses(pprof_profile *p, const pp_table *am, uint32_t nloc, pprof_symbolize how,
+                              const char *leave_maps);
 
 /* Symbolizes (as LIBPPROF_SYMBOLIZE says) and freezes the profile.
  * Returns 0 or PPROF_ENOMEM. */

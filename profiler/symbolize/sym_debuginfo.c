@@ -1,5 +1,6 @@
-/* sym_debuginfo.c: finding objects and their separate debug files, locally
- * (build-ID directory, .gnu_debuglink, /proc/self/map_files). */
+/* sym_debuginfo.c: finding objects and their separate debug files: on the
+ * machine (build-ID directory, .gnu_debuglink, /proc/self/map_files), then
+ * in the stores of fetched files, else asking debuginfod for them. */
 #define _GNU_SOURCE
 #include "sym_internal.h"
 
@@ -283,6 +284,24 @@ static int search_debuginfo(Dwfl_Module *mod, void **userdata, const char *modna
     return -1;
 }
 
+/* Where nothing on the machine's usual paths has the debug file: the
+ * stores of fetched files (sym_store.c), else a fetch from debuginfod is
+ * asked for (sym_fetch.c) and the module goes on without; when the file
+ * arrives, the next session's Dwfl finds it here. */
+static int find_kept_or_fetch(Dwfl_Module *mod, const char *modname, const char *file_name, char **out_name)
+{
+    const unsigned char *bits;
+    GElf_Addr vaddr;
+    int len = dwfl_module_build_id(mod, &bits, &vaddr);
+    char hex[PP_SYM_HEX_MAX];
+    if (len < 2 || !pp_sym_build_id_hex(bits, (size_t)len, hex, sizeof hex))
+        return -1;
+    int fd = pp_sym_store_open(hex, out_name);
+    if (fd < 0)
+        pp_sym_fetch_want(hex, file_name ? file_name : modname);
+    return fd;
+}
+
 /* The search above; while DWARF is searched for, a debug file whose
  * sections would inflate past the budget is left out. The build-ID file
  * is looked at before libdwfl's own search, which keeps what it opens. */
@@ -294,6 +313,8 @@ static int find_debuginfo(Dwfl_Module *mod, void **userdata, const char *modname
     if (dwarf_search && crc != 0 && build_id_path(mod, path, sizeof path) && !inflate_ok_path(path))
         return -1;
     int fd = search_debuginfo(mod, userdata, modname, base, file_name, debuglink, crc, out_name);
+    if (fd < 0 && (crc != 0 || debuglink == NULL)) /* not a dwz alternate file */
+        fd = find_kept_or_fetch(mod, modname, file_name, out_name);
     if (fd >= 0 && dwarf_search && !inflate_ok_fd(fd, *out_name ? *out_name : modname)) {
         close(fd);
         free(*out_name);

@@ -150,6 +150,8 @@ struct pp_sym_session {
     pp_table culines;      /* of cu_lines: line tables per compile unit */
     pp_table read_mods;    /* of read_module: read during this session */
 
+    unsigned fetch_gen;    /* pp_sym_fetch_generation when the Dwfl was built */
+
     /* Counters for pprof_symbolizer_stats. */
     uint64_t n_sessions, n_page_releases, n_idle_releases;
 
@@ -171,8 +173,36 @@ extern cxa_demangle_fn pp_sym_demangler;
 extern const Dwfl_Callbacks pp_sym_callbacks;
 int pp_sym_open_map_file(uint64_t start, uint64_t limit);
 /* sym_keep.c: open(path, O_RDONLY), or when the path is out of reach (a
- * chroot), a copy of the descriptor kept for it by pp_sym_keep_files. */
+ * chroot), a copy of the descriptor kept for it by pp_sym_keep_files;
+ * pp_sym_open_kept gives only the kept copy. */
 int pp_sym_open(const char *path);
+int pp_sym_open_kept(const char *path);
+
+/* Longest build ID in hex, with its NUL. */
+#define PP_SYM_HEX_MAX 130
+/* sym_store.c: debug files kept by build ID, in libpprof's cache (which
+ * 0) and the debuginfod client's (which 1): <dir>/<hex>/debuginfo. */
+bool pp_sym_build_id_hex(const unsigned char *bits, size_t n, char *out, size_t size);
+bool pp_sym_store_path(int which, const char *hex, char *out, size_t n);
+/* Opens the kept file for hex, libpprof's cache first; -1 for none. */
+int pp_sym_store_open(const char *hex, char **out_name);
+/* A file in the cache to receive hex's debug file (tmp: its name), or -1
+ * with why; commit checks its build ID and moves it into place (the fd is
+ * closed either way), then trims the cache to its bound; abort drops it. */
+int pp_sym_store_begin(const char *hex, char *tmp, size_t n, const char **why);
+int pp_sym_store_commit(const char *hex, const char *tmp, int fd, const char **why);
+void pp_sym_store_abort(const char *tmp, int fd);
+const char *pp_sym_store_dir(void);
+uint64_t pp_sym_store_bytes(void);
+uint64_t pp_sym_store_budget(void);
+
+/* sym_fetch.c: fetching from debuginfod on the profiler's thread. */
+/* Asks for hex's debug file (for the object at path); the state: 0 not
+ * fetched (fetching off), else pending, done or failed. Never waits. */
+int pp_sym_fetch_want(const char *hex, const char *path);
+void pp_sym_fetch_stats(pprof_symbolizer_stats *st);
+/* The state and note of hex's fetch, as pp_sym_fetch_note_of. */
+int pp_sym_fetch_note(const char *hex, char *out, size_t n);
 /* Whether mod's own DWARF may be read (its compressed debug sections fit
  * LIBPPROF_SYMBOLIZER_INFLATE_MB); separate debug files are checked when
  * found. Objects left out get a note, cleared with the Dwfl. */

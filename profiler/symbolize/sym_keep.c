@@ -5,8 +5,9 @@
  * symbolizer reads /proc/self/maps and the mapped objects by path, so a
  * profile taken after the chroot would have no function names. Before the
  * program's chroot (interpose/priv_hooks.c), pp_sym_keep_files opens
- * /proc/self/maps and every object mapped then, with its debug file from
- * the build-ID tree when there is one, read-only: files, never
+ * /proc/self/maps and every object mapped then, with its debug files from
+ * the build-ID tree and the stores of fetched files (sym_store.c) when
+ * there are any, read-only: files, never
  * directories (a directory descriptor from outside the new root would let
  * the program walk out of it). pp_sym_open opens a path as usual, and when
  * that fails, hands out a copy of the kept descriptor for that path (the
@@ -63,21 +64,27 @@ static int keep_locked(const char *path, size_t len)
     return fd;
 }
 
-/* Keeps the debug file that the build-ID tree holds for the object open
- * as fd, if there is one. */
+/* Keeps path open when it is a file that can be read and is not kept yet. */
+static void keep_if_there_locked(const char *path)
+{
+    if (access(path, R_OK) == 0 && kept_fd_locked(path, strlen(path)) < 0)
+        keep_locked(path, strlen(path));
+}
+
+/* Keeps the debug files for the object open as fd, if there are any: the
+ * build-ID tree's and the stores' (sym_store.c). */
 static void keep_debug_file_locked(int fd)
 {
     Elf *elf = elf_begin(fd, ELF_C_READ_MMAP, NULL);
     const unsigned char *bits;
     ssize_t n = elf ? dwelf_elf_gnu_build_id(elf, (const void **)&bits) : -1;
-    char path[600];
-    if (n >= 2 && (size_t)n * 2 + 40 < sizeof path) {
-        char *p = path + snprintf(path, sizeof path, "/usr/lib/debug/.build-id/%02x/", bits[0]);
-        for (ssize_t i = 1; i < n; i++)
-            p += snprintf(p, 3, "%02x", bits[i]);
-        snprintf(p, 7, ".debug");
-        if (access(path, R_OK) == 0 && kept_fd_locked(path, strlen(path)) < 0)
-            keep_locked(path, strlen(path));
+    char hex[PP_SYM_HEX_MAX], path[1200];
+    if (n >= 2 && pp_sym_build_id_hex(bits, (size_t)n, hex, sizeof hex)) {
+        snprintf(path, sizeof path, "/usr/lib/debug/.build-id/%.2s/%s.debug", hex, hex + 2);
+        keep_if_there_locked(path);
+        for (int which = 0; which < 2; which++)
+            if (pp_sym_store_path(which, hex, path, sizeof path))
+                keep_if_there_locked(path);
     }
     if (elf)
         elf_end(elf);
@@ -107,18 +114,24 @@ void pp_sym_keep_files(void)
     pp_own_heap_leave();
 }
 
+int pp_sym_open_kept(const char *path)
+{
+    pp_mutex_lock(&lock);
+    int k = strcmp(path, MAPS) == 0 ? maps_fd : kept_fd_locked(path, strlen(path));
+    int fd = k >= 0 ? fcntl(k, F_DUPFD_CLOEXEC, 0) : -1;
+    if (fd >= 0)
+        lseek(fd, 0, SEEK_SET); /* shared with the kept one: one reader at a time (the lock) */
+    pp_mutex_unlock(&lock);
+    return fd;
+}
+
 int pp_sym_open(const char *path)
 {
     int fd = open(path, O_RDONLY | O_CLOEXEC);
     if (fd >= 0 || (errno != ENOENT && errno != EACCES && errno != ENOTDIR))
         return fd;
     int err = errno;
-    pp_mutex_lock(&lock);
-    int k = strcmp(path, MAPS) == 0 ? maps_fd : kept_fd_locked(path, strlen(path));
-    fd = k >= 0 ? fcntl(k, F_DUPFD_CLOEXEC, 0) : -1;
-    if (fd >= 0)
-        lseek(fd, 0, SEEK_SET); /* shared with the kept one: one reader at a time (the lock) */
-    pp_mutex_unlock(&lock);
+    fd = pp_sym_open_kept(path);
     if (fd < 0)
         errno = err;
     return fd;

@@ -29,10 +29,13 @@
  *   DW_AT_call_file/DW_AT_call_line. C++ names are demangled with the
  *   program's own __cxa_demangle when it has one.
  *
- *   Debug files are searched locally only (see find_debuginfo): libdwfl's
- *   standard search would load a debuginfod client, and with it libcurl and
- *   dozens of libraries, into the host process, and could download files
- *   while a profile response waits.
+ *   Debug files are searched on the machine first (see find_debuginfo),
+ *   then in the stores of fetched files; when fetching is on, a missing
+ *   one is fetched from debuginfod on the profiler's own thread
+ *   (sym_fetch.c), never while the lock is held, and the Dwfl is built
+ *   again once it arrives. libdwfl's standard search is not used: it
+ *   would load elfutils' debuginfod client, and with it libcurl, into
+ *   every host process, and download files while the lock is held.
  *
  *   When libdwfl cannot read an object at all, build IDs come from the note
  *   the loader mapped and names from the loader's exported symbols.
@@ -113,6 +116,18 @@ static void sym_init_once(void)
     pthread_atfork(NULL, NULL, atfork_child);
 }
 
+/* A debug file fetched since the Dwfl was built: libdwfl keeps what it
+ * found for a module (nothing, for one whose file was on its way), so the
+ * next session builds everything again and finds the file. */
+static void forget_if_fetched(struct pp_sym_session *s)
+{
+    unsigned gen = pp_sym_fetch_generation();
+    if (gen == s->fetch_gen)
+        return;
+    s->fetch_gen = gen;
+    pp_sym_release(s);
+}
+
 /* ------------------------------------------------------------ interface */
 
 pp_sym_session *pp_sym_begin(void)
@@ -121,6 +136,7 @@ pp_sym_session *pp_sym_begin(void)
     pthread_once(&g_once, sym_init_once);
     struct pp_sym_session *s = &g_sym;
     pthread_mutex_lock(&s->mu);
+    forget_if_fetched(s);
     pp_sym_cache_keep_budget(s);
     /* When /proc/self/maps cannot be read (or memory runs out) the session
      * still works, with the previous snapshot or no mappings at all, and
@@ -218,6 +234,7 @@ void pp_sym_publish(struct pp_sym_session *s)
     st.page_releases = s->n_page_releases;
     st.idle_releases = s->n_idle_releases;
     st.loaded = s->dwfl != NULL;
+    pp_sym_fetch_stats(&st);
     pthread_mutex_lock(&stats_mu);
     published = st;
     pthread_mutex_unlock(&stats_mu);
@@ -232,6 +249,15 @@ PPROF_API void pprof_symbolizer_stats_get(pprof_symbolizer_stats *out)
     *out = published;
     out->cache_budget = pp_sym_cache_budget(); /* also before the first batch */
     pthread_mutex_unlock(&stats_mu);
+    out->debuginfo_pending = 0;
+    pp_sym_fetch_stats(out); /* fetches go on between batches */
+}
+
+int pp_sym_fetch_note_of(pp_sym_session *s, int mapping, char *out, size_t n)
+{
+    if (!s || mapping < 0 || (size_t)mapping >= s->nmaps)
+        return 0;
+    return pp_sym_fetch_note(s->maps[mapping].build_id, out, n);
 }
 
 PPROF_API int pprof_symbol_name(uint64_t addr, char *buf, size_t len)
@@ -251,6 +277,7 @@ PPROF_API int pprof_symbol_name(uint64_t addr, char *buf, size_t len)
         pp_sym_cache_keep_budget(s);
         pp_sym_refresh(s);
     }
+    forget_if_fetched(s);
     pp_sym_result res;
     pp_sym_lookup(s, addr, &res);
     int rc = PPROF_ENOTFOUND;

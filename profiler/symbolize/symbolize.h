@@ -13,8 +13,11 @@
 #ifndef PP_SYMBOLIZE_H
 #define PP_SYMBOLIZE_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+
+#include "pprof.h"
 
 #define PP_SYM_MAX_INLINE 16
 
@@ -77,6 +80,20 @@ size_t pp_sym_shared_with(pp_sym_session *s, const char *maps, unsigned char *ma
  * process maps no such file or knows nothing there. */
 void pp_sym_lookup_file(pp_sym_session *s, const char *path, const char *build_id, uint64_t file_offset,
                         int functions_only, pp_sym_result *res);
+
+/* Debug files fetched from debuginfod by build ID (sym_fetch.c), for the
+ * objects with none on the machine. pp_sym_fetch_mode: PPROF_DEBUGINFOD_*
+ * (pprof_stats.h). The state of mapping i's debug file: 0 nothing to say,
+ * 1 being fetched, 2 its fetch failed, with a one-line note for a
+ * profile's comments in out. pp_sym_fetch_wait, with no session open:
+ * waits until no file is being fetched or LIBPPROF_DEBUGINFOD_WAIT_MS
+ * have passed since since_ns (CLOCK_MONOTONIC); true when a file arrived
+ * meanwhile, so a new session names more. Thread-safe. */
+int pp_sym_fetch_mode(void);
+/* Bumped each time a debug file arrives. Thread-safe. */
+unsigned pp_sym_fetch_generation(void);
+int pp_sym_fetch_note_of(pp_sym_session *s, int mapping, char *out, size_t n);
+bool pp_sym_fetch_wait(int64_t since_ns);
 
 /* Before a chroot (interpose/): keeps /proc/self/maps and every object
  * mapped now open, so that profiles taken after it keep their function
