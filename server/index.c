@@ -189,10 +189,11 @@ static void write_stats(pp_reply *r, const pp_req *q)
     int fi = y.debuginfo_fetching >= 0 && y.debuginfo_fetching <= PPROF_DEBUGINFOD_UNAVAILABLE ? y.debuginfo_fetching : 0;
     pp_reply_printf(r,
                     "<tr><td>Debug files</td><td>fetching from debuginfod %s; %llu fetched, %llu pending, %llu failed; "
-                    "cache %.1f MiB of %.0f MiB allowed</td></tr>\n",
+                    "cache %.1f %s of %.0f MiB allowed</td></tr>\n",
                     fetching[fi], (unsigned long long)y.debuginfo_fetched, (unsigned long long)y.debuginfo_pending,
-                    (unsigned long long)y.debuginfo_failed, y.debuginfo_cache_bytes / 1048576.0,
-                    y.debuginfo_cache_budget / 1048576.0);
+                    (unsigned long long)y.debuginfo_failed,
+                    y.debuginfo_cache_bytes / (y.debuginfo_cache_bytes < 1048576 ? 1024.0 : 1048576.0),
+                    y.debuginfo_cache_bytes < 1048576 ? "KiB" : "MiB", y.debuginfo_cache_budget / 1048576.0);
     pp_reply_printf(r,
                     "<tr><td>Heap sampling</td><td>%lld bytes between samples (0: off); %llu sampled, "
                     "%llu unrecorded; %llu records (%.1f MiB), %llu sampled objects live (%.1f MiB)</td></tr>\n",

@@ -12,7 +12,8 @@
  * an object of the profile has none on the machine, the symbolizer asks
  * for its file and names what it can without. The profile then waits for
  * the files at most LIBPPROF_DEBUGINFOD_WAIT_MS, counted from its first
- * pass, and is named again once when one arrived; a file still on its way
+ * pass, and is named again once when a fetch ended (a file arrived, or
+ * the notes change); a file still on its way
  * is named in a comment, and a later profile has its names. Nothing here
  * runs in a signal handler.
  */
@@ -226,7 +227,8 @@ int pp_profile_name_addresses(pprof_profile *p, const pp_table *am, uint32_t nlo
         int rc = name_pass(p, am, nloc, how, leave_maps, &out);
         if (rc != 0 || pass == 1)
             return rc;
-        /* Named again once, when a file arrived in time. */
+        /* Named again once, when a file arrived in time (or a fetch
+         * failed: the notes say so). */
         bool arrived = pp_sym_fetch_generation() != gen;
         if (!arrived && !(out.pending && pp_sym_fetch_wait(t0)))
             return rc;

@@ -152,12 +152,20 @@ static fetch *find_locked(const char *hex)
 static struct {
     CURL *(*init)(void);
     CURLcode (*setopt)(CURL *, CURLoption, ...);
-    CURLcode (*perform)(CURL *);
     CURLcode (*getinfo)(CURL *, CURLINFO, ...);
     void (*cleanup)(CURL *);
     const char *(*strerror)(CURLcode);
     CURLcode (*global_init)(long);
+    CURLM *(*multi_init)(void);
+    CURLMcode (*multi_add)(CURLM *, CURL *);
+    CURLMcode (*multi_remove)(CURLM *, CURL *);
+    CURLMcode (*multi_perform)(CURLM *, int *);
+    CURLMcode (*multi_poll)(CURLM *, struct curl_waitfd *, unsigned, int, int *);
+    CURLMcode (*multi_wakeup)(CURLM *);
+    CURLMsg *(*multi_info_read)(CURLM *, int *);
+    CURLMcode (*multi_cleanup)(CURLM *);
 } curl;
+static CURLM *transfer; /* under mu: the transfer in flight, which stop wakes */
 
 static bool curl_load(void)
 {
@@ -172,14 +180,23 @@ static bool curl_load(void)
     if (h) {
         *(void **)&curl.init = dlsym(h, "curl_easy_init");
         *(void **)&curl.setopt = dlsym(h, "curl_easy_setopt");
-        *(void **)&curl.perform = dlsym(h, "curl_easy_perform");
         *(void **)&curl.getinfo = dlsym(h, "curl_easy_getinfo");
         *(void **)&curl.cleanup = dlsym(h, "curl_easy_cleanup");
         *(void **)&curl.strerror = dlsym(h, "curl_easy_strerror");
         *(void **)&curl.global_init = dlsym(h, "curl_global_init");
+        *(void **)&curl.multi_init = dlsym(h, "curl_multi_init");
+        *(void **)&curl.multi_add = dlsym(h, "curl_multi_add_handle");
+        *(void **)&curl.multi_remove = dlsym(h, "curl_multi_remove_handle");
+        *(void **)&curl.multi_perform = dlsym(h, "curl_multi_perform");
+        *(void **)&curl.multi_poll = dlsym(h, "curl_multi_poll");
+        *(void **)&curl.multi_wakeup = dlsym(h, "curl_multi_wakeup");
+        *(void **)&curl.multi_info_read = dlsym(h, "curl_multi_info_read");
+        *(void **)&curl.multi_cleanup = dlsym(h, "curl_multi_cleanup");
     }
-    loaded = curl.init && curl.setopt && curl.perform && curl.getinfo && curl.cleanup && curl.strerror &&
-                     curl.global_init && curl.global_init(CURL_GLOBAL_DEFAULT) == CURLE_OK
+    loaded = curl.init && curl.setopt && curl.getinfo && curl.cleanup && curl.strerror && curl.multi_init &&
+                     curl.multi_add && curl.multi_remove && curl.multi_perform && curl.multi_poll &&
+                     curl.multi_wakeup && curl.multi_info_read && curl.multi_cleanup && curl.global_init &&
+                     curl.global_init(CURL_GLOBAL_DEFAULT) == CURLE_OK
                  ? 1
                  : -1;
     return loaded > 0;
@@ -211,15 +228,6 @@ static size_t on_data(char *p, size_t size, size_t n, void *arg)
     return len;
 }
 
-static int on_progress(void *arg, curl_off_t a, curl_off_t b, curl_off_t c, curl_off_t d)
-{
-    (void)arg, (void)a, (void)b, (void)c, (void)d;
-    pthread_mutex_lock(&mu);
-    bool quit = stopping;
-    pthread_mutex_unlock(&mu);
-    return quit; /* non-zero aborts the transfer */
-}
-
 static curl_socket_t on_socket(void *arg, curlsocktype purpose, struct curl_sockaddr *a)
 {
     (void)arg, (void)purpose;
@@ -232,8 +240,45 @@ static int on_close(void *arg, curl_socket_t fd)
     return pp_fd_close(fd);
 }
 
-/* Downloads url into fd: 200, 404, ... or 0 with *why when no answer. */
-static long get(const char *url, int fd, const char **why, char *err)
+/* Runs h to its end, or until stop() wakes it: its result. */
+static CURLcode run(CURL *h)
+{
+    CURLM *m = curl.multi_init();
+    if (!m || curl.multi_add(m, h) != CURLM_OK) {
+        if (m)
+            curl.multi_cleanup(m);
+        return CURLE_OUT_OF_MEMORY;
+    }
+    pthread_mutex_lock(&mu);
+    transfer = m;
+    pthread_mutex_unlock(&mu);
+    CURLcode rc = CURLE_ABORTED_BY_CALLBACK;
+    for (int active = 1;;) {
+        if (curl.multi_perform(m, &active) != CURLM_OK)
+            break;
+        int left;
+        CURLMsg *msg = active ? NULL : curl.multi_info_read(m, &left);
+        if (msg && msg->msg == CURLMSG_DONE) {
+            rc = msg->data.result;
+            break;
+        }
+        pthread_mutex_lock(&mu);
+        bool quit = stopping;
+        pthread_mutex_unlock(&mu);
+        if (quit || !active || curl.multi_poll(m, NULL, 0, 1000, NULL) != CURLM_OK)
+            break;
+    }
+    pthread_mutex_lock(&mu);
+    transfer = NULL;
+    pthread_mutex_unlock(&mu);
+    curl.multi_remove(m, h);
+    curl.multi_cleanup(m);
+    return rc;
+}
+
+/* Downloads url into fd, taking at most ms: 200, 404, ... or 0 with *why
+ * when no answer. */
+static long get(const char *url, int fd, long ms, const char **why, char *err)
 {
     CURL *h = curl.init();
     if (!h) {
@@ -255,16 +300,14 @@ static long get(const char *url, int fd, const char **why, char *err)
     curl.setopt(h, CURLOPT_REDIR_PROTOCOLS_STR, "http,https");
 #endif
     curl.setopt(h, CURLOPT_ACCEPT_ENCODING, "");
-    curl.setopt(h, CURLOPT_CONNECTTIMEOUT_MS, (long)(timeout_s < 10 ? timeout_s : 10) * 1000L);
-    curl.setopt(h, CURLOPT_TIMEOUT_MS, (long)timeout_s * 1000L);
+    curl.setopt(h, CURLOPT_CONNECTTIMEOUT_MS, ms < 10000 ? ms : 10000L);
+    curl.setopt(h, CURLOPT_TIMEOUT_MS, ms);
     curl.setopt(h, CURLOPT_MAXFILESIZE_LARGE, (curl_off_t)k.max);
     curl.setopt(h, CURLOPT_WRITEFUNCTION, on_data);
     curl.setopt(h, CURLOPT_WRITEDATA, &k);
-    curl.setopt(h, CURLOPT_NOPROGRESS, 0L);
-    curl.setopt(h, CURLOPT_XFERINFOFUNCTION, on_progress);
     curl.setopt(h, CURLOPT_OPENSOCKETFUNCTION, on_socket);
     curl.setopt(h, CURLOPT_CLOSESOCKETFUNCTION, on_close);
-    CURLcode rc = curl.perform(h);
+    CURLcode rc = run(h);
     long code = 0;
     curl.getinfo(h, CURLINFO_RESPONSE_CODE, &code);
     curl.cleanup(h);
@@ -273,8 +316,9 @@ static long get(const char *url, int fd, const char **why, char *err)
     *why = k.failed ? "the cache directory cannot be written"
            : k.bytes + CURL_MAX_WRITE_SIZE > k.max || rc == CURLE_FILESIZE_EXCEEDED
                ? "the file is larger than LIBPPROF_DEBUGINFO_CACHE_MB"
-               : err[0] ? err
-                        : curl.strerror(rc);
+           : rc == CURLE_ABORTED_BY_CALLBACK ? "stopped: the process exits or enters a sandbox"
+           : err[0]                          ? err
+                                             : curl.strerror(rc);
     return code == 404 ? 404 : 0;
 }
 
@@ -295,6 +339,8 @@ static int fetch_one(const char *hex, char *why, size_t nwhy, bool *missing)
         return -1;
     }
     int n404 = 0, nurl = 0;
+    /* LIBPPROF_DEBUGINFOD_TIMEOUT bounds the file, whatever the servers. */
+    int64_t deadline = pp_now_ns(CLOCK_MONOTONIC) + (int64_t)timeout_s * 1000000000;
     for (const char *u = urls; *u;) {
         u += strspn(u, " \t");
         size_t len = strcspn(u, " \t");
@@ -313,7 +359,10 @@ static int fetch_one(const char *hex, char *why, size_t nwhy, bool *missing)
             snprintf(why, nwhy, "%s", w);
             return -1;
         }
-        long code = get(url, fd, &w, err);
+        long ms = (long)((deadline - pp_now_ns(CLOCK_MONOTONIC)) / 1000000);
+        long code = ms > 0 ? get(url, fd, ms, &w, err) : 0;
+        if (ms <= 0)
+            w = "no answer within LIBPPROF_DEBUGINFOD_TIMEOUT";
         if (code == 200 && pp_sym_store_commit(hex, tmp, fd, &w) == 0)
             return 0;
         if (code != 200)
@@ -375,14 +424,19 @@ static void *fetch_main(void *arg)
 #endif
 
 /* Stops the thread before the process exits or enters a sandbox (a
- * shutdown hook): a transfer in flight aborts at its next progress call,
- * within about a second. */
+ * shutdown hook): a transfer in flight is woken and ends (waited for at
+ * most 2 s, so that no system call of its runs in the sandbox, and no
+ * TLS session outlives the libraries' destructors). */
 static void stop(void)
 {
     pthread_mutex_lock(&mu);
     stopping = true;
     mode = mode == PPROF_DEBUGINFOD_ON ? PPROF_DEBUGINFOD_STOPPED : mode;
     pthread_cond_broadcast(&wake);
+#ifdef PP_HAVE_CURL
+    if (transfer)
+        curl.multi_wakeup(transfer);
+#endif
     struct timespec until;
     clock_gettime(CLOCK_MONOTONIC, &until);
     until.tv_sec += 2;
@@ -437,10 +491,10 @@ int pp_sym_fetch_note(const char *hex, char *out, size_t n)
 bool pp_sym_fetch_wait(int64_t since_ns)
 {
     pthread_once(&once, fetch_init);
-    unsigned gen = atomic_load(&generation);
     int64_t deadline = since_ns + (int64_t)wait_ms * 1000000;
     struct timespec until = {.tv_sec = deadline / 1000000000, .tv_nsec = deadline % 1000000000};
     pthread_mutex_lock(&mu);
+    uint64_t ended = n_fetched + n_failed;
     for (;;) {
         bool busy = false;
         for (int i = 0; i < nfetch && !busy; i++)
@@ -448,8 +502,9 @@ bool pp_sym_fetch_wait(int64_t since_ns)
         if (!busy || !running || pthread_cond_timedwait(&done, &mu, &until) != 0)
             break;
     }
+    ended = n_fetched + n_failed - ended;
     pthread_mutex_unlock(&mu);
-    return atomic_load(&generation) != gen;
+    return ended > 0;
 }
 
 void pp_sym_fetch_stats(pprof_symbolizer_stats *st)

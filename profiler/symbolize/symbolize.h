@@ -87,8 +87,9 @@ void pp_sym_lookup_file(pp_sym_session *s, const char *path, const char *build_i
  * 1 being fetched, 2 its fetch failed, with a one-line note for a
  * profile's comments in out. pp_sym_fetch_wait, with no session open:
  * waits until no file is being fetched or LIBPPROF_DEBUGINFOD_WAIT_MS
- * have passed since since_ns (CLOCK_MONOTONIC); true when a file arrived
- * meanwhile, so a new session names more. Thread-safe. */
+ * have passed since since_ns (CLOCK_MONOTONIC); true when a fetch ended
+ * meanwhile (a file arrived, so a new session names more, or it failed,
+ * so the notes change). Thread-safe. */
 int pp_sym_fetch_mode(void);
 /* Bumped each time a debug file arrives. Thread-safe. */
 unsigned pp_sym_fetch_generation(void);
