@@ -35,14 +35,16 @@ esac
 # runs Debian's php-fpm driven by cgi-fcgi (libfcgi-bin), test_sshd a second
 # sshd with ssh logins, test_varnish varnish driven by wrk, test_squid squid
 # as a reverse proxy driven by wrk, test_postfix private postfix instances driven
-# by smtp-source
+# by smtp-source; test_debuginfod serves debug files with Debian's debuginfod
+# and builds memcached from Debian's source (libevent-dev, patch, xz-utils)
 base=(libjemalloc2 libtcmalloc-minimal4 python3 openssl golang-github-google-pprof-dev)
 if ((quick)); then
   scripts/deps.sh "${base[@]}"
 else
   scripts/deps.sh "${base[@]}" clang memcached libmemcached-tools redis-server redis-tools \
       nginx-light wrk gdb postgresql chromium python3-websocket dnsmasq-base rsyslog dnsutils lintian \
-      libcap2-bin php8.2-fpm libfcgi-bin openssh-server openssh-client varnish squid postfix
+      libcap2-bin php8.2-fpm libfcgi-bin openssh-server openssh-client varnish squid postfix \
+      debuginfod libevent-dev patch xz-utils
 fi
 jobs=$(nproc)
 run() { # dir label-args cmake-args...
