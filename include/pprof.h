@@ -467,6 +467,30 @@ PPROF_API int pprof_cpu_recorder_new(const pprof_cpu_config *cfg, pprof_recorder
  * Thread-safe. */
 PPROF_API int pprof_cpu_set_signal(int signo);
 
+/* --------------------------------------------------------------- history
+ *
+ * With LIBPPROF_HISTORY=SECONDS, libpprof keeps the last SECONDS of CPU
+ * samples from the start of the process, at the CPU rate in force, in
+ * 5-second slices of at most LIBPPROF_HISTORY_MB (16) MiB in all (the
+ * oldest go first), so that a profile of the past answers at once
+ * (profile?last=60). See docs/history.md. */
+
+typedef struct pprof_history_config {
+    /* The span wanted, in nanoseconds since the Unix epoch: the slices
+     * that overlap [from, until] are given. from 0: as far back as kept;
+     * until 0: now (the open slice is read as it stands, so the profile
+     * reaches now). */
+    int64_t from_unix_ns, until_unix_ns;
+} pprof_history_config;
+
+/* A recorder whose pprof_recorder_write_to gives the kept CPU history
+ * over cfg's span: a CPU profile whose time_nanos and duration_nanos say
+ * exactly what its slices cover, with a comment saying so (and when the
+ * history does not reach back as far as asked). It has no window. Fails
+ * with PPROF_ENOTSUP when no history is kept (LIBPPROF_HISTORY unset or
+ * 0), PPROF_EINVAL when from > until. Thread-safe. */
+PPROF_API int pprof_history_recorder_new(const pprof_history_config *cfg, pprof_recorder **out);
+
 /* ------------------------------------------------------------ wall clock
  *
  * A wall-clock profile counts every live thread (of those the library

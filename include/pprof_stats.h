@@ -162,6 +162,22 @@ typedef struct pprof_symbolizer_stats {
     uint64_t reserved[2];      /* zero; later fields take its place, so the struct's size never changes */
 } pprof_symbolizer_stats;
 
+/* The CPU history (LIBPPROF_HISTORY, pprof.h). */
+typedef struct pprof_history_stats {
+    int64_t keep_ns;           /* LIBPPROF_HISTORY, in ns; 0: no history is kept */
+    int64_t kept_ns;           /* the span the kept slices cover now */
+    int64_t oldest_unix_ns;    /* where they begin (0: none yet) */
+    uint64_t slices;           /* slices kept */
+    uint64_t bytes;            /* their memory (the profiler's own heap) */
+    uint64_t bound;            /* LIBPPROF_HISTORY_MB, in bytes */
+    uint64_t dropped;          /* slices dropped early for the memory bound */
+    int64_t hz;                /* the CPU rate its samples were taken at (0: not sampling) */
+    uint64_t reserved[8];      /* zero; later fields take its place */
+} pprof_history_stats;
+
+/* The history's figures now. Thread-safe. */
+PPROF_API void pprof_history_stats_get(pprof_history_stats *out);
+
 /* pprof_symbolizer_stats.debuginfo_fetching */
 enum {
     PPROF_DEBUGINFOD_OFF = 0,          /* no server named */

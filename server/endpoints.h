@@ -37,6 +37,7 @@ enum {
     PP_EP_QUERY = 2,   /* parse seconds/debug/gc from the query first */
     PP_EP_PROFILE = 4, /* answers a profile: listed in the flame-graph page */
     PP_EP_MERGE = 8,   /* a hub merges its members' answers into its own */
+    PP_EP_PAST = 16,   /* answers last=, from= and until= from the history */
 };
 
 typedef struct pp_endpoint {

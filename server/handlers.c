@@ -20,9 +20,26 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 /* ------------------------------------------------------------- profile */
+
+/* profile?last=N, or from=T&until=T: the CPU history's slices over that
+ * span (pprof_history_recorder_new), at once. */
+static int h_profile_past(pp_req *q)
+{
+    int64_t now = time(NULL);
+    pprof_history_config hc = {.from_unix_ns = (q->q.last ? now - q->q.last : q->q.from) * 1000000000ll,
+                               .until_unix_ns = q->q.until * 1000000000ll};
+    pprof_recorder *rec = NULL;
+    int rc = pprof_history_recorder_new(&hc, &rec);
+    if (rc == PPROF_ENOTSUP)
+        return pp_reply_error(q, 404, "no CPU history is kept here: LIBPPROF_HISTORY=SECONDS keeps one");
+    if (rc != 0)
+        return pp_reply_error(q, 400, "%s", pp_why(rc));
+    return pp_serve_recorder(q, rec, PPROF_FORMAT_PROTO_GZIP, "CPU", "attachment; filename=\"profile\"", NULL);
+}
 
 /* profile?seconds=N: a CPU profile of the next N seconds (default 30),
  * joining the sampling rate in force. Answered from the scheduler. */
@@ -30,6 +47,8 @@ static int h_profile(pp_req *q)
 {
     if (q->q.has_debug && q->q.debug != 0)
         return pp_reply_error(q, 400, "seconds and debug params are incompatible");
+    if (q->q.has_past)
+        return h_profile_past(q);
     pprof_recorder *rec = NULL;
     pprof_cpu_config cc = {0}; /* hz 0: join the rate in force */
     int rc = pprof_cpu_recorder_new(&cc, &rec);
@@ -182,7 +201,7 @@ static const pp_endpoint endpoints[] = {
     {"profile", "profile?seconds=30",
      "CPU profile. You can specify the duration in the seconds GET parameter. After you get the "
      "profile file, use the go tool pprof command to investigate the profile.",
-     PROFILE, h_profile},
+     PROFILE | PP_EP_PAST, h_profile},
     {"symbol", "symbol",
      "Maps program counters to function names: POST or GET addresses joined by +", PP_EP_POST,
      h_symbol},

@@ -180,6 +180,19 @@ static void write_stats(pp_reply *r, const pp_req *q)
                     y.cache_bytes / 1048576.0, y.cache_budget / 1048576.0,
                     (unsigned long long)y.cache_evictions, (unsigned long long)y.sessions,
                     (unsigned long long)y.page_releases, (unsigned long long)y.idle_releases);
+    pprof_history_stats hs;
+    pprof_history_stats_get(&hs);
+    if (hs.keep_ns)
+        pp_reply_printf(r,
+                        "<tr><td>History</td><td>CPU samples at %lld Hz, kept for %lld s (LIBPPROF_HISTORY): %.0f s "
+                        "kept now in %llu slices, %.1f MiB of %.0f MiB allowed (%llu slices dropped early for "
+                        "it); <a href=\"profile?last=60\">the last minute</a></td></tr>\n",
+                        (long long)hs.hz, (long long)(hs.keep_ns / 1000000000), hs.kept_ns / 1e9,
+                        (unsigned long long)hs.slices, hs.bytes / 1048576.0, hs.bound / 1048576.0,
+                        (unsigned long long)hs.dropped);
+    else
+        pp_reply_printf(r, "<tr><td>History</td><td>off: LIBPPROF_HISTORY=SECONDS keeps the last SECONDS of CPU "
+                           "samples, for profile?last=N</td></tr>\n");
     static const char *const fetching[] = {
         [PPROF_DEBUGINFOD_OFF] = "off (no server named: LIBPPROF_DEBUGINFOD_URLS)",
         [PPROF_DEBUGINFOD_ON] = "on",

@@ -205,6 +205,36 @@ static int parse_output(const pp_param *p, pp_query *pq, char *why, size_t why_s
     return 0;
 }
 
+/* last=, from= and until=: the span of a profile of the past. 1 when p
+ * is none of them. */
+static int parse_past(const pp_param *p, pp_query *pq, char *why, size_t why_size)
+{
+    static const char *const names[] = {"last", "from", "until"};
+    int which = -1;
+    for (int i = 0; i < 3; i++)
+        if (pp_param_is(p, names[i]))
+            which = i;
+    if (which < 0)
+        return 1;
+    char val[32];
+    long vl = pp_param_value(p, val, sizeof val);
+    long long v = 0;
+    int seen = which == 0 ? pq->last != 0 : which == 1 ? pq->from != 0 : pq->until != 0;
+    if (seen)
+        return bad(why, why_size, "parameter \"%s\" given more than once", names[which]);
+    if (vl <= 0 || vl >= (long)sizeof val || pp_parse_int(val, (size_t)vl, &v) || v <= 0)
+        return bad(why, why_size, "invalid value for \"%s\" - must be a positive integer%s", names[which],
+                   which ? " (Unix seconds)" : " (seconds)");
+    pq->has_past = 1;
+    if (which == 0)
+        pq->last = (int)v;
+    else if (which == 1)
+        pq->from = v;
+    else
+        pq->until = v;
+    return 0;
+}
+
 int pp_query_parse(const char *query, int max_seconds, pp_query *pq, char *why, size_t why_size)
 {
     static const char *const numbers[] = {"seconds", "debug", "gc"};
@@ -214,12 +244,20 @@ int pp_query_parse(const char *query, int max_seconds, pp_query *pq, char *why, 
         if (p.key_len < 0)
             return bad(why, why_size, "malformed query - bad %%-escape");
         int rc = parse_output(&p, pq, why, why_size);
+        if (rc > 0)
+            rc = parse_past(&p, pq, why, why_size);
         if (rc < 0)
             return rc;
         for (int i = 0; rc > 0 && i < 3; i++)
             if (pp_param_is(&p, numbers[i]) && parse_number(&p, i, max_seconds, pq, why, why_size))
                 return -1;
     }
+    if (pq->last && (pq->from || pq->until))
+        return bad(why, why_size, "last and from/until params are incompatible");
+    if (pq->has_past && pq->has_seconds)
+        return bad(why, why_size, "seconds and last/from/until params are incompatible");
+    if (pq->from && pq->until && pq->from > pq->until)
+        return bad(why, why_size, "from must not be after until");
     if (pq->out.format && pq->has_debug && pq->debug)
         return bad(why, why_size, "format and debug params are incompatible");
     if ((pq->out.labels || pq->out.sample_index[0]) && pq->out.format != PP_OUT_FOLDED)

@@ -35,6 +35,9 @@ typedef struct pp_query {
     int hub_names;             /* hub_names=1: a tree's hub asks, and names what its files hold */
     int window_ms;             /* window_ms=N: a tree's hub asks a member that joined during a
                                   window for the rest of it (N ms instead of `seconds`); 0 when absent */
+    int has_past;              /* last=, from= or until= given: a profile of the past, from the history */
+    int last;                  /* last=N: the last N seconds; 0 when absent */
+    int64_t from, until;       /* from=T, until=T: Unix seconds; 0 when absent */
 } pp_query;
 
 /* Parses a raw query (NULL: none) into *out (zeroed first). Returns 0, or

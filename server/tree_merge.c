@@ -244,7 +244,10 @@ static int tree_front(const pprof_server_config *cfg, const pprof_http_request *
     char sec[16];
     int seconds = pp_query_find(lreq.query, "seconds", sec, sizeof sec) ? atoi(sec) : 0;
     const char *name = req->path + plen;
-    if ((!strcmp(name, "profile") || !strcmp(name, "wall") || !strcmp(name, "fgprof")) && seconds <= 0)
+    char past[32]; /* a profile of the past (the history) answers at once */
+    int history = pp_query_find(lreq.query, "last", past, sizeof past) || pp_query_find(lreq.query, "from", past, sizeof past) ||
+                  pp_query_find(lreq.query, "until", past, sizeof past);
+    if ((!strcmp(name, "profile") || !strcmp(name, "wall") || !strcmp(name, "fgprof")) && seconds <= 0 && !history)
         seconds = PP_DEFAULT_SECONDS;
     /* Members asked for the merge leave what is in the hub's files to it
      * (pprof_recorder_leave_shared, with the hub's maps sent along: a

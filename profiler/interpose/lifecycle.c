@@ -126,6 +126,7 @@ static void fork_child(void)
     pp_collector_fork_child();
     pp_otel_fork_child();
     atomic_store(&pp_fork_pending, 0);
+    pp_history_fork_child(); /* last: it may start a thread */
 }
 
 __attribute__((constructor(101))) static void pp_init(void)
@@ -155,6 +156,7 @@ __attribute__((constructor(101))) static void pp_init(void)
     pp_contention_init();
     pp_cpu_track_thread(); /* the main thread's state, from the own heap */
     pthread_atfork(fork_prepare, fork_parent, fork_child);
+    pp_history_init();
 }
 
 typedef int (*main_fn)(int, char **, char **);

@@ -265,6 +265,13 @@ int pp_profile_add_comment(pprof_profile *p, const char *comment)
     return 0;
 }
 
+size_t pp_profile_bytes(const pprof_profile *p)
+{
+    size_t idx = p->strtab.ix.mask + 1 + p->strtab.ix.cap + (p->b ? p->b->samples.mask + 1 + p->b->samples.cap : 0);
+    return p->arena->bytes + p->samples_cap * (sizeof *p->samples + (p->b ? 2 * sizeof(void *) : 0)) +
+           p->strtab.cap * sizeof(char *) + idx * sizeof(uint32_t);
+}
+
 /* --- finish: symbolize distinct addresses into locations --- */
 
 /* Sets *out to the number of addr among the distinct addresses (numbered

@@ -146,6 +146,8 @@ void pp_profile_drop_zero(pprof_profile *p);
 
 /* Adds a free-form comment (copied). */
 int pp_profile_add_comment(pprof_profile *p, const char *comment);
+/* About the memory p holds (its arena and arrays), in bytes. */
+size_t pp_profile_bytes(const pprof_profile *p);
 /* The profile's own copy of s (interned), or NULL when out of memory. */
 const char *pp_profile_intern(pprof_profile *p, const char *s);
 /* profile_sym.c: names the nloc distinct addresses of am (a pp_table of

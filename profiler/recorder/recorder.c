@@ -297,6 +297,35 @@ static int cpu_end(pprof_recorder *r, int reopen, pprof_profile **out)
 
 static const pp_recorder_ops cpu_ops;
 
+int pp_cpu_recorder_cut(pprof_recorder *r, pprof_profile **raw)
+{
+    cpu_recorder *c = (cpu_recorder *)r;
+    *raw = NULL;
+    if (r->ops != &cpu_ops || !r->running || c->exiting)
+        return pp_fail(PPROF_ESTATE);
+    pprof_profile *next = new_cpu_window(c);
+    if (!next)
+        return pp_fail(PPROF_ENOMEM);
+    pp_cpu_flush();
+    pp_collector_lock();
+    pp_collector_drain_locked();
+    *raw = swap_window_locked(c, next);
+    pp_collector_unlock();
+    return 0;
+}
+
+int pp_cpu_recorder_peek(pprof_recorder *r, int (*fn)(const pprof_profile *w, int64_t dur_ns, void *arg), void *arg)
+{
+    cpu_recorder *c = (cpu_recorder *)r;
+    if (r->ops != &cpu_ops || !r->running || c->exiting)
+        return pp_fail(PPROF_ESTATE);
+    pp_collector_lock();
+    pp_collector_drain_locked();
+    int rc = fn(c->w.profile, pp_now_ns(CLOCK_MONOTONIC) - c->base.window_mono_ns, arg);
+    pp_collector_unlock();
+    return rc;
+}
+
 int pprof_recorder_add_unsampled_cpu(pprof_recorder *r, uint64_t ns)
 {
     cpu_recorder *c = (cpu_recorder *)r;

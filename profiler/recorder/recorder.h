@@ -68,6 +68,20 @@ void pp_recorder_window_end(pprof_recorder *r, pprof_profile *p, int reopen);
 int pp_recorder_finish(const pprof_recorder *r, pprof_profile *p, pprof_profile **out);
 
 
+/* Closes a running CPU recorder's window and opens the next at the same
+ * instant, as a snapshot does, giving the closed one unsymbolized (its
+ * builder open: time_nanos and duration_nanos set) for the history
+ * (history.c). 0, PPROF_ESTATE or PPROF_ENOMEM. */
+int pp_cpu_recorder_cut(pprof_recorder *r, pprof_profile **raw);
+/* Calls fn with a running CPU recorder's open window (unsymbolized, its
+ * time_nanos its start; dur_ns: from then to now) under the collector
+ * lock, after a drain: the collector waits meanwhile. fn's result. */
+int pp_cpu_recorder_peek(pprof_recorder *r, int (*fn)(const pprof_profile *w, int64_t dur_ns, void *arg), void *arg);
+/* history.c: starts the history when LIBPPROF_HISTORY asks (the
+ * constructor); in a forked child, starts the child's own. */
+void pp_history_init(void);
+void pp_history_fork_child(void);
+
 /* The collector's fork handlers (lifecycle.c): its lock is held across
  * fork; the child, which has no collector thread, starts with no running
  * recorder. */

@@ -115,6 +115,7 @@ int main(void)
     STATS(pprof_heap_stats, pprof_heap_stats_get, 160);
     STATS(pprof_contention_stats, pprof_contention_stats_get, 120);
     STATS(pprof_symbolizer_stats, pprof_symbolizer_stats_get, 128);
+    STATS(pprof_history_stats, pprof_history_stats_get, 128);
 #undef STATS
 
     /* the hook lock */

@@ -1,0 +1,313 @@
+/* history.c: the CPU history, the last LIBPPROF_HISTORY seconds of CPU
+ * samples kept from start-up, so that a profile of the past answers at
+ * once (profile?last=60, pprof_history_recorder_new).
+ *
+ * A CPU recorder of the history's own runs from start-up at the rate in
+ * force (it joins the sampler, or starts it at LIBPPROF_CPU_HZ). The
+ * history thread ("pprof-history") cuts its window every SLICE_S seconds
+ * (pp_cpu_recorder_cut, a gapless snapshot) and keeps the closed windows
+ * unsymbolized, oldest first: slices that follow each other with no gap,
+ * each with its exact start and duration. The oldest go once the others
+ * cover LIBPPROF_HISTORY seconds, or while all of them hold more than
+ * LIBPPROF_HISTORY_MB. A history recorder's write_to adds the slices that
+ * overlap its span into one profile, and the open window as it stands
+ * when the span reaches it (read under the collector lock, not cut, so
+ * requests never make slices shorter), then symbolizes that; its
+ * time_nanos and duration_nanos are the slices' exactly.
+ *
+ * Memory: the windows are built by the collector thread and merged here,
+ * both in the profiler's own heap; nothing is taken from the program's.
+ *
+ * Fork: the lock is not held across fork (a fork never waits for a merge);
+ * the child resets everything it guards. A child starts a history of its
+ * own, a second after the fork
+ * (most children exec before), from a thread started in the fork's child
+ * handler (as a tree's member starts its agent); the parent's slices stay
+ * behind unreferenced in the child's copy of the own heap (freeing them
+ * would copy their pages), its recorder too (the child has no collector).
+ * An exec'd program reads LIBPPROF_HISTORY afresh. A process that exits or
+ * enters a sandbox stops the thread before (a shutdown hook).
+ */
+#define _GNU_SOURCE
+#include "recorder.h"
+#include "base/base.h"
+#include "model/model.h"
+
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#define SLICE_S 5
+
+typedef struct slice {
+    pprof_profile *raw;   /* unsymbolized, its builder open */
+    int64_t start, dur;   /* Unix ns, ns */
+    size_t bytes;
+} slice;
+
+static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t tick; /* CLOCK_MONOTONIC */
+static slice *ring;         /* cap entries; n from head, oldest first */
+static size_t cap, head, n;
+static uint64_t total, dropped;
+static pprof_recorder *rec; /* the history's CPU recorder, running */
+static int64_t hz;
+static bool stopping;
+static char why_off[160];   /* why the history does not run, when it does not */
+static int64_t keep_ns;
+static uint64_t bound;
+
+static slice *at(size_t i)
+{
+    return &ring[(head + i) % cap];
+}
+
+/* Drops the oldest slice (mu held). */
+static void drop_oldest(void)
+{
+    slice *s = at(0);
+    total -= s->bytes;
+    pprof_profile_free(s->raw);
+    head = (head + 1) % cap;
+    n--;
+}
+
+/* Cuts the open window into a new slice, dropping what the bounds say
+ * (mu held; the own heap entered). */
+static int cut_locked(void)
+{
+    pprof_profile *raw;
+    int rc = rec ? pp_cpu_recorder_cut(rec, &raw) : PPROF_ESTATE;
+    if (rc)
+        return rc;
+    if (n == cap)
+        drop_oldest();
+    *at(n++) = (slice){.raw = raw, .start = raw->time_nanos, .dur = raw->duration_nanos, .bytes = pp_profile_bytes(raw)};
+    total += at(n - 1)->bytes;
+    /* Keep what covers keep_ns: the oldest goes when the rest do. */
+    while (n > 1 && at(n - 1)->start + at(n - 1)->dur - at(1)->start >= keep_ns)
+        drop_oldest();
+    while (n > 1 && total > bound) {
+        drop_oldest();
+        dropped++;
+    }
+    return 0;
+}
+
+/* Starts the history's CPU recorder (mu held). */
+static void start_locked(void)
+{
+    pprof_recorder *r = NULL;
+    int rc = pprof_cpu_recorder_new(NULL, &r);
+    if (rc == 0)
+        pprof_recorder_set_symbolize(r, PPROF_SYMBOLIZE_NONE); /* its windows are cut raw */
+    if (rc == 0 && (rc = pprof_recorder_start(r)) == 0) {
+        rec = r;
+        hz = pprof_recorder_rate(r);
+        return;
+    }
+    snprintf(why_off, sizeof why_off, "its CPU sampling could not start: %s", pprof_last_error());
+    fprintf(stderr, "libpprof: no history is kept: %s\n", why_off);
+    pprof_recorder_free(r);
+}
+
+static void *history_main(void *arg)
+{
+    int delay_s = (int)(intptr_t)arg;
+    pthread_setname_np(pthread_self(), "pprof-history");
+    struct timespec next;
+    clock_gettime(CLOCK_MONOTONIC, &next);
+    next.tv_sec += delay_s;
+    pthread_mutex_lock(&mu);
+    while (!stopping && delay_s && pthread_cond_timedwait(&tick, &mu, &next) == 0)
+        ;
+    if (!stopping)
+        start_locked();
+    clock_gettime(CLOCK_MONOTONIC, &next);
+    while (!stopping && rec) {
+        next.tv_sec += SLICE_S;
+        while (!stopping && pthread_cond_timedwait(&tick, &mu, &next) == 0)
+            ;
+        if (!stopping)
+            cut_locked();
+    }
+    pthread_mutex_unlock(&mu);
+    return NULL;
+}
+
+/* Before the process exits or enters a sandbox: no cut after this. */
+static void stop(void)
+{
+    pthread_mutex_lock(&mu);
+    stopping = true;
+    pthread_cond_broadcast(&tick);
+    pthread_mutex_unlock(&mu);
+}
+
+static void make_tick(void)
+{
+    pthread_condattr_t a;
+    pthread_condattr_init(&a);
+    pthread_condattr_setclock(&a, CLOCK_MONOTONIC);
+    pthread_cond_init(&tick, &a);
+    pthread_condattr_destroy(&a);
+}
+
+static void spawn(int delay_s)
+{
+    if (pp_spawn_detached(history_main, (void *)(intptr_t)delay_s, NULL) != 0)
+        snprintf(why_off, sizeof why_off, "its thread could not start");
+}
+
+void pp_history_init(void)
+{
+    make_tick();
+    int keep_s = pp_env_int("LIBPPROF_HISTORY", 0, 0, 86400);
+    bound = (uint64_t)pp_env_int("LIBPPROF_HISTORY_MB", 16, 1, 65536) << 20;
+    if (keep_s == 0)
+        return;
+    keep_ns = (int64_t)keep_s * 1000000000;
+    cap = (size_t)(keep_s + SLICE_S - 1) / SLICE_S + 2;
+    pp_own_heap_enter();
+    ring = calloc(cap, sizeof *ring);
+    pp_own_heap_leave();
+    if (!ring) {
+        keep_ns = 0;
+        return;
+    }
+    pp_shutdown_hook_add(stop);
+    spawn(0);
+}
+
+void pp_history_fork_child(void)
+{
+    mu = (pthread_mutex_t)PTHREAD_MUTEX_INITIALIZER;
+    make_tick();
+    rec = NULL; /* the parent's: left behind, see the top */
+    head = n = 0;
+    total = dropped = 0;
+    hz = 0;
+    if (keep_ns && !stopping)
+        spawn(1);
+}
+
+/* ------------------------------------------------------ history recorder */
+
+typedef struct history_recorder {
+    pprof_recorder base;
+    int64_t from, until;
+} history_recorder;
+
+/* A comment on what p covers, and on what it could not. */
+static void describe(pprof_profile *p, const history_recorder *h, int64_t oldest)
+{
+    char note[320];
+    time_t t = (time_t)(p->time_nanos / 1000000000);
+    struct tm tm;
+    char when[32] = "";
+    if (gmtime_r(&t, &tm))
+        strftime(when, sizeof when, "%Y-%m-%dT%H:%M:%SZ", &tm);
+    int len = snprintf(note, sizeof note, "history: CPU samples from %s for %.1f s, taken at %lld Hz (LIBPPROF_HISTORY keeps %lld s)",
+                       when, p->duration_nanos / 1e9, (long long)hz, (long long)(keep_ns / 1000000000));
+    if (h->from && h->from < oldest && len > 0 && (size_t)len < sizeof note)
+        snprintf(note + len, sizeof note - (size_t)len, "; asked from %.1f s earlier than it reaches",
+                 (oldest - h->from) / 1e9);
+    pp_profile_add_comment(p, note);
+}
+
+typedef struct span {
+    pprof_profile *p;
+    const history_recorder *h;
+    int64_t first, last; /* Unix ns: what the slices added cover */
+} span;
+
+/* Adds a slice (or the open window) when it overlaps the span. */
+static int add_slice(span *sp, const pprof_profile *raw, int64_t start, int64_t dur)
+{
+    const history_recorder *h = sp->h;
+    if ((h->until && start > h->until) || (h->from && start + dur < h->from))
+        return 0;
+    if (!sp->first)
+        sp->first = start;
+    sp->last = start + dur;
+    return pp_profile_add_profile(sp->p, raw, 1);
+}
+
+static int add_open(const pprof_profile *w, int64_t dur_ns, void *arg)
+{
+    return w ? add_slice(arg, w, w->time_nanos, dur_ns) : 0;
+}
+
+static int history_write_to(pprof_recorder *r, pprof_profile **out)
+{
+    history_recorder *h = (history_recorder *)r;
+    static const pprof_value_type types[] = {{"samples", "count"}, {"cpu", "nanoseconds"}};
+    span sp = {.h = h};
+    pp_own_heap_enter();
+    pthread_mutex_lock(&mu);
+    int rc = rec ? 0 : pp_error_detail(PPROF_ESTATE, "no history is kept: %s", why_off[0] ? why_off : "not started yet");
+    if (rc == 0 && !(sp.p = pp_profile_new(types, 2, types[1], hz ? 1000000000 / hz : 0)))
+        rc = pp_fail(PPROF_ENOMEM);
+    for (size_t i = 0; rc == 0 && i < n; i++)
+        rc = add_slice(&sp, at(i)->raw, at(i)->start, at(i)->dur);
+    /* The open window, read where it stands: no cut, so requests never
+     * make slices shorter. */
+    if (rc == 0)
+        rc = pp_cpu_recorder_peek(rec, add_open, &sp);
+    pprof_profile *p = sp.p;
+    int64_t first = sp.first, last = sp.last;
+    int64_t oldest = n ? at(0)->start : 0;
+    pthread_mutex_unlock(&mu);
+    pp_own_heap_leave();
+    if (rc) {
+        pprof_profile_free(p);
+        return rc;
+    }
+    p->time_nanos = first ? first : (h->until ? h->until : pp_now_ns(CLOCK_REALTIME));
+    p->duration_nanos = last - first;
+    describe(p, h, oldest);
+    return pp_recorder_finish(r, p, out);
+}
+
+static const pp_recorder_ops history_ops = {.write_to = history_write_to};
+
+PPROF_API int pprof_history_recorder_new(const pprof_history_config *cfg, pprof_recorder **out)
+{
+    if (!out)
+        return pp_fail(PPROF_EINVAL);
+    *out = NULL;
+    pprof_history_config c = cfg ? *cfg : (pprof_history_config){0};
+    if (c.from_unix_ns < 0 || c.until_unix_ns < 0 || (c.until_unix_ns && c.from_unix_ns > c.until_unix_ns))
+        return pp_error_detail(PPROF_EINVAL, "the span must run forward: from %lld, until %lld",
+                               (long long)c.from_unix_ns, (long long)c.until_unix_ns);
+    if (!keep_ns)
+        return pp_error_detail(PPROF_ENOTSUP, "no history is kept (LIBPPROF_HISTORY=SECONDS keeps one)");
+    history_recorder *h = (history_recorder *)pp_recorder_new(sizeof *h, &history_ops);
+    if (!h)
+        return PPROF_ENOMEM;
+    h->from = c.from_unix_ns;
+    h->until = c.until_unix_ns;
+    *out = &h->base;
+    return 0;
+}
+
+PPROF_API void pprof_history_stats_get(pprof_history_stats *out)
+{
+    if (!out)
+        return;
+    *out = (pprof_history_stats){0};
+    pthread_mutex_lock(&mu);
+    out->keep_ns = keep_ns;
+    out->slices = n;
+    out->bytes = total;
+    out->bound = bound;
+    out->dropped = dropped;
+    out->hz = rec ? hz : 0;
+    if (n) {
+        out->oldest_unix_ns = at(0)->start;
+        out->kept_ns = at(n - 1)->start + at(n - 1)->dur - at(0)->start;
+    }
+    pthread_mutex_unlock(&mu);
+}
