@@ -481,6 +481,11 @@ typedef struct pprof_history_config {
      * until 0: now (the open slice is read as it stands, so the profile
      * reaches now). */
     int64_t from_unix_ns, until_unix_ns;
+    /* When not 0: only the samples taken inside spans (pprof_trace_enter)
+     * that lasted min_span_ns or more, decided from each span's end: where
+     * the time of the slow requests went. At least LIBPPROF_HISTORY_SPAN_MS
+     * (100 ms; shorter spans are not timed), else PPROF_EINVAL. */
+    int64_t min_span_ns;
 } pprof_history_config;
 
 /* A recorder whose pprof_recorder_write_to gives the kept CPU history

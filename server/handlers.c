@@ -26,12 +26,14 @@
 /* ------------------------------------------------------------- profile */
 
 /* profile?last=N, or from=T&until=T: the CPU history's slices over that
- * span (pprof_history_recorder_new), at once. */
+ * span (pprof_history_recorder_new), at once; min_span_ms=N keeps the
+ * samples of spans that lasted N ms or more. */
 static int h_profile_past(pp_req *q)
 {
     int64_t now = time(NULL);
     pprof_history_config hc = {.from_unix_ns = (q->q.last ? now - q->q.last : q->q.from) * 1000000000ll,
-                               .until_unix_ns = q->q.until * 1000000000ll};
+                               .until_unix_ns = q->q.until * 1000000000ll,
+                               .min_span_ns = q->q.min_span_ms * 1000000ll};
     pprof_recorder *rec = NULL;
     int rc = pprof_history_recorder_new(&hc, &rec);
     if (rc == PPROF_ENOTSUP)

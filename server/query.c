@@ -209,9 +209,9 @@ static int parse_output(const pp_param *p, pp_query *pq, char *why, size_t why_s
  * is none of them. */
 static int parse_past(const pp_param *p, pp_query *pq, char *why, size_t why_size)
 {
-    static const char *const names[] = {"last", "from", "until"};
+    static const char *const names[] = {"last", "from", "until", "min_span_ms"};
     int which = -1;
-    for (int i = 0; i < 3; i++)
+    for (int i = 0; i < 4; i++)
         if (pp_param_is(p, names[i]))
             which = i;
     if (which < 0)
@@ -219,12 +219,16 @@ static int parse_past(const pp_param *p, pp_query *pq, char *why, size_t why_siz
     char val[32];
     long vl = pp_param_value(p, val, sizeof val);
     long long v = 0;
-    int seen = which == 0 ? pq->last != 0 : which == 1 ? pq->from != 0 : pq->until != 0;
+    int seen = which == 0 ? pq->last != 0 : which == 1 ? pq->from != 0 : which == 2 ? pq->until != 0 : pq->min_span_ms != 0;
     if (seen)
         return bad(why, why_size, "parameter \"%s\" given more than once", names[which]);
     if (vl <= 0 || vl >= (long)sizeof val || pp_parse_int(val, (size_t)vl, &v) || v <= 0)
         return bad(why, why_size, "invalid value for \"%s\" - must be a positive integer%s", names[which],
-                   which ? " (Unix seconds)" : " (seconds)");
+                   which == 3 ? " (milliseconds)" : which ? " (Unix seconds)" : " (seconds)");
+    if (which == 3) {
+        pq->min_span_ms = (int)v;
+        return 0;
+    }
     pq->has_past = 1;
     if (which == 0)
         pq->last = (int)v;
@@ -252,6 +256,8 @@ int pp_query_parse(const char *query, int max_seconds, pp_query *pq, char *why, 
             if (pp_param_is(&p, numbers[i]) && parse_number(&p, i, max_seconds, pq, why, why_size))
                 return -1;
     }
+    if (pq->min_span_ms && !pq->has_past)
+        return bad(why, why_size, "min_span_ms goes with last, from or until (a profile of the past)");
     if (pq->last && (pq->from || pq->until))
         return bad(why, why_size, "last and from/until params are incompatible");
     if (pq->has_past && pq->has_seconds)

@@ -38,6 +38,7 @@ typedef struct pp_query {
     int has_past;              /* last=, from= or until= given: a profile of the past, from the history */
     int last;                  /* last=N: the last N seconds; 0 when absent */
     int64_t from, until;       /* from=T, until=T: Unix seconds; 0 when absent */
+    int min_span_ms;           /* min_span_ms=N: only slow spans' samples (with the above); 0 when absent */
 } pp_query;
 
 /* Parses a raw query (NULL: none) into *out (zeroed first). Returns 0, or

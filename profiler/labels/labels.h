@@ -101,4 +101,20 @@ size_t pp_trace_labels(const void *set, const pp_trace_snap *t, int trace_id, pp
 size_t pp_trace_pairs(const pprof_label *pairs, size_t n, const pp_trace_snap *t, int trace_id, pp_trace_text *text,
                       pprof_label **out);
 void pp_trace_text_free(pp_trace_text *text);
+
+/* How long spans lasted (span_times.c). Starts timing the spans of every
+ * thread that enters one from now on, keeping those of at least
+ * floor_ns: 0, or -1 when its memory could not be mapped. Not in a
+ * signal handler. */
+int pp_span_times_start(int64_t floor_ns);
+/* The floor, or -1 when spans are not timed. Thread-safe. */
+int64_t pp_span_times_floor(void);
+/* trace.c's entry and exit (ctx: the context entered, or left).
+ * async-signal-safe */
+void pp_span_times_enter(const pprof_trace_context *ctx);
+void pp_span_times_leave(const pprof_trace_context *leaving);
+/* Calls fn for each kept span that lasted min_dur_ns or more (its ID, as
+ * the span_id label's 16 hex digits read, and its end, CLOCK_REALTIME);
+ * returns how many. Thread-safe. */
+size_t pp_span_times_each(int64_t min_dur_ns, void (*fn)(uint64_t span_id, int64_t end_ns, void *arg), void *arg);
 #endif

@@ -10,7 +10,9 @@
  * Every change is also written to the thread's OpenTelemetry record
  * (otel/). Thread dumps and the wall sampler read a waiting thread's
  * context from outside it through the address of its pointer
- * (pp_trace_slot; threads/ copies it with process_vm_readv).
+ * (pp_trace_slot; threads/ copies it with process_vm_readv). With the
+ * history's slow-span filter on, entering and leaving also time the span
+ * (span_times.c).
  */
 #include "labels.h"
 #include "base/base.h"
@@ -35,12 +37,14 @@ const pprof_trace_context *pprof_trace_enter(const pprof_trace_context *ctx)
     cur = ctx;
     __atomic_signal_fence(__ATOMIC_SEQ_CST);
     pp_otel_thread_trace(ctx);
+    pp_span_times_enter(ctx);
     return prev;
 }
 
 /* async-signal-safe */
 void pprof_trace_leave(const pprof_trace_context *previous)
 {
+    pp_span_times_leave(cur);
     __atomic_signal_fence(__ATOMIC_SEQ_CST);
     cur = previous;
     __atomic_signal_fence(__ATOMIC_SEQ_CST);

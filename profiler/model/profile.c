@@ -220,6 +220,23 @@ int pp_profile_add_profile_at(pprof_profile *dst, const pprof_profile *src, int6
     return 0;
 }
 
+int pp_profile_add_profile_if(pprof_profile *dst, const pprof_profile *src, int (*keep)(const pprof_sample *s, void *arg),
+                              void *arg)
+{
+    if (!dst || !src || !src->b || dst->ntypes != src->ntypes)
+        return pp_fail(PPROF_EINVAL);
+    for (size_t i = 0; i < src->nsamples; i++) {
+        const pprof_sample *s = &src->samples[i];
+        if (!keep(s, arg))
+            continue;
+        int rc = pp_profile_add_num(dst, src->b->pcs[i], src->b->npcs[i], s->values, s->labels, s->nlabels,
+                                    s->num_labels, s->nnum_labels);
+        if (rc)
+            return rc;
+    }
+    return 0;
+}
+
 void pp_profile_drop_zero(pprof_profile *p)
 {
     size_t k = 0;

@@ -15,6 +15,11 @@
  * requests never make slices shorter), then symbolizes that; its
  * time_nanos and duration_nanos are the slices' exactly.
  *
+ * Slow spans only (min_span): spans are timed from start-up
+ * (labels/span_times.c), and a history recorder with min_span keeps only
+ * the samples whose span_id label names a span that lasted that long,
+ * decided from the spans' ends at the moment it is asked.
+ *
  * Memory: the windows are built by the collector thread and merged here,
  * both in the profiler's own heap; nothing is taken from the program's.
  *
@@ -31,6 +36,7 @@
 #define _GNU_SOURCE
 #include "recorder.h"
 #include "base/base.h"
+#include "labels/labels.h"
 #include "model/model.h"
 
 #include <pthread.h>
@@ -166,6 +172,7 @@ void pp_history_init(void)
     make_tick();
     int keep_s = pp_env_int("LIBPPROF_HISTORY", 0, 0, 86400);
     bound = (uint64_t)pp_env_int("LIBPPROF_HISTORY_MB", 16, 1, 65536) << 20;
+    int span_ms = pp_env_int("LIBPPROF_HISTORY_SPAN_MS", 100, 1, 3600000);
     if (keep_s == 0)
         return;
     keep_ns = (int64_t)keep_s * 1000000000;
@@ -178,6 +185,8 @@ void pp_history_init(void)
         return;
     }
     pp_shutdown_hook_add(stop);
+    /* spans are timed from now: min_span_ms filters the history by them */
+    pp_span_times_start((int64_t)span_ms * 1000000); /* else min_span is refused */
     spawn(0);
 }
 
@@ -198,6 +207,7 @@ void pp_history_fork_child(void)
 typedef struct history_recorder {
     pprof_recorder base;
     int64_t from, until;
+    int64_t min_span;       /* ns; 0: every sample */
 } history_recorder;
 
 /* A comment on what p covers, and on what it could not. */
@@ -221,7 +231,40 @@ typedef struct span {
     pprof_profile *p;
     const history_recorder *h;
     int64_t first, last; /* Unix ns: what the slices added cover */
+    pp_table slow;       /* with min_span: the IDs of the spans that lasted that long */
+    size_t nslow;
 } span;
+
+typedef struct slow_id {
+    uint64_t key;
+} slow_id;
+
+static void note_slow(uint64_t id, int64_t end_ns, void *arg)
+{
+    (void)end_ns;
+    span *sp = arg;
+    sp->nslow += pp_table_add(&sp->slow, id) != NULL;
+}
+
+/* Whether sample s was taken inside one of the slow spans. */
+static int in_slow_span(const pprof_sample *s, void *arg)
+{
+    const span *sp = arg;
+    for (size_t i = 0; i < s->nlabels; i++) {
+        const char *v = s->labels[i].value;
+        if (strcmp(s->labels[i].key, "span_id") != 0 || strlen(v) != 16)
+            continue;
+        uint64_t id = 0;
+        for (int k = 0; k < 16; k++) {
+            int c = v[k], d = c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'f' ? c - 'a' + 10 : -1;
+            if (d < 0)
+                return 0;
+            id = id << 4 | (uint64_t)d;
+        }
+        return pp_table_find(&sp->slow, id) != NULL;
+    }
+    return 0;
+}
 
 /* Adds a slice (or the open window) when it overlaps the span. */
 static int add_slice(span *sp, const pprof_profile *raw, int64_t start, int64_t dur)
@@ -232,7 +275,7 @@ static int add_slice(span *sp, const pprof_profile *raw, int64_t start, int64_t 
     if (!sp->first)
         sp->first = start;
     sp->last = start + dur;
-    return pp_profile_add_profile(sp->p, raw, 1);
+    return h->min_span ? pp_profile_add_profile_if(sp->p, raw, in_slow_span, sp) : pp_profile_add_profile(sp->p, raw, 1);
 }
 
 static int add_open(const pprof_profile *w, int64_t dur_ns, void *arg)
@@ -244,8 +287,10 @@ static int history_write_to(pprof_recorder *r, pprof_profile **out)
 {
     history_recorder *h = (history_recorder *)r;
     static const pprof_value_type types[] = {{"samples", "count"}, {"cpu", "nanoseconds"}};
-    span sp = {.h = h};
+    span sp = {.h = h, .slow = PP_TABLE_INIT(slow_id)};
     pp_own_heap_enter();
+    if (h->min_span)
+        pp_span_times_each(h->min_span, note_slow, &sp);
     pthread_mutex_lock(&mu);
     int rc = rec ? 0 : pp_error_detail(PPROF_ESTATE, "no history is kept: %s", why_off[0] ? why_off : "not started yet");
     if (rc == 0 && !(sp.p = pp_profile_new(types, 2, types[1], hz ? 1000000000 / hz : 0)))
@@ -260,6 +305,7 @@ static int history_write_to(pprof_recorder *r, pprof_profile **out)
     int64_t first = sp.first, last = sp.last;
     int64_t oldest = n ? at(0)->start : 0;
     pthread_mutex_unlock(&mu);
+    pp_table_free(&sp.slow);
     pp_own_heap_leave();
     if (rc) {
         pprof_profile_free(p);
@@ -268,6 +314,12 @@ static int history_write_to(pprof_recorder *r, pprof_profile **out)
     p->time_nanos = first ? first : (h->until ? h->until : pp_now_ns(CLOCK_REALTIME));
     p->duration_nanos = last - first;
     describe(p, h, oldest);
+    if (h->min_span) {
+        char note[200];
+        snprintf(note, sizeof note, "history: only the samples of the %zu spans that lasted %lld ms or more", sp.nslow,
+                 (long long)(h->min_span / 1000000));
+        pp_profile_add_comment(p, note);
+    }
     return pp_recorder_finish(r, p, out);
 }
 
@@ -284,11 +336,18 @@ PPROF_API int pprof_history_recorder_new(const pprof_history_config *cfg, pprof_
                                (long long)c.from_unix_ns, (long long)c.until_unix_ns);
     if (!keep_ns)
         return pp_error_detail(PPROF_ENOTSUP, "no history is kept (LIBPPROF_HISTORY=SECONDS keeps one)");
+    int64_t floor = pp_span_times_floor();
+    if (c.min_span_ns && floor < 0)
+        return pp_error_detail(PPROF_EINVAL, "spans are not timed in this process (their memory could not be mapped)");
+    if (c.min_span_ns && c.min_span_ns < floor)
+        return pp_error_detail(PPROF_EINVAL, "min_span must be at least %lld ms (LIBPPROF_HISTORY_SPAN_MS: shorter spans are not timed)",
+                               (long long)(floor / 1000000));
     history_recorder *h = (history_recorder *)pp_recorder_new(sizeof *h, &history_ops);
     if (!h)
         return PPROF_ENOMEM;
     h->from = c.from_unix_ns;
     h->until = c.until_unix_ns;
+    h->min_span = c.min_span_ns;
     *out = &h->base;
     return 0;
 }

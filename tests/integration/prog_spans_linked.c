@@ -1,0 +1,107 @@
+/* prog_spans_linked.c: a service whose requests are spans, one in 50 of
+ * them slow, for test_history_spans.sh.
+ *
+ *   prog_spans_linked [FAST_MS [SLOW_MS [EVERY]]]   (10, 300, 50)
+ *
+ * Serves /debug/pprof/ on 127.0.0.1, any free port (port=P on stdout).
+ * One worker thread handles requests in a loop, each inside its own
+ * trace context (pprof_trace_enter, a new span ID each): request number k
+ * burns SLOW_MS of CPU in slow_request_work() when k % EVERY == 0, else
+ * FAST_MS in fast_request_work(). Every second it prints "slow_cpu_ns=N
+ * fast_cpu_ns=M" (its thread's CPU time in each, since start). SIGTERM or
+ * SIGINT end it.
+ */
+#define _GNU_SOURCE
+#include "pprof.h"
+#include "serve.h"
+
+#include <pthread.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+static int fast_ms = 10, slow_ms = 300, every = 50;
+static _Atomic int64_t slow_ns, fast_ns;
+static volatile double sink;
+
+static int64_t thread_cpu_ns(void)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t);
+    return (int64_t)t.tv_sec * 1000000000 + t.tv_nsec;
+}
+
+/* Burns ms of the thread's CPU; returns what it burnt. */
+static int64_t burn(int ms)
+{
+    int64_t t0 = thread_cpu_ns(), t;
+    double x = 1.0;
+    do {
+        for (int i = 0; i < 20000; i++)
+            x = x * 1.0000001 + 1e-9;
+        sink = x;
+    } while ((t = thread_cpu_ns()) - t0 < (int64_t)ms * 1000000);
+    return t - t0;
+}
+
+__attribute__((noinline)) static void slow_request_work(void)
+{
+    slow_ns += burn(slow_ms);
+}
+
+__attribute__((noinline)) static void fast_request_work(void)
+{
+    fast_ns += burn(fast_ms);
+}
+
+static void *worker(void *arg)
+{
+    (void)arg;
+    for (uint64_t k = 1;; k++) {
+        pprof_trace_context span = {.trace_flags = 1, .span_name = "request"};
+        span.trace_id[15] = 1;
+        for (int i = 0; i < 8; i++)
+            span.span_id[i] = (uint8_t)(k >> (8 * (7 - i)));
+        const pprof_trace_context *prev = pprof_trace_enter(&span);
+        if (k % (uint64_t)every == 0)
+            slow_request_work();
+        else
+            fast_request_work();
+        pprof_trace_leave(prev);
+    }
+    return NULL;
+}
+
+static void *reporter(void *arg)
+{
+    (void)arg;
+    for (;;) {
+        sleep(1);
+        printf("slow_cpu_ns=%lld fast_cpu_ns=%lld\n", (long long)slow_ns, (long long)fast_ns);
+        fflush(stdout);
+    }
+    return NULL;
+}
+
+int main(int argc, char **argv)
+{
+    if (argc > 1)
+        fast_ms = atoi(argv[1]);
+    if (argc > 2)
+        slow_ms = atoi(argv[2]);
+    if (argc > 3)
+        every = atoi(argv[3]);
+    sigset_t set;
+    serve_prepare(&set, NULL, 0);
+    pprof_server_config cfg = {.addr = "127.0.0.1:0"};
+    if (serve_start("prog_spans_linked", &cfg))
+        return 1;
+    pthread_t w, r;
+    pthread_create(&w, NULL, worker, NULL);
+    pthread_create(&r, NULL, reporter, NULL);
+    serve_announce();
+    serve_wait(&set);
+    return 0;
+}
