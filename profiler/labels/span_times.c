@@ -25,8 +25,8 @@
 
 typedef struct span_rec {
     _Atomic uint64_t seq; /* 0: being written; else the claim's number + 1 */
-    uint64_t span_id;     /* big-endian, as the label's 16 hex digits read */
-    int64_t end_ns, dur_ns; /* CLOCK_REALTIME end; length */
+    _Atomic uint64_t span_id;       /* big-endian, as the label's 16 hex digits read */
+    _Atomic int64_t end_ns, dur_ns; /* CLOCK_REALTIME end; length */
 } span_rec;
 
 static span_rec *ring;
@@ -86,9 +86,9 @@ void pp_span_times_leave(const pprof_trace_context *leaving)
     uint64_t n = atomic_fetch_add(&claims, 1);
     span_rec *r = &ring[n % RING];
     atomic_store(&r->seq, 0);
-    r->span_id = id;
-    r->dur_ns = dur;
-    r->end_ns = pp_now_ns(CLOCK_REALTIME);
+    atomic_store_explicit(&r->span_id, id, memory_order_relaxed);
+    atomic_store_explicit(&r->dur_ns, dur, memory_order_relaxed);
+    atomic_store_explicit(&r->end_ns, pp_now_ns(CLOCK_REALTIME), memory_order_relaxed);
     atomic_store(&r->seq, n + 1);
 }
 
@@ -101,8 +101,9 @@ size_t pp_span_times_each(int64_t min_dur_ns, void (*fn)(uint64_t span_id, int64
     for (uint64_t k = n > RING ? n - RING : 0; k < n; k++) {
         span_rec *r = &ring[k % RING];
         uint64_t s1 = atomic_load(&r->seq);
-        uint64_t id = r->span_id;
-        int64_t dur = r->dur_ns, end = r->end_ns;
+        uint64_t id = atomic_load_explicit(&r->span_id, memory_order_relaxed);
+        int64_t dur = atomic_load_explicit(&r->dur_ns, memory_order_relaxed);
+        int64_t end = atomic_load_explicit(&r->end_ns, memory_order_relaxed);
         if (s1 != k + 1 || atomic_load(&r->seq) != s1 || dur < min_dur_ns)
             continue;
         fn(id, end, arg);
