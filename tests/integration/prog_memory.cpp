@@ -36,8 +36,11 @@ __attribute__((noinline)) static void arena_grow(size_t bytes)
 
 static pthread_barrier_t ready;
 
-static void *worker(void *)
+static void *worker(void *arg)
 {
+    char name[16];
+    snprintf(name, sizeof name, "worker-%d", (int)(intptr_t)arg); /* its own name, before it reads it */
+    pthread_setname_np(pthread_self(), name);
     volatile char buf[1 << 20];
     memset(const_cast<char *>(buf), 2, sizeof buf);
     pthread_attr_t a;
@@ -46,8 +49,6 @@ static void *worker(void *)
     pthread_getattr_np(pthread_self(), &a);
     pthread_attr_getstack(&a, &lo, &size);
     pthread_attr_destroy(&a);
-    char name[16];
-    pthread_getname_np(pthread_self(), name, sizeof name);
     printf("stack %s %lx %lx\n", name, (unsigned long)lo, (unsigned long)lo + size);
     fflush(stdout);
     pthread_barrier_wait(&ready);
@@ -84,10 +85,7 @@ int main(int argc, char **argv)
         pthread_attr_t a;
         pthread_attr_init(&a);
         pthread_attr_setstacksize(&a, 4u << 20);
-        pthread_create(&t[i], &a, worker, nullptr);
-        char name[16];
-        snprintf(name, sizeof name, "worker-%d", i);
-        pthread_setname_np(t[i], name);
+        pthread_create(&t[i], &a, worker, (void *)(intptr_t)i);
         pthread_attr_destroy(&a);
     }
     pthread_barrier_wait(&ready);
