@@ -621,11 +621,11 @@ mc_profile() { # NAME BINARY ENV...: a CPU profile under memcslap get load; sets
         timeout 30 memcslap --servers="127.0.0.1:$mport" --test=get --concurrency=4 --execute-number=20000 >/dev/null 2>&1
     done) &
     loader=$!
-    cpu "$name" 3
+    cpu "$name" 6
     cp "$TMP/$name.comments" "$TMP/$name.first.comments"
     if grep -q "pending.*$MC_BID\|$MC_BID.*pending" "$TMP/$name.comments"; then
         pp_note "$name: the first profile said $MC_BID was pending; a second one"
-        cpu "$name" 3
+        cpu "$name" 6
     fi
     touch "$TMP/stop-load"
     wait "$loader"
@@ -638,7 +638,10 @@ if [ -n "$MC" ]; then
     LIB=$BUILD/libpprof.so
     # unstripped: its own names from its DWARF; libevent (Debian's, no
     # debug file here) asked for and not found, in time for the first profile
-    mc_profile mc_full "$MC" LIBPPROF_DEBUGINFOD_URLS="$SERVER" LIBPPROF_DEBUGINFO_CACHE="$TMP/cache12"
+    # (a wait bound of 10 s: on a loaded machine, loading libcurl and the
+    # first naming pass can take the default 3 s)
+    mc_profile mc_full "$MC" LIBPPROF_DEBUGINFOD_URLS="$SERVER" LIBPPROF_DEBUGINFO_CACHE="$TMP/cache12" \
+        LIBPPROF_DEBUGINFOD_WAIT_MS=10000
     read -r all1 named1 in1 inn1 <<<"$SHARES"
     cmt=$(grep -i debuginfod "$TMP/mc_full.first.comments" | grep libevent)
     if grep -q 'no debug file' <<<"$cmt" && ! grep -q pending <<<"$cmt"; then
