@@ -30,8 +30,13 @@
  * samples of spans that lasted N ms or more. */
 static int h_profile_past(pp_req *q)
 {
-    int64_t now = time(NULL);
-    pprof_history_config hc = {.from_unix_ns = (q->q.last ? now - q->q.last : q->q.from) * 1000000000ll,
+    struct timespec t;
+    clock_gettime(CLOCK_REALTIME, &t);
+    int64_t now = (int64_t)t.tv_sec * 1000000000 + t.tv_nsec;
+    if (q->q.from * 1000000000ll > now)
+        return pp_reply_error(q, 400, "from is in the future");
+    int64_t from = q->q.last ? now - q->q.last * 1000000000ll : q->q.from * 1000000000ll;
+    pprof_history_config hc = {.from_unix_ns = from > 0 ? from : 0, /* before the epoch: all that is kept */
                                .until_unix_ns = q->q.until * 1000000000ll,
                                .min_span_ns = q->q.min_span_ms * 1000000ll};
     pprof_recorder *rec = NULL;

@@ -11,6 +11,7 @@
 
 #include <stdarg.h>
 #include <stdint.h>
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -219,10 +220,19 @@ static int parse_past(const pp_param *p, pp_query *pq, char *why, size_t why_siz
     char val[32];
     long vl = pp_param_value(p, val, sizeof val);
     long long v = 0;
+    char *end = NULL;
+    int unix_s = which == 1 || which == 2;
+    if (vl > 0 && vl < (long)sizeof val && unix_s) { /* Unix seconds: past 2038 too */
+        val[vl] = '\0';
+        errno = 0;
+        v = val[0] >= '0' && val[0] <= '9' ? strtoll(val, &end, 10) : 0;
+        if (errno || !end || *end || v > 9000000000ll) /* in ns, within int64 */
+            v = 0;
+    }
     int seen = which == 0 ? pq->last != 0 : which == 1 ? pq->from != 0 : which == 2 ? pq->until != 0 : pq->min_span_ms != 0;
     if (seen)
         return bad(why, why_size, "parameter \"%s\" given more than once", names[which]);
-    if (vl <= 0 || vl >= (long)sizeof val || pp_parse_int(val, (size_t)vl, &v) || v <= 0)
+    if (vl <= 0 || vl >= (long)sizeof val || (!unix_s && pp_parse_int(val, (size_t)vl, &v)) || v <= 0)
         return bad(why, why_size, "invalid value for \"%s\" - must be a positive integer%s", names[which],
                    which == 3 ? " (milliseconds)" : which ? " (Unix seconds)" : " (seconds)");
     if (which == 3) {
