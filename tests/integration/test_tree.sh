@@ -128,12 +128,18 @@ kill -STOP "$w2"
 start=$SECONDS
 curl -sS --max-time 30 -o "$TMP/hung.pb.gz" "$base/heap"
 took=$((SECONDS - start))
+w2_state=$(cut -d' ' -f3 "/proc/$w2/stat" 2>&1) # T while stopped
 kill -CONT "$w2"
 n=$(keep_of "$TMP/hung.pb.gz" "$w1")
 pp_check "a stopped member: the heap came in ${took} s (grace 5 s) with pid $w1's 500 worker_keep objects (${n:-none})" \
     test "${n:-0}" = 500 -a "$took" -ge 3 -a "$took" -le 9
 pp_pprof -comments "$TMP/hung.pb.gz" >"$TMP/hung.comments" 2>&1
-pp_check "a stopped member: the profile's comments name it" grep -q "process $w2 .*did not answer in time" "$TMP/hung.comments"
+if grep -q "process $w2 .*did not answer in time" "$TMP/hung.comments"; then
+    pp_ok "a stopped member: the profile's comments name it"
+else # what the hub said instead, and where the member was
+    pp_bad "a stopped member: the profile's comments name it" "$(cat "$TMP/hung.comments")" \
+        "$w2's state while stopped: $w2_state" "$(curl -sS --max-time 10 "$base/" | grep -o "pid=$w2[^)]*)")"
+fi
 pp_check "a stopped member: the index counts it late" \
     sh -c "curl -sS --max-time 10 '$base/' | grep -qE 'pid=$w2\">$w2</a> \([^)]*, [1-9][0-9]* late\)'"
 curl -sS --max-time 30 -o "$TMP/resumed.pb.gz" "$base/heap"
