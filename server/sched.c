@@ -64,12 +64,8 @@ static int thread_running;
 
 static void init_conds(void)
 {
-    pthread_condattr_t a;
-    pthread_condattr_init(&a);
-    pthread_condattr_setclock(&a, CLOCK_MONOTONIC);
-    pthread_cond_init(&wake, &a);
-    pthread_cond_init(&idle, &a);
-    pthread_condattr_destroy(&a);
+    pp_cond_init_monotonic(&wake);
+    pp_cond_init_monotonic(&idle);
 }
 
 /* In a forked child the scheduler thread does not exist and the lock may

@@ -593,11 +593,7 @@ pp_hub_req *pp_hub_ask(const char *wire, int with_maps, int pid, int window_s, i
             pprof_buffer_free(&msg);
         return NULL;
     }
-    pthread_condattr_t ca; /* its deadline is on the monotonic clock */
-    pthread_condattr_init(&ca);
-    pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
-    pthread_cond_init(&t->cv, &ca);
-    pthread_condattr_destroy(&ca);
+    pp_cond_init_monotonic(&t->cv); /* its deadline is on the monotonic clock */
     t->deadline_s = deadline_s;
     t->owner = owner;
     t->only_pid = pid;

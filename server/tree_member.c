@@ -314,11 +314,7 @@ static int hub_greeted;
 
 static void greet_init(void)
 {
-    pthread_condattr_t a;
-    pthread_condattr_init(&a);
-    pthread_condattr_setclock(&a, CLOCK_MONOTONIC);
-    pthread_cond_init(&greet_cv, &a);
-    pthread_condattr_destroy(&a);
+    pp_cond_init_monotonic(&greet_cv);
 }
 
 static void *agent_main(void *arg)

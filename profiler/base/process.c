@@ -147,6 +147,15 @@ void pp_profiling_signal_set(int sig)
     atomic_store(&profiling_signal, sig);
 }
 
+void pp_cond_init_monotonic(pthread_cond_t *c)
+{
+    pthread_condattr_t a;
+    pthread_condattr_init(&a);
+    pthread_condattr_setclock(&a, CLOCK_MONOTONIC);
+    pthread_cond_init(c, &a);
+    pthread_condattr_destroy(&a);
+}
+
 /* async-signal-safe */
 void pp_own_thread_mask(sigset_t *set)
 {

@@ -39,6 +39,9 @@ void pp_shutdown_run(void (*first)(void));
  * clock, or now on that clock when it was never marked. Thread-safe. */
 void pp_mark_start(void);
 int64_t pp_start_ns(int realtime);
+/* Initializes *c for waits with deadlines on CLOCK_MONOTONIC (as
+ * pp_now_ns(CLOCK_MONOTONIC) counts them). */
+void pp_cond_init_monotonic(pthread_cond_t *c);
 /* Clock c now, in nanoseconds. async-signal-safe */
 int64_t pp_now_ns(clockid_t c);
 /* Thread tid's CPU clock, in the kernel's encoding (~tid << 3 | SCHED |

@@ -152,15 +152,6 @@ static void stop(void)
     pthread_mutex_unlock(&mu);
 }
 
-static void make_tick(void)
-{
-    pthread_condattr_t a;
-    pthread_condattr_init(&a);
-    pthread_condattr_setclock(&a, CLOCK_MONOTONIC);
-    pthread_cond_init(&tick, &a);
-    pthread_condattr_destroy(&a);
-}
-
 static void spawn(int delay_s)
 {
     if (pp_spawn_detached(history_main, (void *)(intptr_t)delay_s, NULL) != 0)
@@ -169,7 +160,7 @@ static void spawn(int delay_s)
 
 void pp_history_init(void)
 {
-    make_tick();
+    pp_cond_init_monotonic(&tick);
     int keep_s = pp_env_int("LIBPPROF_HISTORY", 0, 0, 86400);
     bound = (uint64_t)pp_env_int("LIBPPROF_HISTORY_MB", 16, 1, 65536) << 20;
     int span_ms = pp_env_int("LIBPPROF_HISTORY_SPAN_MS", 100, 1, 3600000);
@@ -193,7 +184,7 @@ void pp_history_init(void)
 void pp_history_fork_child(void)
 {
     mu = (pthread_mutex_t)PTHREAD_MUTEX_INITIALIZER;
-    make_tick();
+    pp_cond_init_monotonic(&tick);
     rec = NULL; /* the parent's: left behind, see the top */
     head = n = 0;
     total = dropped = 0;

@@ -208,18 +208,19 @@ bool pp_sym_dwarf_allowed(Dwfl_Module *mod)
 }
 
 /* The path libdwfl's build-ID search tries first, or false. */
-static bool build_id_path(Dwfl_Module *mod, char *out, size_t n)
+/* The module's build ID in hex, or false when it has none. */
+static bool module_hex(Dwfl_Module *mod, char *hex, size_t n)
 {
     const unsigned char *bits;
     GElf_Addr vaddr;
     int len = dwfl_module_build_id(mod, &bits, &vaddr);
-    if (len < 2 || (size_t)len * 2 + 40 > n)
-        return false;
-    char *p = out + snprintf(out, n, "/usr/lib/debug/.build-id/%02x/", bits[0]);
-    for (int i = 1; i < len; i++)
-        p += snprintf(p, 3, "%02x", bits[i]);
-    snprintf(p, 7, ".debug");
-    return true;
+    return len >= 2 && pp_sym_build_id_hex(bits, (size_t)len, hex, n);
+}
+
+static bool build_id_path(Dwfl_Module *mod, char *out, size_t n)
+{
+    char hex[PP_SYM_HEX_MAX];
+    return module_hex(mod, hex, sizeof hex) && pp_sym_tree_path(hex, out, n);
 }
 
 /* The find_debuginfo callback: libdwfl's standard search without its last
@@ -290,11 +291,8 @@ static int search_debuginfo(Dwfl_Module *mod, void **userdata, const char *modna
  * arrives, the next session's Dwfl finds it here. */
 static int find_kept_or_fetch(Dwfl_Module *mod, const char *modname, const char *file_name, char **out_name)
 {
-    const unsigned char *bits;
-    GElf_Addr vaddr;
-    int len = dwfl_module_build_id(mod, &bits, &vaddr);
     char hex[PP_SYM_HEX_MAX];
-    if (len < 2 || !pp_sym_build_id_hex(bits, (size_t)len, hex, sizeof hex))
+    if (!module_hex(mod, hex, sizeof hex))
         return -1;
     int fd = pp_sym_store_open(hex, out_name);
     if (fd < 0)

@@ -67,12 +67,8 @@ static int wait_ms, timeout_s;
 static void at_fork_child(void)
 {
     mu = (pthread_mutex_t)PTHREAD_MUTEX_INITIALIZER;
-    pthread_condattr_t a;
-    pthread_condattr_init(&a);
-    pthread_condattr_setclock(&a, CLOCK_MONOTONIC);
-    pthread_cond_init(&wake, &a);
-    pthread_cond_init(&done, &a);
-    pthread_condattr_destroy(&a);
+    pp_cond_init_monotonic(&wake);
+    pp_cond_init_monotonic(&done);
     running = false; /* the thread stayed in the parent */
     for (int i = 0; i < nfetch; i++)
         if (table[i].state == RUNNING)
@@ -104,13 +100,10 @@ static void fetch_init(void)
         std = NULL;
     int on = pp_env_int("LIBPPROF_DEBUGINFOD", -1, 0, 1);
     const char *use = own ? own : on == 1 ? std : NULL;
-    mode = PPROF_DEBUGINFOD_OFF;
-    if (on == 0)
-        mode = PPROF_DEBUGINFOD_OFF;
-    else if (use)
-        mode = PPROF_DEBUGINFOD_ON;
-    else if (std)
-        mode = PPROF_DEBUGINFOD_OFF_STANDARD;
+    mode = on == 0 ? PPROF_DEBUGINFOD_OFF
+           : use   ? PPROF_DEBUGINFOD_ON
+           : std   ? PPROF_DEBUGINFOD_OFF_STANDARD
+                   : PPROF_DEBUGINFOD_OFF;
     if (mode == PPROF_DEBUGINFOD_ON)
         snprintf(urls, sizeof urls, "%s", use);
 #ifndef PP_HAVE_CURL

@@ -183,6 +183,8 @@ int pp_sym_open_kept(const char *path);
 /* sym_store.c: debug files kept by build ID, in libpprof's cache (which
  * 0) and the debuginfod client's (which 1): <dir>/<hex>/debuginfo. */
 bool pp_sym_build_id_hex(const unsigned char *bits, size_t n, char *out, size_t size);
+/* The build-ID tree's path for hex: /usr/lib/debug/.build-id/xx/rest.debug. */
+bool pp_sym_tree_path(const char *hex, char *out, size_t n);
 bool pp_sym_store_path(int which, const char *hex, char *out, size_t n);
 /* Opens the kept file for hex, libpprof's cache first; -1 for none. */
 int pp_sym_store_open(const char *hex, char **out_name);

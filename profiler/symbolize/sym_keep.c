@@ -80,8 +80,8 @@ static void keep_debug_file_locked(int fd)
     ssize_t n = elf ? dwelf_elf_gnu_build_id(elf, (const void **)&bits) : -1;
     char hex[PP_SYM_HEX_MAX], path[1200];
     if (n >= 2 && pp_sym_build_id_hex(bits, (size_t)n, hex, sizeof hex)) {
-        snprintf(path, sizeof path, "/usr/lib/debug/.build-id/%.2s/%s.debug", hex, hex + 2);
-        keep_if_there_locked(path);
+        if (pp_sym_tree_path(hex, path, sizeof path))
+            keep_if_there_locked(path);
         for (int which = 0; which < 2; which++)
             if (pp_sym_store_path(which, hex, path, sizeof path))
                 keep_if_there_locked(path);

@@ -31,7 +31,7 @@ static char own_dir[1024], client_dir[1024];
 static uint64_t budget;
 static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
 static uint64_t bytes_now; /* under mu: the cache's size at its last scan */
-static bool scanned;
+static bool scanned;       /* under mu: the first look was taken */
 
 static int absolute(const char *path)
 {
@@ -165,6 +165,12 @@ bool pp_sym_build_id_hex(const unsigned char *bits, size_t n, char *out, size_t 
     return true;
 }
 
+bool pp_sym_tree_path(const char *hex, char *out, size_t n)
+{
+    int len = snprintf(out, n, "/usr/lib/debug/.build-id/%.2s/%s.debug", hex, hex + 2);
+    return strlen(hex) >= 4 && len > 0 && (size_t)len < n;
+}
+
 /* Whether the file open on fd is an ELF file with build ID hex. */
 static bool has_build_id(int fd, const char *hex)
 {
@@ -270,7 +276,6 @@ static void trim(void)
     free(v);
     pthread_mutex_lock(&mu);
     bytes_now = total;
-    scanned = true;
     pthread_mutex_unlock(&mu);
 }
 
@@ -278,9 +283,10 @@ uint64_t pp_sym_store_bytes(void)
 {
     pthread_once(&once, store_init);
     pthread_mutex_lock(&mu);
-    bool known = scanned;
+    bool first = !scanned;
+    scanned = true; /* looked at once; fetches keep the size from then on */
     pthread_mutex_unlock(&mu);
-    if (!known && dir_safe(own_dir))
+    if (first && dir_safe(own_dir))
         trim(); /* the first look: a cache kept from before */
     pthread_mutex_lock(&mu);
     uint64_t b = bytes_now;
