@@ -4,6 +4,7 @@
  * the line it prints. */
 #ifndef PP_BENCH_H
 #define PP_BENCH_H
+#include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -29,6 +30,34 @@ static inline double bench_median(double *v, int n)
 {
     bench_sort(v, n);
     return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+}
+
+/* A gate that threads wait at (on a condition variable) until it opens:
+ * idle threads. */
+typedef struct bench_gate {
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+    int open;
+} bench_gate;
+#define BENCH_GATE_INIT {PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, 0}
+
+/* A thread body that waits at the bench_gate `gate` until it opens. */
+static inline void *bench_wait_gate(void *gate)
+{
+    bench_gate *g = gate;
+    pthread_mutex_lock(&g->mu);
+    while (!g->open)
+        pthread_cond_wait(&g->cv, &g->mu);
+    pthread_mutex_unlock(&g->mu);
+    return NULL;
+}
+
+static inline void bench_open_gate(bench_gate *g)
+{
+    pthread_mutex_lock(&g->mu);
+    g->open = 1;
+    pthread_cond_broadcast(&g->cv);
+    pthread_mutex_unlock(&g->mu);
 }
 
 /* A thread body that burns CPU in floating-point work until *(_Atomic int *)stop

@@ -17,20 +17,8 @@
 #include <stdatomic.h>
 #include <time.h>
 
-static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
-static pthread_cond_t cv = PTHREAD_COND_INITIALIZER;
-static int done;
+static bench_gate gate = BENCH_GATE_INIT;
 static _Atomic int stop;
-
-static void *idle(void *arg)
-{
-    (void)arg;
-    pthread_mutex_lock(&mu);
-    while (!done)
-        pthread_cond_wait(&cv, &mu);
-    pthread_mutex_unlock(&mu);
-    return NULL;
-}
 
 
 static double now_ms(void)
@@ -52,7 +40,7 @@ int main(int argc, char **argv)
     pthread_attr_init(&attr);
     pthread_attr_setstacksize(&attr, 64 * 1024);
     for (int i = 0; i < n; i++)
-        if (pthread_create(&t[i], &attr, idle, NULL)) {
+        if (pthread_create(&t[i], &attr, bench_wait_gate, &gate)) {
             fprintf(stderr, "window_end: thread %d not created\n", i);
             return 1;
         }
@@ -81,10 +69,7 @@ int main(int argc, char **argv)
     for (int i = 0; i < k; i++)
         printf(" %.3f", ms[i]);
     printf("\n");
-    pthread_mutex_lock(&mu);
-    done = 1;
-    pthread_cond_broadcast(&cv);
-    pthread_mutex_unlock(&mu);
+    bench_open_gate(&gate);
     atomic_store(&stop, 1);
     for (int i = 0; i < n + 2; i++)
         pthread_join(t[i], NULL);

@@ -24,7 +24,10 @@ extern pp_ring pp_cpu_ring;
 int pp_cpu_enable(int hz, int max_frames);
 /* Deletes every timer. */
 void pp_cpu_disable(void);
-/* Arms threads that have no timer and drops timers of threads that exited. */
+/* Arms threads that have no timer and drops timers of threads that exited
+ * (the collector calls it every 250 ms; it lists the threads only when
+ * their number changed, or at every 16th call), and counts the time of
+ * threads that block the signal. */
 void pp_cpu_rescan(void);
 /* The rate in force (0 when idle) and the stack depth in force. */
 int pp_cpu_hz(void);

@@ -10,10 +10,13 @@
  * then fault); a child finds them zero and sets them up when it first
  * profiles.
  */
+#define _GNU_SOURCE
 #include "ring.h"
 #include "base/base.h"
 
+#include <errno.h>
 #include <sys/mman.h>
+#include <time.h>
 
 static void set_up(pp_ring *r)
 {
@@ -21,6 +24,7 @@ static void set_up(pp_ring *r)
         atomic_store_explicit(&r->cells[i].seq, i, memory_order_relaxed);
     atomic_store(&r->head, 0);
     r->tail = 0;
+    atomic_store(&r->drained, 0);
     r->stale = 0;
 }
 
@@ -32,6 +36,7 @@ int pp_ring_init(pp_ring *r, size_t ncells)
     r->cells = m;
     r->mask = ncells - 1;
     r->wiped_on_fork = madvise(m, ncells * sizeof(pp_ring_cell), MADV_WIPEONFORK) == 0;
+    sem_init(&r->wake, 0, 0);
     set_up(r);
     return 0;
 }
@@ -49,9 +54,11 @@ void pp_ring_reset(pp_ring *r)
 {
     if (!r->cells)
         return;
+    sem_init(&r->wake, 0, 0); /* the parent's consumer may have been waiting on it */
     if (r->wiped_on_fork) { /* all zero here: set up on first use */
         atomic_store(&r->head, 0);
         r->tail = 0;
+        atomic_store(&r->drained, 0);
         r->stale = 1;
         return;
     }
@@ -59,6 +66,7 @@ void pp_ring_reset(pp_ring *r)
     for (size_t pos = r->tail; pos != head; pos++)
         atomic_store_explicit(&r->cells[pos & r->mask].seq, pos + r->mask + 1, memory_order_relaxed);
     r->tail = head;
+    atomic_store(&r->drained, head);
 }
 
 /* async-signal-safe */
@@ -73,6 +81,8 @@ pp_record *pp_ring_reserve(pp_ring *r, size_t *ticket)
             if (atomic_compare_exchange_weak_explicit(&r->head, &pos, pos + 1,
                                                       memory_order_relaxed, memory_order_relaxed)) {
                 *ticket = pos;
+                if (pos + 1 - atomic_load_explicit(&r->drained, memory_order_relaxed) == (r->mask + 1) / 4)
+                    sem_post(&r->wake); /* async-signal-safe (POSIX) */
                 return &c->rec;
             }
         } else if (dif < 0) {
@@ -101,4 +111,21 @@ void pp_ring_pop(pp_ring *r)
     pp_ring_cell *c = &r->cells[r->tail & r->mask];
     atomic_store_explicit(&c->seq, r->tail + r->mask + 1, memory_order_release);
     r->tail++;
+    atomic_store_explicit(&r->drained, r->tail, memory_order_relaxed);
+}
+
+void pp_ring_wait(pp_ring *r, int64_t ms)
+{
+    struct timespec end;
+    clock_gettime(CLOCK_MONOTONIC, &end);
+    end.tv_sec += ms / 1000;
+    end.tv_nsec += (ms % 1000) * 1000000;
+    if (end.tv_nsec >= 1000000000) {
+        end.tv_sec++;
+        end.tv_nsec -= 1000000000;
+    }
+    while (sem_clockwait(&r->wake, CLOCK_MONOTONIC, &end) && errno == EINTR)
+        ;
+    while (sem_trywait(&r->wake) == 0) /* posts that came while the consumer was awake */
+        ;
 }

@@ -4,11 +4,14 @@
  * (sequence numbers per cell). Producers (signal handlers on any thread)
  * reserve a cell, fill it in place and publish it; a full ring fails the
  * reservation and the caller counts a lost sample. No locks, no allocation
- * after pp_ring_init, which mmaps the cells once.
+ * after pp_ring_init, which mmaps the cells once. The producer that fills
+ * the ring to a quarter wakes the consumer (pp_ring_wait), so the consumer
+ * can sleep long while samples are few and still never let it fill.
  */
 #ifndef PP_RING_H
 #define PP_RING_H
 
+#include <semaphore.h>
 #include <stdatomic.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -38,6 +41,8 @@ typedef struct pp_ring {
     size_t mask;
     _Atomic size_t head;    /* next cell to reserve */
     size_t tail;            /* next cell to consume (consumer only) */
+    _Atomic size_t drained; /* tail, for producers to see how full the ring is */
+    sem_t wake;             /* posted when the ring fills to a quarter */
     int wiped_on_fork;      /* the cells read as zeros in a forked child */
     int stale;              /* a child's cells are not set up yet (pp_ring_prepare) */
 } pp_ring;
@@ -61,5 +66,8 @@ void pp_ring_prepare(pp_ring *r);
 pp_record *pp_ring_peek(pp_ring *r);
 /* Releases the record returned by pp_ring_peek. Consumer only. */
 void pp_ring_pop(pp_ring *r);
+/* Sleeps `ms` milliseconds, or less if the ring fills to a quarter
+ * meanwhile. Consumer only. */
+void pp_ring_wait(pp_ring *r, int64_t ms);
 
 #endif

@@ -33,6 +33,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/time.h>
 
 #define MAX_THREADS 8192
@@ -273,7 +274,9 @@ static void count_blocked_locked(int i, int64_t period)
     if (!now)
         return;
     if (s->cpu_ns && now - s->cpu_ns >= (uint64_t)period) {
-        int blocked = blocks_signal(s->tid);
+        sigset_t mine;
+        int blocked = s->tid != pp_cpu_tid() ? blocks_signal(s->tid)
+                      : !pthread_sigmask(SIG_BLOCK, NULL, &mine) && sigismember(&mine, pp_signal_number()) == 1;
         if (blocked && s->blocked) {
             atomic_fetch_add(&pp_cpu_st_blocked, (now - s->cpu_ns) / (uint64_t)period);
             /* that time must not come back as a weight (pp_cpu_reg_lock held: one writer) */
@@ -293,9 +296,23 @@ static void count_blocked_locked(int i, int64_t period)
     s->cpu_ns = now;
 }
 
-static void rescan_locked(void)
+/* The number of threads in the process: one stat (a directory's link
+ * count in /proc is its entries' plus two), where listing them is an open,
+ * reads and a close. -1 if unknown. */
+static int count_tasks(void)
+{
+    struct stat st;
+    return stat("/proc/self/task", &st) == 0 && st.st_nlink > 2 ? (int)st.st_nlink - 2 : -1;
+}
+
+/* Arms threads without a timer and drops those gone, from the list of the
+ * process's threads; `cheap`: only if their number is not the number with
+ * a timer (threads that start and end through pthread keep the two equal). */
+static void rearm_locked(int cheap)
 {
     if (!task_buf && !(task_buf = malloc(MAX_THREADS * sizeof *task_buf)))
+        return;
+    if (cheap && count_tasks() == atomic_load(&st_threads))
         return;
     int n = list_tasks(task_buf, MAX_THREADS);
     if (n < 0) { /* no fd left, say: the threads that threads/ knows */
@@ -322,6 +339,10 @@ static void rescan_locked(void)
         if (!known)
             arm_locked(task_buf[k]);
     }
+}
+
+static void count_all_blocked_locked(void)
+{
     int hz = atomic_load(&pp_cpu_rate);
     for (int i = 0; i < nslots && hz; i++)
         if (slots[i].tid)
@@ -344,7 +365,8 @@ int pp_cpu_enable(int hz, int max_frames)
             pp_cpu_fallback = 1;
             rc = set_fallback_timer(hz);
         } else if (rc == 0) {
-            rescan_locked();
+            rearm_locked(0);
+            count_all_blocked_locked();
         }
         if (rc)
             atomic_store(&pp_cpu_rate, 0);
@@ -368,13 +390,17 @@ void pp_cpu_disable(void)
 
 void pp_cpu_rescan(void)
 {
+    static unsigned calls;
     if (!atomic_load(&pp_cpu_rate))
         return;
     pp_mutex_lock(&pp_cpu_reg_lock);
     if (atomic_load(&pp_cpu_rate)) {
         pp_signal_reclaim();
-        if (!pp_cpu_fallback)
-            rescan_locked();
+        calls++;
+        if (!pp_cpu_fallback) {
+            rearm_locked(calls % 16 != 0); /* the whole list every 16th: a thread may end as another starts */
+            count_all_blocked_locked();
+        }
     }
     pp_mutex_unlock(&pp_cpu_reg_lock);
 }

@@ -1,12 +1,16 @@
 /* collector.c: drains the sample ring into the running CPU recorders.
  *
- * One collector thread runs while any CPU recorder does. Every 10 ms it
- * takes the collector lock, moves every published record from the ring
- * into each running recorder's window (merged by stack and labels), and
- * accounts samples lost to a full ring as a "[lost samples]" frame. It
- * wakes every 10-100 ms, sooner the more samples per second the rate and
- * thread count produce. Every 250 ms it also arms timers for threads that appeared without passing
- * through pthread_create and re-registers unwind tables of newly loaded
+ * One collector thread runs while any CPU recorder does. Every 100 ms,
+ * or as soon as the ring fills to a quarter, it takes the collector lock,
+ * moves every published record from the ring into each running
+ * recorder's window (merged by stack and labels), and accounts samples
+ * lost to a full ring as a "[lost samples]" frame. While it finds no
+ * sample but its own it wakes half as often each time, down to once a
+ * second: a program that idles under a continuous profiler costs it one
+ * wake a second, whatever the rate (readers of an open window drain it
+ * themselves). At most every 250 ms of its wakes it also arms timers for
+ * threads that appeared without passing through pthread_create
+ * (pp_cpu_rescan) and registers the unwind tables of newly loaded
  * objects.
  *
  * Recorders attach and detach under the same lock after a drain, so a
@@ -35,6 +39,7 @@ static int running;
 static clockid_t col_clock;
 static uint64_t col_ns_done;
 static uint64_t lost_seen, blocked_seen;
+static _Atomic int col_tid; /* the collector thread's */
 
 void pp_collector_lock(void) { pp_mutex_lock(&col_lock); }
 void pp_collector_unlock(void) { pp_mutex_unlock(&col_lock); }
@@ -62,11 +67,13 @@ static void add_to_all(const uint64_t *pcs, size_t npcs, uint64_t weight, const 
     pp_trace_text_free(&text[1]);
 }
 
-void pp_collector_drain_locked(void)
+size_t pp_collector_drain_locked(void)
 {
     static const pp_trace_snap no_trace;
     pp_record *rec;
+    size_t n = 0;
     while ((rec = pp_ring_peek(&pp_cpu_ring))) {
+        n += rec->tid != col_tid;
         add_to_all(rec->pcs, rec->npcs, rec->weight, rec->labels, &rec->trace);
         if (rec->labels)
             pp_labels_unref(rec->labels);
@@ -86,6 +93,7 @@ void pp_collector_drain_locked(void)
         add_to_all(&pc, 1, blocked - blocked_seen, NULL, &no_trace);
         blocked_seen = blocked;
     }
+    return n;
 }
 
 static uint64_t thread_cpu_ns(clockid_t c)
@@ -111,18 +119,12 @@ static void *collector_main(void *arg)
     (void)arg;
     pthread_setname_np(pthread_self(), "pprof-collector");
     pprof_labels_unref(pp_own_begin()); /* the profiler's own work, not its creator's request */
-    int64_t since_rescan = 0;
+    col_tid = gettid();
+    int64_t last_rescan = pp_now_ns(CLOCK_MONOTONIC), ms = 100;
     for (;;) {
-        /* Wake often enough that the ring (1024 records) stays under a
-         * quarter full: every 10 to 100 ms. */
-        int hz = pp_cpu_hz(), threads = pp_cpu_threads();
-        int64_t load = (int64_t)(hz ? hz : 100) * (threads > 0 ? threads : 1);
-        int64_t ms = 250 * 1000 / load;
-        ms = ms < 10 ? 10 : ms > 100 ? 100 : ms;
-        struct timespec ts = {0, ms * 1000 * 1000};
-        nanosleep(&ts, NULL);
+        pp_ring_wait(&pp_cpu_ring, ms);
         pp_mutex_lock(&col_lock);
-        pp_collector_drain_locked();
+        size_t n = pp_collector_drain_locked();
         if (nactive == 0) {
             col_ns_done += thread_cpu_ns(col_clock);
             running = 0;
@@ -130,9 +132,11 @@ static void *collector_main(void *arg)
             return NULL;
         }
         pp_mutex_unlock(&col_lock);
+        ms = n ? 100 : ms < 500 ? 2 * ms : 1000; /* a program that idles: one wake a second */
         pp_cpu_catch_up();
-        if ((since_rescan += ms) >= 250) {
-            since_rescan = 0;
+        int64_t now = pp_now_ns(CLOCK_MONOTONIC);
+        if (now - last_rescan >= 250 * 1000000ll) {
+            last_rescan = now;
             pp_cpu_rescan();
             pp_unwind_refresh(0);
         }

@@ -17,8 +17,9 @@ typedef struct pp_cpu_window {
  * profiles. Never taken in a signal handler. */
 void pp_collector_lock(void);
 void pp_collector_unlock(void);
-/* Moves every published sample into the running recorders (lock held). */
-void pp_collector_drain_locked(void);
+/* Moves every published sample into the running recorders (lock held);
+ * returns how many came from threads other than the collector. */
+size_t pp_collector_drain_locked(void);
 /* Adds a recorder to the running set, starting the collector thread if
  * needed (lock held). Returns 0 or a PPROF_E* code. */
 int pp_collector_attach_locked(pp_cpu_window *w);

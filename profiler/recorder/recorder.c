@@ -226,12 +226,14 @@ static int cpu_start(pprof_recorder *r)
 {
     cpu_recorder *c = (cpu_recorder *)r;
     pp_collector_lock();
+    uint64_t unlisted = pp_cpu_unlisted(); /* the sampler's start lists the threads */
     int rc = join_sampler_locked(c);
     if (rc == 0) {
         c->w.period_ns = 1000000000ll / c->hz;
         c->w.trace_id = c->cfg_trace_id ? c->cfg_trace_id > 0 : pp_env_trace_id_label();
         pprof_profile *w = new_cpu_window(c);
         swap_window_locked(c, w);
+        c->unlisted = unlisted;
         rc = w ? pp_collector_attach_locked(&c->w) : pp_fail(PPROF_ENOMEM);
         if (rc) {
             pprof_profile_free(c->w.profile);

@@ -2,13 +2,15 @@
  * test-labels: concurrency quick
  * Four producer threads push numbered records while one consumer drains;
  * every record must arrive exactly once, intact, and a full ring must
- * refuse reservations instead of overwriting.
+ * refuse reservations instead of overwriting. A consumer that waits is
+ * woken when the ring fills to a quarter, and not before.
  */
 #include "ring.h"
 #include "check.h"
 
 #include <pthread.h>
 #include <stdlib.h>
+#include <time.h>
 
 #define PRODUCERS 4
 #define PER_PRODUCER 200000
@@ -30,6 +32,23 @@ static void *producer(void *arg)
         r->pcs[2] = ~r->pcs[0];
         pp_ring_publish(&ring, t);
         i++;
+    }
+    return NULL;
+}
+
+/* Fills the ring to one record short of a quarter, rests 0.3 s, and adds
+ * the quarter's record. */
+static void *fill_quarter(void *arg)
+{
+    (void)arg;
+    size_t t;
+    for (int i = 0; i < 256; i++) {
+        if (i == 255) {
+            struct timespec rest = {0, 300000000};
+            nanosleep(&rest, NULL);
+        }
+        if (pp_ring_reserve(&ring, &t))
+            pp_ring_publish(&ring, t);
     }
     return NULL;
 }
@@ -96,5 +115,29 @@ int main(void)
             }
         }
     }
+    /* The quarter's producer wakes a consumer that waits 60 s; one record
+     * short of it, a wait of 0.2 s runs its course. */
+    CHECK(pp_ring_peek(&ring) == NULL);
+    pp_ring_wait(&ring, 1); /* takes the posts of the laps above */
+    pthread_t q;
+    struct timespec t0, t1;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    pp_ring_wait(&ring, 200);
+    clock_gettime(CLOCK_MONOTONIC, &t1);
+    double idle = (double)(t1.tv_sec - t0.tv_sec) + (double)(t1.tv_nsec - t0.tv_nsec) / 1e9;
+    CHECKF(idle >= 0.19, "an empty ring's wait of 0.2 s ended after %.3f s", idle);
+    pthread_create(&q, NULL, fill_quarter, NULL);
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    pp_ring_wait(&ring, 60000);
+    clock_gettime(CLOCK_MONOTONIC, &t1);
+    pthread_join(q, NULL);
+    double woke = (double)(t1.tv_sec - t0.tv_sec) + (double)(t1.tv_nsec - t0.tv_nsec) / 1e9;
+    CHECKF(woke < 30, "a quarter full woke the wait of 60 s after %.3f s", woke);
+    n = 0;
+    while (pp_ring_peek(&ring)) {
+        pp_ring_pop(&ring);
+        n++;
+    }
+    CHECK(n == 256);
     return check_summary("test_ring");
 }
