@@ -475,6 +475,12 @@ PPROF_API int pprof_cpu_set_signal(int signo);
  * oldest go first), so that a profile of the past answers at once
  * (profile?last=60). See docs/history.md. */
 
+/* Which samples a history recorder gives. */
+typedef enum pprof_history_kind {
+    PPROF_HISTORY_CPU = 0,  /* CPU samples (always kept with the history) */
+    PPROF_HISTORY_WALL = 1  /* wall-clock samples (LIBPPROF_HISTORY_WALL=1) */
+} pprof_history_kind;
+
 typedef struct pprof_history_config {
     /* The span wanted, in nanoseconds since the Unix epoch: the slices
      * that overlap [from, until] are given. from 0: as far back as kept;
@@ -486,14 +492,18 @@ typedef struct pprof_history_config {
      * the time of the slow requests went. At least LIBPPROF_HISTORY_SPAN_MS
      * (100 ms; shorter spans are not timed), else PPROF_EINVAL. */
     int64_t min_span_ns;
+    /* Which samples: the CPU's, or the wall clock's. */
+    pprof_history_kind kind;
 } pprof_history_config;
 
-/* A recorder whose pprof_recorder_write_to gives the kept CPU history
- * over cfg's span: a CPU profile whose time_nanos and duration_nanos say
- * exactly what its slices cover, with a comment saying so (and when the
- * history does not reach back as far as asked). It has no window. Fails
- * with PPROF_ENOTSUP when no history is kept (LIBPPROF_HISTORY unset or
- * 0), PPROF_EINVAL when from > until. Thread-safe. */
+/* A recorder whose pprof_recorder_write_to gives the kept history of
+ * cfg's kind over cfg's span: a CPU (or wall-clock) profile whose
+ * time_nanos and duration_nanos say exactly what its slices cover, with a
+ * comment saying so (and when the history does not reach back as far as
+ * asked). It has no window. Fails with PPROF_ENOTSUP when no history is
+ * kept (LIBPPROF_HISTORY unset or 0) or no wall history
+ * (LIBPPROF_HISTORY_WALL unset), PPROF_EINVAL when from > until or the
+ * kind is unknown. Thread-safe. */
 PPROF_API int pprof_history_recorder_new(const pprof_history_config *cfg, pprof_recorder **out);
 
 /* ------------------------------------------------------------ wall clock

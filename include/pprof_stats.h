@@ -162,7 +162,8 @@ typedef struct pprof_symbolizer_stats {
     uint64_t reserved[2];      /* zero; later fields take its place, so the struct's size never changes */
 } pprof_symbolizer_stats;
 
-/* The CPU history (LIBPPROF_HISTORY, pprof.h). */
+/* The history (LIBPPROF_HISTORY, pprof.h): slices, kept_ns and
+ * oldest_unix_ns are the CPU series'. */
 typedef struct pprof_history_stats {
     int64_t keep_ns;           /* LIBPPROF_HISTORY, in ns; 0: no history is kept */
     int64_t kept_ns;           /* the span the kept slices cover now */
@@ -172,7 +173,9 @@ typedef struct pprof_history_stats {
     uint64_t bound;            /* LIBPPROF_HISTORY_MB, in bytes */
     uint64_t dropped;          /* slices dropped early for the memory bound */
     int64_t hz;                /* the CPU rate its samples were taken at (0: not sampling) */
-    uint64_t reserved[8];      /* zero; later fields take its place */
+    int64_t wall_hz;           /* the wall-clock rate (LIBPPROF_HISTORY_WALL=1; 0: not kept) */
+    uint64_t wall_slices;      /* wall-clock slices kept (bytes counts them too) */
+    uint64_t reserved[6];      /* zero; later fields take its place */
 } pprof_history_stats;
 
 /* The history's figures now. Thread-safe. */

@@ -98,6 +98,9 @@ void pp_write_profile(pp_reply *r, pprof_profile *p, const pp_output *o, pprof_f
  * profile `seconds` from now (capped at max_seconds), or an error naming
  * `what` ("CPU", "heap"). Returns 0. */
 int pp_serve_window(pp_req *q, pprof_recorder *rec, int seconds, const char *what, const char *disposition);
+/* A profile of the past (last=, from=, until=, min_span_ms=) from the
+ * history of `kind` (handlers.c). Returns 0. */
+int pp_serve_past(pp_req *q, pprof_history_kind kind);
 /* Writes `p` as the reply in `fmt` (protobuf with `disposition`, or text)
  * and frees it; an error names `what`. Returns 0. */
 int pp_send_profile(pp_req *q, pprof_profile *p, pprof_format fmt, const char *what, const char *disposition);

@@ -25,10 +25,10 @@
 
 /* ------------------------------------------------------------- profile */
 
-/* profile?last=N, or from=T&until=T: the CPU history's slices over that
- * span (pprof_history_recorder_new), at once; min_span_ms=N keeps the
- * samples of spans that lasted N ms or more. */
-static int h_profile_past(pp_req *q)
+/* profile?last=N, or from=T&until=T (wall?... too): the history's slices
+ * of that kind over that span (pprof_history_recorder_new), at once;
+ * min_span_ms=N keeps the samples of spans that lasted N ms or more. */
+int pp_serve_past(pp_req *q, pprof_history_kind kind)
 {
     struct timespec t;
     clock_gettime(CLOCK_REALTIME, &t);
@@ -38,14 +38,19 @@ static int h_profile_past(pp_req *q)
     int64_t from = q->q.last ? now - q->q.last * 1000000000ll : q->q.from * 1000000000ll;
     pprof_history_config hc = {.from_unix_ns = from > 0 ? from : 0, /* before the epoch: all that is kept */
                                .until_unix_ns = q->q.until * 1000000000ll,
-                               .min_span_ns = q->q.min_span_ms * 1000000ll};
+                               .min_span_ns = q->q.min_span_ms * 1000000ll,
+                               .kind = kind};
     pprof_recorder *rec = NULL;
     int rc = pprof_history_recorder_new(&hc, &rec);
+    int wall = kind == PPROF_HISTORY_WALL;
     if (rc == PPROF_ENOTSUP)
-        return pp_reply_error(q, 404, "no CPU history is kept here: LIBPPROF_HISTORY=SECONDS keeps one");
+        return pp_reply_error(q, 404, "no %s history is kept here: %s", wall ? "wall" : "CPU",
+                              wall ? "LIBPPROF_HISTORY=SECONDS with LIBPPROF_HISTORY_WALL=1 keeps one"
+                                   : "LIBPPROF_HISTORY=SECONDS keeps one");
     if (rc != 0)
         return pp_reply_error(q, 400, "%s", pp_why(rc));
-    return pp_serve_recorder(q, rec, PPROF_FORMAT_PROTO_GZIP, "CPU", "attachment; filename=\"profile\"", NULL);
+    return pp_serve_recorder(q, rec, PPROF_FORMAT_PROTO_GZIP, wall ? "wall" : "CPU",
+                             wall ? "attachment; filename=\"wall\"" : "attachment; filename=\"profile\"", NULL);
 }
 
 /* profile?seconds=N: a CPU profile of the next N seconds (default 30),
@@ -55,7 +60,7 @@ static int h_profile(pp_req *q)
     if (q->q.has_debug && q->q.debug != 0)
         return pp_reply_error(q, 400, "seconds and debug params are incompatible");
     if (q->q.has_past)
-        return h_profile_past(q);
+        return pp_serve_past(q, PPROF_HISTORY_CPU);
     pprof_recorder *rec = NULL;
     pprof_cpu_config cc = {0}; /* hz 0: join the rate in force */
     int rc = pprof_cpu_recorder_new(&cc, &rec);
@@ -222,7 +227,7 @@ static const pp_endpoint endpoints[] = {
      "Wall-clock profile: every thread, running or waiting, sampled 99 times a second (hz=), with the label "
      "thread_state (running, runnable, or the system call it waits in); state=off-cpu keeps only the waits. Waiting "
      "threads are read without a signal.",
-     PROFILE, pp_h_wall},
+     PROFILE | PP_EP_PAST, pp_h_wall},
 };
 static const size_t nendpoints = sizeof endpoints / sizeof endpoints[0];
 

@@ -5,6 +5,8 @@
  *                      &hz= (default 99, or the rate in force),
  *                      &state=off-cpu|on-cpu (only waiting / only running
  *                      samples), every output parameter of profile
+ *   wall?last=N        the wall-clock history (LIBPPROF_HISTORY_WALL=1),
+ *                      as profile?last=N: from=/until=, min_span_ms=
  *   fgprof?seconds=N   the same in fgprof's form: sample types
  *                      samples/count and time/nanoseconds, period type
  *                      wallclock; &format=pprof (the default) or folded
@@ -54,6 +56,11 @@ static int serve_wall(pp_req *q, pprof_wall_config *cfg, const char *disposition
 {
     if (q->q.has_debug && q->q.debug != 0)
         return pp_reply_error(q, 400, "seconds and debug params are incompatible");
+    char v[8];
+    if (q->q.has_past && (pp_query_find(q->req->query, "hz", v, sizeof v) || pp_query_find(q->req->query, "state", v, sizeof v)))
+        return pp_reply_error(q, 400, "hz and state do not apply to the history (last, from, until)");
+    if (q->q.has_past)
+        return pp_serve_past(q, PPROF_HISTORY_WALL);
     if (wall_params(q, cfg) != 0)
         return 0;
     pprof_recorder *rec = NULL;

@@ -182,14 +182,22 @@ static void write_stats(pp_reply *r, const pp_req *q)
                     (unsigned long long)y.page_releases, (unsigned long long)y.idle_releases);
     pprof_history_stats hs;
     pprof_history_stats_get(&hs);
+    char wall_note[200];
+    if (hs.wall_hz)
+        snprintf(wall_note, sizeof wall_note,
+                 "; wall-clock samples at %lld Hz in %llu slices (LIBPPROF_HISTORY_WALL): "
+                 "<a href=\"wall?last=60\">the last minute</a>",
+                 (long long)hs.wall_hz, (unsigned long long)hs.wall_slices);
+    else
+        snprintf(wall_note, sizeof wall_note, "; no wall-clock samples (LIBPPROF_HISTORY_WALL=1 keeps them)");
     if (hs.keep_ns)
         pp_reply_printf(r,
                         "<tr><td>History</td><td>CPU samples at %lld Hz, kept for %lld s (LIBPPROF_HISTORY): %.0f s "
                         "kept now in %llu slices, %.1f MiB of %.0f MiB allowed (%llu slices dropped early for "
-                        "it); <a href=\"profile?last=60\">the last minute</a></td></tr>\n",
+                        "it); <a href=\"profile?last=60\">the last minute</a>%s</td></tr>\n",
                         (long long)hs.hz, (long long)(hs.keep_ns / 1000000000), hs.kept_ns / 1e9,
                         (unsigned long long)hs.slices, hs.bytes / 1048576.0, hs.bound / 1048576.0,
-                        (unsigned long long)hs.dropped);
+                        (unsigned long long)hs.dropped, wall_note);
     else
         pp_reply_printf(r, "<tr><td>History</td><td>off: LIBPPROF_HISTORY=SECONDS keeps the last SECONDS of CPU "
                            "samples, for profile?last=N</td></tr>\n");

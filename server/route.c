@@ -128,7 +128,7 @@ int pp_route(const pprof_server_config *cfg, const pprof_http_request *req, ppro
     if ((ep->flags & PP_EP_QUERY) && pp_query_parse(req->query, q.cfg.max_seconds, &q.q, why, sizeof why) != 0)
         return pp_reply_error(&q, 400, "%s", why);
     if (q.q.has_past && !(ep->flags & PP_EP_PAST))
-        return pp_reply_error(&q, 400, "last, from and until are for profile (the CPU history), not %s", ep->name);
+        return pp_reply_error(&q, 400, "last, from and until are for profile and wall (the history), not %s", ep->name);
     return ep->fn(&q);
 }
 

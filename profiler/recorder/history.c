@@ -1,15 +1,17 @@
-/* history.c: the CPU history, the last LIBPPROF_HISTORY seconds of CPU
- * samples kept from start-up, so that a profile of the past answers at
- * once (profile?last=60, pprof_history_recorder_new).
+/* history.c: the history, the last LIBPPROF_HISTORY seconds of CPU
+ * samples (and with LIBPPROF_HISTORY_WALL=1 of wall-clock samples) kept
+ * from start-up, so that a profile of the past answers at once
+ * (profile?last=60, wall?last=60, pprof_history_recorder_new).
  *
  * A CPU recorder of the history's own runs from start-up at the rate in
  * force (it joins the sampler, or starts it at LIBPPROF_CPU_HZ). The
  * history thread ("pprof-history") cuts its window every SLICE_S seconds
  * (pp_cpu_recorder_cut, a gapless snapshot) and keeps the closed windows
  * unsymbolized, oldest first: slices that follow each other with no gap,
- * each with its exact start and duration. The oldest go once the others
- * cover LIBPPROF_HISTORY seconds, or while all of them hold more than
- * LIBPPROF_HISTORY_MB. A history recorder's write_to adds the slices that
+ * each with its exact start and duration. A wall recorder of its own, when
+ * asked for, is cut at the same ticks into a second series. The oldest go
+ * once the others cover LIBPPROF_HISTORY seconds, or while all of them
+ * (both series) hold more than LIBPPROF_HISTORY_MB. A history recorder's write_to adds the slices that
  * overlap its span into one profile, and the open window as it stands
  * when the span reaches it (read under the collector lock, not cut, so
  * requests never make slices shorter), then symbolizes that; its
@@ -53,70 +55,102 @@ typedef struct slice {
     size_t bytes;
 } slice;
 
+/* One kind's slices and the recorder they are cut from. */
+typedef struct series {
+    const char *what;     /* "CPU", "wall" */
+    pprof_recorder *rec;  /* running; NULL: not kept */
+    int (*cut)(pprof_recorder *r, pprof_profile **raw);
+    int (*peek)(pprof_recorder *r, int (*fn)(const pprof_profile *w, int64_t dur_ns, void *arg), void *arg);
+    slice *ring;          /* cap entries; n from head, oldest first */
+    size_t head, n;
+    uint64_t total, dropped;
+    int64_t hz;
+    char why_off[160];    /* why it is not kept, when it is not */
+} series;
+
 static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
 static pthread_cond_t tick; /* CLOCK_MONOTONIC */
-static slice *ring;         /* cap entries; n from head, oldest first */
-static size_t cap, head, n;
-static uint64_t total, dropped;
-static pprof_recorder *rec; /* the history's CPU recorder, running */
-static int64_t hz;
-static bool stopping;
-static char why_off[160];   /* why the history does not run, when it does not */
+static series kinds[2] = {
+    {.what = "CPU", .cut = pp_cpu_recorder_cut, .peek = pp_cpu_recorder_peek},
+    {.what = "wall", .cut = pp_wall_recorder_cut, .peek = pp_wall_recorder_peek},
+};
+static series *const cpu = &kinds[0], *const wall = &kinds[1];
+static size_t cap;
+static bool stopping, wall_on;
 static int64_t keep_ns;
 static uint64_t bound;
 
-static slice *at(size_t i)
+static slice *at(series *k, size_t i)
 {
-    return &ring[(head + i) % cap];
+    return &k->ring[(k->head + i) % cap];
 }
 
-/* Drops the oldest slice (mu held). */
-static void drop_oldest(void)
+/* Drops k's oldest slice (mu held). */
+static void drop_oldest(series *k)
 {
-    slice *s = at(0);
-    total -= s->bytes;
+    slice *s = at(k, 0);
+    k->total -= s->bytes;
     pprof_profile_free(s->raw);
-    head = (head + 1) % cap;
-    n--;
+    k->head = (k->head + 1) % cap;
+    k->n--;
 }
 
-/* Cuts the open window into a new slice, dropping what the bounds say
- * (mu held; the own heap entered). */
-static int cut_locked(void)
+/* Cuts k's open window into a new slice (mu held; the own heap entered). */
+static int cut_locked(series *k)
 {
     pprof_profile *raw;
-    int rc = rec ? pp_cpu_recorder_cut(rec, &raw) : PPROF_ESTATE;
+    int rc = k->rec ? k->cut(k->rec, &raw) : PPROF_ESTATE;
     if (rc)
         return rc;
-    if (n == cap)
-        drop_oldest();
-    *at(n++) = (slice){.raw = raw, .start = raw->time_nanos, .dur = raw->duration_nanos, .bytes = pp_profile_bytes(raw)};
-    total += at(n - 1)->bytes;
+    if (k->n == cap)
+        drop_oldest(k);
+    *at(k, k->n++) = (slice){.raw = raw, .start = raw->time_nanos, .dur = raw->duration_nanos, .bytes = pp_profile_bytes(raw)};
+    k->total += at(k, k->n - 1)->bytes;
     /* Keep what covers keep_ns: the oldest goes when the rest do. */
-    while (n > 1 && at(n - 1)->start + at(n - 1)->dur - at(1)->start >= keep_ns)
-        drop_oldest();
-    while (n > 1 && total > bound) {
-        drop_oldest();
-        dropped++;
-    }
+    while (k->n > 1 && at(k, k->n - 1)->start + at(k, k->n - 1)->dur - at(k, 1)->start >= keep_ns)
+        drop_oldest(k);
     return 0;
 }
 
-/* Starts the history's CPU recorder (mu held). */
-static void start_locked(void)
+/* While both series hold more than the bound, the oldest slice of either
+ * goes (each keeps its newest; mu held). */
+static void bound_locked(void)
+{
+    while (cpu->total + wall->total > bound) {
+        series *k = cpu->n > 1 && (wall->n < 2 || at(cpu, 0)->start <= at(wall, 0)->start) ? cpu
+                    : wall->n > 1 ? wall : NULL;
+        if (!k)
+            return;
+        drop_oldest(k);
+        k->dropped++;
+    }
+}
+
+/* Starts k's recorder (mu held). */
+static void start_locked(series *k, int (*make)(pprof_recorder **r))
 {
     pprof_recorder *r = NULL;
-    int rc = pprof_cpu_recorder_new(NULL, &r);
+    int rc = make(&r);
     if (rc == 0)
         pprof_recorder_set_symbolize(r, PPROF_SYMBOLIZE_NONE); /* its windows are cut raw */
     if (rc == 0 && (rc = pprof_recorder_start(r)) == 0) {
-        rec = r;
-        hz = pprof_recorder_rate(r);
+        k->rec = r;
+        k->hz = pprof_recorder_rate(r);
         return;
     }
-    snprintf(why_off, sizeof why_off, "its CPU sampling could not start: %s", pprof_last_error());
-    fprintf(stderr, "libpprof: no history is kept: %s\n", why_off);
+    snprintf(k->why_off, sizeof k->why_off, "its %s sampling could not start: %s", k->what, pprof_last_error());
+    fprintf(stderr, "libpprof: no %s history is kept: %s\n", k->what, k->why_off);
     pprof_recorder_free(r);
+}
+
+static int make_cpu(pprof_recorder **r)
+{
+    return pprof_cpu_recorder_new(NULL, r);
+}
+
+static int make_wall(pprof_recorder **r)
+{
+    return pprof_wall_recorder_new(NULL, r);
 }
 
 static void *history_main(void *arg)
@@ -129,15 +163,23 @@ static void *history_main(void *arg)
     pthread_mutex_lock(&mu);
     while (!stopping && delay_s && pthread_cond_timedwait(&tick, &mu, &next) == 0)
         ;
-    if (!stopping)
-        start_locked();
+    if (!stopping) {
+        start_locked(cpu, make_cpu);
+        if (wall_on)
+            start_locked(wall, make_wall);
+    }
     clock_gettime(CLOCK_MONOTONIC, &next);
-    while (!stopping && rec) {
+    while (!stopping && (cpu->rec || wall->rec)) {
         next.tv_sec += SLICE_S;
         while (!stopping && pthread_cond_timedwait(&tick, &mu, &next) == 0)
             ;
-        if (!stopping)
-            cut_locked();
+        if (!stopping) {
+            pp_own_heap_enter();
+            cut_locked(cpu);
+            cut_locked(wall);
+            bound_locked();
+            pp_own_heap_leave();
+        }
     }
     pthread_mutex_unlock(&mu);
     return NULL;
@@ -155,7 +197,8 @@ static void stop(void)
 static void spawn(int delay_s)
 {
     if (pp_spawn_detached(history_main, (void *)(intptr_t)delay_s, NULL) != 0)
-        snprintf(why_off, sizeof why_off, "its thread could not start");
+        for (int i = 0; i < 2; i++)
+            snprintf(kinds[i].why_off, sizeof kinds[i].why_off, "its thread could not start");
 }
 
 void pp_history_init(void)
@@ -164,14 +207,17 @@ void pp_history_init(void)
     int keep_s = pp_env_int("LIBPPROF_HISTORY", 0, 0, 86400);
     bound = (uint64_t)pp_env_int("LIBPPROF_HISTORY_MB", 16, 1, 65536) << 20;
     int span_ms = pp_env_int("LIBPPROF_HISTORY_SPAN_MS", 100, 1, 3600000);
+    wall_on = pp_env_int("LIBPPROF_HISTORY_WALL", 0, 0, 1);
+    snprintf(wall->why_off, sizeof wall->why_off, "LIBPPROF_HISTORY_WALL=1 keeps wall-clock samples too");
     if (keep_s == 0)
         return;
     keep_ns = (int64_t)keep_s * 1000000000;
     cap = (size_t)(keep_s + SLICE_S - 1) / SLICE_S + 2;
     pp_own_heap_enter();
-    ring = calloc(cap, sizeof *ring);
+    cpu->ring = calloc(cap, sizeof *cpu->ring);
+    wall->ring = calloc(cap, sizeof *wall->ring);
     pp_own_heap_leave();
-    if (!ring) {
+    if (!cpu->ring || !wall->ring) {
         keep_ns = 0;
         return;
     }
@@ -185,10 +231,12 @@ void pp_history_fork_child(void)
 {
     mu = (pthread_mutex_t)PTHREAD_MUTEX_INITIALIZER;
     pp_cond_init_monotonic(&tick);
-    rec = NULL; /* the parent's: left behind, see the top */
-    head = n = 0;
-    total = dropped = 0;
-    hz = 0;
+    for (int i = 0; i < 2; i++) {
+        kinds[i].rec = NULL; /* the parent's: left behind, see the top */
+        kinds[i].head = kinds[i].n = 0;
+        kinds[i].total = kinds[i].dropped = 0;
+        kinds[i].hz = 0;
+    }
     if (keep_ns && !stopping)
         spawn(1);
 }
@@ -197,6 +245,7 @@ void pp_history_fork_child(void)
 
 typedef struct history_recorder {
     pprof_recorder base;
+    series *k;
     int64_t from, until;
     int64_t min_span;       /* ns; 0: every sample */
 } history_recorder;
@@ -210,8 +259,8 @@ static void describe(pprof_profile *p, const history_recorder *h, int64_t oldest
     char when[32] = "";
     if (gmtime_r(&t, &tm))
         strftime(when, sizeof when, "%Y-%m-%dT%H:%M:%SZ", &tm);
-    int len = snprintf(note, sizeof note, "history: CPU samples from %s for %.1f s, taken at %lld Hz (LIBPPROF_HISTORY keeps %lld s)",
-                       when, p->duration_nanos / 1e9, (long long)hz, (long long)(keep_ns / 1000000000));
+    int len = snprintf(note, sizeof note, "history: %s samples from %s for %.1f s, taken at %lld Hz (LIBPPROF_HISTORY keeps %lld s)",
+                       h->k->what, when, p->duration_nanos / 1e9, (long long)h->k->hz, (long long)(keep_ns / 1000000000));
     if (h->from && h->from < oldest && len > 0 && (size_t)len < sizeof note)
         snprintf(note + len, sizeof note - (size_t)len, "; asked from %.1f s earlier than it reaches",
                  (oldest - h->from) / 1e9);
@@ -277,24 +326,29 @@ static int add_open(const pprof_profile *w, int64_t dur_ns, void *arg)
 static int history_write_to(pprof_recorder *r, pprof_profile **out)
 {
     history_recorder *h = (history_recorder *)r;
-    static const pprof_value_type types[] = {{"samples", "count"}, {"cpu", "nanoseconds"}};
+    static const pprof_value_type cpu_types[] = {{"samples", "count"}, {"cpu", "nanoseconds"}};
+    static const pprof_value_type wall_types[] = {{"samples", "count"}, {"wall", "nanoseconds"}};
+    const pprof_value_type *types = h->k == cpu ? cpu_types : wall_types;
+    series *k = h->k;
     span sp = {.h = h, .slow = PP_TABLE_INIT(slow_id)};
     pp_own_heap_enter();
     if (h->min_span)
         pp_span_times_each(h->min_span, note_slow, &sp);
     pthread_mutex_lock(&mu);
-    int rc = rec ? 0 : pp_error_detail(PPROF_ESTATE, "no history is kept: %s", why_off[0] ? why_off : "not started yet");
-    if (rc == 0 && !(sp.p = pp_profile_new(types, 2, types[1], hz ? 1000000000 / hz : 0)))
+    int rc = k->rec ? 0
+                    : pp_error_detail(PPROF_ESTATE, "no %s history is kept: %s", k->what,
+                                      k->why_off[0] ? k->why_off : "not started yet");
+    if (rc == 0 && !(sp.p = pp_profile_new(types, 2, types[1], k->hz ? 1000000000 / k->hz : 0)))
         rc = pp_fail(PPROF_ENOMEM);
-    for (size_t i = 0; rc == 0 && i < n; i++)
-        rc = add_slice(&sp, at(i)->raw, at(i)->start, at(i)->dur);
+    for (size_t i = 0; rc == 0 && i < k->n; i++)
+        rc = add_slice(&sp, at(k, i)->raw, at(k, i)->start, at(k, i)->dur);
     /* The open window, read where it stands: no cut, so requests never
      * make slices shorter. */
     if (rc == 0)
-        rc = pp_cpu_recorder_peek(rec, add_open, &sp);
+        rc = k->peek(k->rec, add_open, &sp);
     pprof_profile *p = sp.p;
     int64_t first = sp.first, last = sp.last;
-    int64_t oldest = n ? at(0)->start : 0;
+    int64_t oldest = k->n ? at(k, 0)->start : 0;
     pthread_mutex_unlock(&mu);
     pp_table_free(&sp.slow);
     pp_own_heap_leave();
@@ -325,8 +379,12 @@ PPROF_API int pprof_history_recorder_new(const pprof_history_config *cfg, pprof_
     if (c.from_unix_ns < 0 || c.until_unix_ns < 0 || (c.until_unix_ns && c.from_unix_ns > c.until_unix_ns))
         return pp_error_detail(PPROF_EINVAL, "the span must run forward: from %lld, until %lld",
                                (long long)c.from_unix_ns, (long long)c.until_unix_ns);
+    if (c.kind != PPROF_HISTORY_CPU && c.kind != PPROF_HISTORY_WALL)
+        return pp_error_detail(PPROF_EINVAL, "kind must be PPROF_HISTORY_CPU or PPROF_HISTORY_WALL, not %d", (int)c.kind);
     if (!keep_ns)
         return pp_error_detail(PPROF_ENOTSUP, "no history is kept (LIBPPROF_HISTORY=SECONDS keeps one)");
+    if (c.kind == PPROF_HISTORY_WALL && !wall_on)
+        return pp_error_detail(PPROF_ENOTSUP, "no wall history is kept (LIBPPROF_HISTORY_WALL=1 keeps one)");
     int64_t floor = pp_span_times_floor();
     if (c.min_span_ns && floor < 0)
         return pp_error_detail(PPROF_EINVAL, "spans are not timed in this process (their memory could not be mapped)");
@@ -336,6 +394,7 @@ PPROF_API int pprof_history_recorder_new(const pprof_history_config *cfg, pprof_
     history_recorder *h = (history_recorder *)pp_recorder_new(sizeof *h, &history_ops);
     if (!h)
         return PPROF_ENOMEM;
+    h->k = c.kind == PPROF_HISTORY_WALL ? wall : cpu;
     h->from = c.from_unix_ns;
     h->until = c.until_unix_ns;
     h->min_span = c.min_span_ns;
@@ -350,14 +409,16 @@ PPROF_API void pprof_history_stats_get(pprof_history_stats *out)
     *out = (pprof_history_stats){0};
     pthread_mutex_lock(&mu);
     out->keep_ns = keep_ns;
-    out->slices = n;
-    out->bytes = total;
+    out->slices = cpu->n;
+    out->bytes = cpu->total + wall->total;
     out->bound = bound;
-    out->dropped = dropped;
-    out->hz = rec ? hz : 0;
-    if (n) {
-        out->oldest_unix_ns = at(0)->start;
-        out->kept_ns = at(n - 1)->start + at(n - 1)->dur - at(0)->start;
+    out->dropped = cpu->dropped + wall->dropped;
+    out->hz = cpu->rec ? cpu->hz : 0;
+    out->wall_hz = wall->rec ? wall->hz : 0;
+    out->wall_slices = wall->n;
+    if (cpu->n) {
+        out->oldest_unix_ns = at(cpu, 0)->start;
+        out->kept_ns = at(cpu, cpu->n - 1)->start + at(cpu, cpu->n - 1)->dur - at(cpu, 0)->start;
     }
     pthread_mutex_unlock(&mu);
 }

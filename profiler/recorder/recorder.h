@@ -77,6 +77,10 @@ int pp_cpu_recorder_cut(pprof_recorder *r, pprof_profile **raw);
  * time_nanos its start; dur_ns: from then to now) under the collector
  * lock, after a drain: the collector waits meanwhile. fn's result. */
 int pp_cpu_recorder_peek(pprof_recorder *r, int (*fn)(const pprof_profile *w, int64_t dur_ns, void *arg), void *arg);
+/* The same for a running wall recorder (its window is the wall sampler's,
+ * read under the sampler's lock). */
+int pp_wall_recorder_cut(pprof_recorder *r, pprof_profile **raw);
+int pp_wall_recorder_peek(pprof_recorder *r, int (*fn)(const pprof_profile *w, int64_t dur_ns, void *arg), void *arg);
 /* history.c: starts the history when LIBPPROF_HISTORY asks (the
  * constructor); in a forked child, starts the child's own. */
 void pp_history_init(void);

@@ -22,6 +22,11 @@ typedef struct wall_recorder {
     pp_wall_window w;     /* the open window (the sampler's lock) */
 } wall_recorder;
 
+static int wall_start(pprof_recorder *r);
+static int wall_end(pprof_recorder *r, int reopen, pprof_profile **out);
+static int64_t wall_rate(const pprof_recorder *r);
+static const pp_recorder_ops wall_ops = {.start = wall_start, .end = wall_end, .rate = wall_rate};
+
 static pprof_profile *new_wall_window(const wall_recorder *c, int hz)
 {
     static const pprof_value_type native[] = {{"samples", "count"}, {"wall", "nanoseconds"}};
@@ -50,6 +55,7 @@ static int wall_start(pprof_recorder *r)
     }
     c->hz = hz;
     pp_recorder_window_begin(r);
+    c->w.profile->time_nanos = r->window_real_ns; /* a field the sampler never writes */
     return 0;
 }
 
@@ -64,12 +70,51 @@ static int wall_end(pprof_recorder *r, int reopen, pprof_profile **out)
     return pp_recorder_finish(r, p, out);
 }
 
+int pp_wall_recorder_cut(pprof_recorder *r, pprof_profile **raw)
+{
+    wall_recorder *c = (wall_recorder *)r;
+    *raw = NULL;
+    if (r->ops != &wall_ops || !r->running)
+        return pp_fail(PPROF_ESTATE);
+    pprof_profile *next = new_wall_window(c, c->hz);
+    if (!next)
+        return pp_fail(PPROF_ENOMEM);
+    pprof_profile *p = pp_wall_swap(&c->w, next);
+    int64_t now = pp_now_ns(CLOCK_MONOTONIC);
+    p->time_nanos = r->window_real_ns;
+    p->duration_nanos = now - r->window_mono_ns;
+    r->window_real_ns = p->time_nanos + p->duration_nanos; /* the next begins where this one ends */
+    r->window_mono_ns = now;
+    next->time_nanos = r->window_real_ns; /* fields the sampler never writes */
+    *raw = p;
+    return 0;
+}
+
+typedef struct peek_arg {
+    const pprof_recorder *r;
+    int (*fn)(const pprof_profile *w, int64_t dur_ns, void *arg);
+    void *arg;
+} peek_arg;
+
+static int peek_window(const pprof_profile *p, void *arg)
+{
+    peek_arg *a = arg;
+    return a->fn(p, pp_now_ns(CLOCK_MONOTONIC) - a->r->window_mono_ns, a->arg);
+}
+
+int pp_wall_recorder_peek(pprof_recorder *r, int (*fn)(const pprof_profile *w, int64_t dur_ns, void *arg), void *arg)
+{
+    if (r->ops != &wall_ops || !r->running)
+        return pp_fail(PPROF_ESTATE);
+    peek_arg a = {r, fn, arg};
+    return pp_wall_peek(&((wall_recorder *)r)->w, peek_window, &a);
+}
+
 static int64_t wall_rate(const pprof_recorder *r)
 {
     return r->running ? ((const wall_recorder *)r)->hz : 0;
 }
 
-static const pp_recorder_ops wall_ops = {.start = wall_start, .end = wall_end, .rate = wall_rate};
 
 /* Thread-safe. */
 int pprof_wall_recorder_new(const pprof_wall_config *cfg, pprof_recorder **out)

@@ -635,6 +635,17 @@ pprof_profile *pp_wall_swap(pp_wall_window *w, pprof_profile *next)
     return p;
 }
 
+int pp_wall_peek(pp_wall_window *w, int (*fn)(const pprof_profile *p, void *arg), void *arg)
+{
+    pp_mutex_lock(&wall_lock);
+    take_later();
+    catch_up(pp_now_ns(CLOCK_MONOTONIC));
+    flush_all();
+    int rc = fn(w->profile, arg);
+    pp_mutex_unlock(&wall_lock);
+    return rc;
+}
+
 int pp_wall_hz(void)
 {
     pp_mutex_lock(&wall_lock);

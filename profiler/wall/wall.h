@@ -64,6 +64,10 @@ int pp_wall_attach(pp_wall_window *w, int hz);
  * `next` w's profile and returns the one it replaces; with next NULL, w
  * is detached (the sampler stops with its last window). Thread-safe. */
 pprof_profile *pp_wall_swap(pp_wall_window *w, pprof_profile *next);
+/* Counts every pending sample into the attached windows and calls fn
+ * with w's profile under the sampler's lock (the sampler waits
+ * meanwhile); fn's result. Thread-safe. */
+int pp_wall_peek(pp_wall_window *w, int (*fn)(const pprof_profile *p, void *arg), void *arg);
 /* The rate in force, 0 when no window is attached. Thread-safe. */
 int pp_wall_hz(void);
 /* The sampler's counters. Thread-safe. */

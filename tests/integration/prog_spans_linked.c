@@ -1,15 +1,17 @@
 /* prog_spans_linked.c: a service whose requests are spans, one in 50 of
  * them slow, for test_history_spans.sh.
  *
- *   prog_spans_linked [FAST_MS [SLOW_MS [EVERY]]]   (10, 300, 50)
+ *   prog_spans_linked [FAST_MS [SLOW_MS [EVERY [burn|sleep]]]]   (10, 300, 50, burn)
  *
  * Serves /debug/pprof/ on 127.0.0.1, any free port (port=P on stdout).
  * One worker thread handles requests in a loop, each inside its own
  * trace context (pprof_trace_enter, a new span ID each): request number k
  * burns SLOW_MS of CPU in slow_request_work() when k % EVERY == 0, else
  * FAST_MS in fast_request_work(). Every second it prints "slow_cpu_ns=N
- * fast_cpu_ns=M" (its thread's CPU time in each, since start). SIGTERM or
- * SIGINT end it.
+ * fast_cpu_ns=M" (its thread's CPU time in each, since start). With
+ * sleep, both functions sleep instead of burning, and the lines say
+ * "slow_wall_ns=N fast_wall_ns=M" (the time each took). SIGTERM or SIGINT
+ * end it.
  */
 #define _GNU_SOURCE
 #include "pprof.h"
@@ -22,7 +24,7 @@
 #include <string.h>
 #include <time.h>
 
-static int fast_ms = 10, slow_ms = 300, every = 50;
+static int fast_ms = 10, slow_ms = 300, every = 50, sleeps;
 static _Atomic int64_t slow_ns, fast_ns;
 static volatile double sink;
 
@@ -46,14 +48,25 @@ static int64_t burn(int ms)
     return t - t0;
 }
 
+/* Sleeps ms; returns the time it took. */
+static int64_t rest(int ms)
+{
+    struct timespec t0, t1, d = {ms / 1000, (long)(ms % 1000) * 1000000};
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    while (nanosleep(&d, &d) != 0)
+        ;
+    clock_gettime(CLOCK_MONOTONIC, &t1);
+    return (int64_t)(t1.tv_sec - t0.tv_sec) * 1000000000 + (t1.tv_nsec - t0.tv_nsec);
+}
+
 __attribute__((noinline)) static void slow_request_work(void)
 {
-    slow_ns += burn(slow_ms);
+    slow_ns += sleeps ? rest(slow_ms) : burn(slow_ms);
 }
 
 __attribute__((noinline)) static void fast_request_work(void)
 {
-    fast_ns += burn(fast_ms);
+    fast_ns += sleeps ? rest(fast_ms) : burn(fast_ms);
 }
 
 static void *worker(void *arg)
@@ -79,7 +92,8 @@ static void *reporter(void *arg)
     (void)arg;
     for (;;) {
         sleep(1);
-        printf("slow_cpu_ns=%lld fast_cpu_ns=%lld\n", (long long)slow_ns, (long long)fast_ns);
+        const char *kind = sleeps ? "wall" : "cpu";
+        printf("slow_%s_ns=%lld fast_%s_ns=%lld\n", kind, (long long)slow_ns, kind, (long long)fast_ns);
         fflush(stdout);
     }
     return NULL;
@@ -93,6 +107,8 @@ int main(int argc, char **argv)
         slow_ms = atoi(argv[2]);
     if (argc > 3)
         every = atoi(argv[3]);
+    if (argc > 4)
+        sleeps = !strcmp(argv[4], "sleep");
     sigset_t set;
     serve_prepare(&set, NULL, 0);
     pprof_server_config cfg = {.addr = "127.0.0.1:0"};

@@ -16,6 +16,16 @@
 #     38% expected; under 50% is 12 deviations);
 #   min_span_ms under LIBPPROF_HISTORY_SPAN_MS (100), or without last,
 #     from or until: a 400 with its reason.
+# The same program with LIBPPROF_HISTORY_WALL=1, its requests sleeping
+# (300 ms in slow_request_work one in 50, else 1 ms), wall?last=60:
+#   with min_span_ms=200: slow_request_work at least 90% of the profile,
+#     and within 15% of the program's own count of the slow requests'
+#     time (about 2,000 samples at 99 Hz, taken on a clock: the in-flight
+#     request is the error, 1.5%);
+#   without it: slow_request_work a minority (the program's other threads
+#     wait all along);
+#   hz= or state= with last=: a 400; wall?last= where only the CPU's
+#     history is kept: a 404 that says how to keep it.
 # Usage: test_history_spans.sh BUILD_DIR
 . "$(dirname "$0")/lib.sh"
 pp_init "$1"
@@ -25,10 +35,18 @@ pp_start spans env LIBPPROF_HISTORY=120 "$PROG" 10 300 50
 port=$(pp_wait_line "$TMP/spans.out" '^port=[0-9]+' 10 "$PID" | cut -d= -f2) ||
     pp_give_up "prog_spans_linked did not serve" spans
 URL=http://127.0.0.1:$port/debug/pprof
+pp_start sleeps env LIBPPROF_HISTORY=120 LIBPPROF_HISTORY_WALL=1 "$PROG" 1 300 50 sleep
+WPID=$PID
+wport=$(pp_wait_line "$TMP/sleeps.out" '^port=[0-9]+' 10 "$WPID" | cut -d= -f2) ||
+    pp_give_up "prog_spans_linked sleep did not serve" sleeps
+WURL=http://127.0.0.1:$wport/debug/pprof
 sleep 25
 curl -sS --max-time 30 -o "$TMP/slow.pb.gz" "$URL/profile?last=60&min_span_ms=200"
 own=$(grep '^slow_cpu_ns=' "$TMP/spans.out" | tail -1)
 curl -sS --max-time 30 -o "$TMP/all.pb.gz" "$URL/profile?last=60"
+curl -sS --max-time 30 -o "$TMP/wslow.pb.gz" "$WURL/wall?last=60&min_span_ms=200"
+wown=$(grep '^slow_wall_ns=' "$TMP/sleeps.out" | tail -1 | sed 's/ .*//')
+curl -sS --max-time 30 -o "$TMP/wall.pb.gz" "$WURL/wall?last=60"
 
 # cum NAME FILE: the cumulative ms of NAME in a CPU profile
 cum() {
@@ -38,20 +56,37 @@ cum() {
 total() {
     pp_pprof -top -unit=ms "$1" 2>/dev/null | sed -n 's/.*Total samples = \([0-9.]*\)ms.*/\1/p'
 }
-slow=$(cum slow_request_work "$TMP/slow.pb.gz")
-tot=$(total "$TMP/slow.pb.gz")
-pp_check "min_span_ms=200: slow_request_work ${slow:-?} ms of ${tot:-?} ms, at least 90%" \
-    pp_in_range "${slow:-0}" "$(awk -v t="${tot:-0}" 'BEGIN { print t * 0.9 }')" "${tot:-0}"
-own_ms=$(awk -v s="${own#slow_cpu_ns=}" 'BEGIN { printf "%d", s / 1e6 }')
-pp_check "min_span_ms=200: slow_request_work ${slow:-?} ms, within 15% of the program's ${own_ms} ms" \
-    pp_in_range "${slow:-0}" "$(awk -v o="$own_ms" 'BEGIN { print o * 0.85 }')" "$(awk -v o="$own_ms" 'BEGIN { print o * 1.15 }')"
-pp_check "min_span_ms=200: the comment names the filter" \
-    sh -c "go tool pprof -comments '$TMP/slow.pb.gz' 2>/dev/null | grep -q 'spans that lasted 200 ms or more'"
-aslow=$(cum slow_request_work "$TMP/all.pb.gz")
-atot=$(total "$TMP/all.pb.gz")
-pp_check "unfiltered: slow_request_work ${aslow:-?} ms of ${atot:-?} ms, a minority" \
-    awk -v s="${aslow:-0}" -v t="${atot:-0}" 'BEGIN { exit !(t > 0 && s > 0 && s < t / 2) }'
-pp_note "slow share: $(awk -v s="${slow:-0}" -v t="${tot:-1}" 'BEGIN { printf "%.1f%%", 100 * s / t }') filtered, $(awk -v s="${aslow:-0}" -v t="${atot:-1}" 'BEGIN { printf "%.1f%%", 100 * s / t }') unfiltered"
+# judge WHAT FILTERED ALL OWN_NS HISTORY_COMMENT: the filtered profile's
+# share of slow_request_work, against the program's own count, and the
+# unfiltered profile's
+judge() {
+    local what=$1 slow tot aslow atot own_ms
+    slow=$(cum slow_request_work "$2")
+    tot=$(total "$2")
+    pp_check "$what, min_span_ms=200: slow_request_work ${slow:-?} ms of ${tot:-?} ms, at least 90%" \
+        pp_in_range "${slow:-0}" "$(awk -v t="${tot:-0}" 'BEGIN { print t * 0.9 }')" "${tot:-0}"
+    own_ms=$(awk -v s="$4" 'BEGIN { printf "%d", s / 1e6 }')
+    pp_check "$what, min_span_ms=200: slow_request_work ${slow:-?} ms, within 15% of the program's ${own_ms} ms" \
+        pp_in_range "${slow:-0}" "$(awk -v o="$own_ms" 'BEGIN { print o * 0.85 }')" "$(awk -v o="$own_ms" 'BEGIN { print o * 1.15 }')"
+    go tool pprof -comments "$2" >"$TMP/comments" 2>/dev/null
+    pp_check "$what, min_span_ms=200: the comments say '$5' and name the filter" \
+        sh -c "grep -q '$5' '$TMP/comments' && grep -q 'spans that lasted 200 ms or more' '$TMP/comments'"
+    aslow=$(cum slow_request_work "$3")
+    atot=$(total "$3")
+    pp_check "$what, unfiltered: slow_request_work ${aslow:-?} ms of ${atot:-?} ms, a minority" \
+        awk -v s="${aslow:-0}" -v t="${atot:-0}" 'BEGIN { exit !(t > 0 && s > 0 && s < t / 2) }'
+    pp_note "$what slow share: $(awk -v s="${slow:-0}" -v t="${tot:-1}" 'BEGIN { printf "%.1f%%", 100 * s / t }') filtered, $(awk -v s="${aslow:-0}" -v t="${atot:-1}" 'BEGIN { printf "%.1f%%", 100 * s / t }') unfiltered"
+}
+judge CPU "$TMP/slow.pb.gz" "$TMP/all.pb.gz" "${own#slow_cpu_ns=}" "history: CPU samples"
+judge wall "$TMP/wslow.pb.gz" "$TMP/wall.pb.gz" "${wown#slow_wall_ns=}" "history: wall samples"
+for q in "$WURL/wall?last=60&hz=5|400|do not apply to the history" \
+    "$WURL/wall?last=60&state=off-cpu|400|do not apply to the history" \
+    "$URL/wall?last=60|404|LIBPPROF_HISTORY_WALL=1"; do
+    IFS='|' read -r u want why <<<"$q"
+    code=$(curl -sS --max-time 10 -o "$TMP/bad.txt" -w '%{http_code}' "$u")
+    pp_check "${u##*/}: $want, one line saying it (${code}: $(head -c 120 "$TMP/bad.txt"))" \
+        eval 'test "$code" = "$want" && test "$(wc -l <"$TMP/bad.txt")" -le 1 && grep -qF "$why" "$TMP/bad.txt"'
+done
 
 for q in "last=60&min_span_ms=50:at least 100 ms" "min_span_ms=500:goes with last, from or until"; do
     code=$(curl -sS --max-time 10 -o "$TMP/bad.txt" -w '%{http_code}' "$URL/profile?${q%%:*}")

@@ -207,5 +207,12 @@ int main(void)
     CHECK(pprof_threads_recorder_new(&(pprof_threads_config){.per_thread = 1}, &dump) == 0);
     CHECK(pprof_recorder_start(dump) == PPROF_ENOTSUP && strstr(pprof_last_error(), "no window"));
     pprof_recorder_free(dump);
+    /* The history's recorder: a kind it does not know, and no history kept
+     * here (LIBPPROF_HISTORY unset). */
+    pprof_recorder *past = NULL;
+    CHECK(pprof_history_recorder_new(&(pprof_history_config){.kind = (pprof_history_kind)7}, &past) == PPROF_EINVAL &&
+          strstr(pprof_last_error(), "kind must be") && !past);
+    CHECK(pprof_history_recorder_new(&(pprof_history_config){.kind = PPROF_HISTORY_WALL}, &past) == PPROF_ENOTSUP &&
+          strstr(pprof_last_error(), "LIBPPROF_HISTORY=SECONDS") && !past);
     return check_summary("test_recorder");
 }
