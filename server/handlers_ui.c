@@ -4,6 +4,8 @@
  * here, so a bad link answers 400 with the reason like every endpoint:
  *   profile=NAME    a profile of the index (default: profile, the CPU one)
  *   seconds=N       a window of N seconds (1..max_seconds; 0: a snapshot)
+ *   last=N          the last N seconds from the history (profile, or wall
+ *                   when LIBPPROF_HISTORY_WALL keeps it), at once
  *   sample_index=S  the value shown first, by name or index: one the
  *                   profile has (checked against its sample types)
  *   focus=K=V,...   the label filter (key=regexp or key!=regexp terms)
@@ -24,7 +26,7 @@ __attribute__((visibility("hidden"))) extern const unsigned char pp_web_ui_html[
 __attribute__((visibility("hidden"))) extern const size_t pp_web_ui_html_len, pp_web_profile_js_len,
     pp_web_ui_js_len;
 
-enum { P_NAME, P_SECONDS, P_INDEX, P_FOCUS, P_SEARCH, P_INVERTED, P_DIFF, P_PID, P_TREE, P_GC, P_TOKEN };
+enum { P_NAME, P_SECONDS, P_INDEX, P_FOCUS, P_SEARCH, P_INVERTED, P_DIFF, P_PID, P_TREE, P_GC, P_TOKEN, P_LAST };
 static const struct {
     const char *key;
     char kind; /* n: a profile's name, i: integer (min..max), b: 0 or 1, t: text */
@@ -33,7 +35,7 @@ static const struct {
     [P_NAME] = {"profile", 'n', 0},  [P_SECONDS] = {"seconds", 'i', 0}, [P_INDEX] = {"sample_index", 't', 0},
     [P_FOCUS] = {"focus", 't', 0},   [P_SEARCH] = {"search", 't', 0},   [P_INVERTED] = {"inverted", 'b', 0},
     [P_DIFF] = {"diff", 'i', 1},     [P_PID] = {"pid", 'i', 1},         [P_TREE] = {"tree", 'b', 0},
-    [P_GC] = {"gc", 'i', -2147483647}, [P_TOKEN] = {"token", 't', 0},
+    [P_GC] = {"gc", 'i', -2147483647}, [P_TOKEN] = {"token", 't', 0}, [P_LAST] = {"last", 'i', 0},
 };
 #define NPARAMS (sizeof params / sizeof *params)
 
@@ -96,6 +98,15 @@ static int check_sample_index(pp_req *q, const char *name, const char *si)
     return 1;
 }
 
+/* The seconds the history keeps of profile `name`; 0 when it keeps none. */
+static long long kept_s(const char *name)
+{
+    pprof_history_stats hs;
+    pprof_history_stats_get(&hs);
+    int kept = (!strcmp(name, "profile") && hs.hz) || (!strcmp(name, "wall") && hs.wall_hz);
+    return kept ? hs.keep_ns / 1000000000 : 0;
+}
+
 /* 0, or 1 after answering 400. */
 static int check_params(pp_req *q)
 {
@@ -150,6 +161,10 @@ static int check_params(pp_req *q)
                 memcpy(sample_index, val, (size_t)vl + 1);
         }
     }
+    if (seen[P_LAST] && !kept_s(name))
+        return pp_reply_error(q, 400, "last is for a profile the history keeps (profile with LIBPPROF_HISTORY, wall "
+                                      "with LIBPPROF_HISTORY_WALL=1 too), not %s here", name),
+               1;
     return sample_index[0] ? check_sample_index(q, name, sample_index) : 0;
 }
 
@@ -186,6 +201,19 @@ static void write_profiles(pp_reply *r, const pp_req *q)
     pp_reply_write(r, "]", 1);
 }
 
+/* {"profile": seconds kept, "wall": ...}: the kinds the history keeps. */
+static void write_history(pp_reply *r, const pp_req *q)
+{
+    (void)q;
+    long long cpu = kept_s("profile"), wall = kept_s("wall");
+    pp_reply_write(r, "{", 1);
+    if (cpu)
+        pp_reply_printf(r, "\"profile\":%lld", cpu);
+    if (wall)
+        pp_reply_printf(r, "%s\"wall\":%lld", cpu ? "," : "", wall);
+    pp_reply_write(r, "}", 1);
+}
+
 static void write_max_seconds(pp_reply *r, const pp_req *q)
 {
     pp_reply_printf(r, "%d", q->cfg.max_seconds);
@@ -208,6 +236,7 @@ int pp_h_ui(pp_req *q)
     static const pp_slot slots[] = {
         {"PREFIX", pp_write_prefix}, {"PREFIX_JSON", write_prefix_json}, {"PROFILES", write_profiles},
         {"MAXSEC", write_max_seconds}, {"PROFILE_JS", write_profile_js},   {"UI_JS", write_ui_js},
+        {"HISTORY", write_history},
     };
     if (check_params(q))
         return 0;

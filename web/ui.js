@@ -328,8 +328,10 @@ function progress(seconds) {
   }, 200);
 }
 
-async function fetchProfile(name, seconds) {
+// last > 0: the last N seconds from the history, at once (no window).
+async function fetchProfile(name, seconds, last) {
   const q = new URLSearchParams();
+  if (last > 0) seconds = 0, q.set('last', last);
   if (seconds > 0) q.set('seconds', seconds);
   for (const k of ['pid', 'tree', 'gc']) if (params.has(k)) q.set(k, params.get(k));
   const qs = q.toString();
@@ -377,8 +379,9 @@ function show(bytes, name) {
 async function load() {
   st.state = 'loading';
   const name = $('name').value, seconds = Math.max(0, Math.floor(+$('seconds').value || 0));
+  const last = name in PP_HISTORY ? Math.max(0, Math.floor(+$('last').value || 0)) : 0;
   try {
-    const t0 = performance.now(), bytes = await fetchProfile(name, seconds);
+    const t0 = performance.now(), bytes = await fetchProfile(name, seconds, last);
     st.fetchMs = performance.now() - t0;
     show(bytes, name);
     st.readyAt = performance.now();
@@ -410,7 +413,15 @@ $('seconds').value = params.get('seconds') || (timed($('name').value) ? 10 : 0);
 $('focus').value = params.get('focus') || '';
 $('search').value = params.get('search') || '';
 $('invert').checked = params.get('inverted') === '1';
-$('name').onchange = () => { $('seconds').value = timed($('name').value) ? 10 : 0; };
+// the profiles the history keeps (name: seconds kept) offer "Last N s"
+const showLast = () => {
+  const kept = PP_HISTORY[$('name').value];
+  $('lastbox').hidden = !kept;
+  if (kept) $('last').max = kept;
+};
+$('last').value = params.get('last') || 0;
+showLast();
+$('name').onchange = () => { $('seconds').value = timed($('name').value) ? 10 : 0; showLast(); };
 $('load').onclick = load;
 $('type').onchange = () => { st.type = +$('type').value; render(); };
 for (const id of ['focus', 'search']) $(id).oninput = render;

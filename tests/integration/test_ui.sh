@@ -17,6 +17,10 @@
 #     -tagfocus agrees on the top function);
 #   - diff=2 on allocs: the page's change of each top function is what
 #     go tool pprof -diff_base gives for the two profiles it took;
+#   - last=20 on profile (the demo keeps a CPU history): the page shows its
+#     "Last" control, draws what profile?last=20 gives (the history's
+#     comment, widths as pprof's) and none for heap; last= for a
+#     profile the history does not keep is a 400;
 #   - a screenshot of each view in BUILD/artifacts/ui/;
 #   - the page: at most 150 KB, nothing fetched from elsewhere (its CSP),
 #     400 with a reason for bad parameters; the index links it for every
@@ -30,7 +34,7 @@ mkdir -p "$ART"
 command -v chromium >/dev/null && /usr/bin/python3 -c "import websocket" 2>/dev/null ||
     pp_give_up "chromium and python3-websocket are installed (scripts/deps.sh chromium python3-websocket)"
 
-pp_serve demo env LIBPPROF_ADDR=127.0.0.1:@PORT@ LIBPPROF_HEAP_RATE=65536 "$BUILD/pprof-demo" ||
+pp_serve demo env LIBPPROF_ADDR=127.0.0.1:@PORT@ LIBPPROF_HEAP_RATE=65536 LIBPPROF_HISTORY=60 "$BUILD/pprof-demo" ||
     pp_give_up "the demo serves" demo
 base=http://127.0.0.1:$PORT/debug/pprof
 sleep 2 # the workers build up some heap
@@ -183,6 +187,25 @@ else
     pp_bad "diff view loads"
 fi
 
+# ------------------------------------------------------ the history
+LASTBOX='[!document.getElementById("lastbox").hidden, document.getElementById("last").value]'
+if view past "profile=profile&last=20" --eval "$DRAWN" --eval "$LASTBOX"; then
+    out=$(compare past)
+    pp_check "last=20: drawn widths and table agree with go tool pprof -top ($out)" eval 'compare past >/dev/null'
+    pp_check "last=20: the profile drawn is the history's ($(pp_pprof -comments "$TMP/past.pb" 2>/dev/null | grep -m1 history:))" \
+        eval 'pp_pprof -comments "$TMP/past.pb" 2>/dev/null | grep -q "^history: CPU samples"'
+    pp_check "last=20: the Last control is shown with 20 ($(sed -n 3p "$TMP/past.json" | tr -d '\n '))" \
+        eval 'test "$(sed -n 3p "$TMP/past.json" | tr -d "\n ")" = "[true,\"20\"]"'
+else
+    pp_bad "the history's view (last=20) loads"
+fi
+if view heaplast "profile=heap" --eval "$LASTBOX"; then
+    pp_check "heap: no Last control (the history keeps no heap)" \
+        eval 'sed -n 2p "$TMP/heaplast.json" | tr -d "\n " | grep -q "^\[false"'
+else
+    pp_bad "the heap view loads"
+fi
+
 # ----------------------------------------------------- the page over HTTP
 size=$(curl -s -D "$TMP/ui.h" -o "$TMP/ui.html" -w '%{size_download}' --max-time 10 "$base/ui")
 pp_check "the page is $size bytes (at most 150 KB), text/html, with a CSP that lets it talk to this server only" \
@@ -190,7 +213,7 @@ pp_check "the page is $size bytes (at most 150 KB), text/html, with a CSP that l
           pp_header "$TMP/ui.h" Content-Security-Policy | grep -q "default-src .none.; .*connect-src .self."'
 pp_check "the page names no other site" eval '! grep -qE "(src|href)=\"?(https?:)?//" "$TMP/ui.html"'
 for q in "profile=nope" "seconds=abc" "seconds=100000" "inverted=2" "diff=0" "sample_index=" "color=red" \
-    "profile=heap&profile=allocs"; do
+    "profile=heap&profile=allocs" "profile=heap&last=20" "profile=wall&last=20" "last=-1"; do
     code=$(curl -s -o "$TMP/bad" -w '%{http_code}' --max-time 10 "$base/ui?$q")
     pp_check "ui?$q: 400 with a reason ($code: $(head -c 100 "$TMP/bad"))" \
         eval 'test "$code" = 400 && test "$(wc -l <"$TMP/bad")" -le 1 && test -s "$TMP/bad"'
