@@ -506,6 +506,14 @@ typedef struct pprof_history_config {
  * kind is unknown. Thread-safe. */
 PPROF_API int pprof_history_recorder_new(const pprof_history_config *cfg, pprof_recorder **out);
 
+/* Asks for a dump of the history: every kind kept, symbolized, written as
+ * gzipped pprof to LIBPPROF_HISTORY_DUMP_DIR/libpprof-PID-N-cpu.pb.gz (and
+ * -wall.pb.gz) by the history's own thread within a second; the last
+ * LIBPPROF_HISTORY_DUMPS (10) are kept. Never waits: calls a second apart
+ * or less make one dump. 0, or PPROF_ENOTSUP when no history or no dump
+ * directory is set (no pprof_last_error text). async-signal-safe. */
+PPROF_API int pprof_history_dump(void);
+
 /* ------------------------------------------------------------ wall clock
  *
  * A wall-clock profile counts every live thread (of those the library

@@ -175,7 +175,11 @@ typedef struct pprof_history_stats {
     int64_t hz;                /* the CPU rate its samples were taken at (0: not sampling) */
     int64_t wall_hz;           /* the wall-clock rate (LIBPPROF_HISTORY_WALL=1; 0: not kept) */
     uint64_t wall_slices;      /* wall-clock slices kept (bytes counts them too) */
-    uint64_t reserved[6];      /* zero; later fields take its place */
+    uint64_t dump_triggers;    /* pprof_history_dump calls and slow spans (LIBPPROF_HISTORY_DUMP_SPAN_MS) */
+    uint64_t dumps;            /* dumps written (triggers a second apart or less make one) */
+    uint64_t dump_failures;    /* dumps that could not be written (each said on stderr) */
+    uint64_t dumps_kept;       /* LIBPPROF_HISTORY_DUMPS when LIBPPROF_HISTORY_DUMP_DIR is set, else 0 */
+    uint64_t reserved[2];      /* zero; later fields take its place */
 } pprof_history_stats;
 
 /* The history's figures now. Thread-safe. */

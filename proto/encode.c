@@ -380,6 +380,17 @@ int pp_encode_merged(const void *profile, int gzip, pprof_writer w)
 
 /* ----------------------------------------------------------------- public */
 
+/* The core's way to write gzipped pprof (base/process.h). */
+static int write_gzip_fd(const pprof_profile *p, int fd)
+{
+    return pp_encode_proto(p, 1, pprof_writer_fd(fd));
+}
+
+__attribute__((constructor)) static void register_gzip_encoder(void)
+{
+    pp_gzip_encoder_register(write_gzip_fd);
+}
+
 int pprof_profile_write(const pprof_profile *p, pprof_format fmt, pprof_writer w)
 {
     if (!p || !w.write)

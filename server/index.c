@@ -190,14 +190,20 @@ static void write_stats(pp_reply *r, const pp_req *q)
                  (long long)hs.wall_hz, (unsigned long long)hs.wall_slices);
     else
         snprintf(wall_note, sizeof wall_note, "; no wall-clock samples (LIBPPROF_HISTORY_WALL=1 keeps them)");
+    char dump_note[200] = "";
+    if (hs.dumps_kept)
+        snprintf(dump_note, sizeof dump_note,
+                 "; dumps (LIBPPROF_HISTORY_DUMP_DIR): %llu written of %llu triggers, %llu failed, the last %llu kept",
+                 (unsigned long long)hs.dumps, (unsigned long long)hs.dump_triggers,
+                 (unsigned long long)hs.dump_failures, (unsigned long long)hs.dumps_kept);
     if (hs.keep_ns)
         pp_reply_printf(r,
                         "<tr><td>History</td><td>CPU samples at %lld Hz, kept for %lld s (LIBPPROF_HISTORY): %.0f s "
                         "kept now in %llu slices, %.1f MiB of %.0f MiB allowed (%llu slices dropped early for "
-                        "it); <a href=\"profile?last=60\">the last minute</a>%s</td></tr>\n",
+                        "it); <a href=\"profile?last=60\">the last minute</a>%s%s</td></tr>\n",
                         (long long)hs.hz, (long long)(hs.keep_ns / 1000000000), hs.kept_ns / 1e9,
                         (unsigned long long)hs.slices, hs.bytes / 1048576.0, hs.bound / 1048576.0,
-                        (unsigned long long)hs.dropped, wall_note);
+                        (unsigned long long)hs.dropped, wall_note, dump_note);
     else
         pp_reply_printf(r, "<tr><td>History</td><td>off: LIBPPROF_HISTORY=SECONDS keeps the last SECONDS of CPU "
                            "samples, for profile?last=N</td></tr>\n");

@@ -1,6 +1,7 @@
 /* process.c: process-wide state of the core: a fork in progress, the
  * shutdown, narrow and exec hooks (see process.h and lock.h). */
 #include "lock.h"
+#include "error.h"
 #include "process.h"
 #include "pprof.h"
 
@@ -210,4 +211,17 @@ int pp_own_heap_active(void)
 {
     const pp_own_heap_ops *o = atomic_load(&own_heap);
     return o ? o->active() : 0;
+}
+
+static _Atomic pp_gzip_encoder gzip_encoder;
+
+void pp_gzip_encoder_register(pp_gzip_encoder fn)
+{
+    atomic_store(&gzip_encoder, fn);
+}
+
+int pp_write_gzip_profile(const struct pprof_profile *p, int fd)
+{
+    pp_gzip_encoder fn = atomic_load(&gzip_encoder);
+    return fn ? fn(p, fd) : pp_error_detail(PPROF_ENOTSUP, "this library has no profile encoder");
 }

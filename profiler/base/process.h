@@ -106,4 +106,13 @@ void pp_own_heap_leave(void);
 /* Whether the calling thread's allocations are the profiler's own now (a
  * thread it starts meanwhile is the profiler's too: threads/). */
 int pp_own_heap_active(void);
+
+/* The library's encoder of gzipped pprof, which proto/ registers when the
+ * library loads: the core writes profiles to files through it (the
+ * history's dumps) with no protobuf of its own. pp_write_gzip_profile
+ * gives 0, the encoder's PPROF_E* code, or PPROF_ENOTSUP when none is
+ * registered (a static link without the encoder). */
+typedef int (*pp_gzip_encoder)(const struct pprof_profile *p, int fd);
+void pp_gzip_encoder_register(pp_gzip_encoder fn);
+int pp_write_gzip_profile(const struct pprof_profile *p, int fd);
 #endif

@@ -113,6 +113,9 @@ int64_t pp_span_times_floor(void);
  * async-signal-safe */
 void pp_span_times_enter(const pprof_trace_context *ctx);
 void pp_span_times_leave(const pprof_trace_context *leaving);
+/* Calls fn (async-signal-safe, as it runs where a span is left) when a
+ * span that lasted alarm_ns or more ends; 0 stops it. Thread-safe. */
+void pp_span_times_alarm(int64_t alarm_ns, void (*fn)(void));
 /* Calls fn for each kept span that lasted min_dur_ns or more (its ID, as
  * the span_id label's 16 hex digits read, and its end, CLOCK_REALTIME);
  * returns how many. Thread-safe. */

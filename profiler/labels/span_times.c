@@ -33,6 +33,8 @@ static span_rec *ring;
 static _Atomic uint64_t claims;
 static _Atomic int on;
 static int64_t floor_ns;
+static _Atomic int64_t alarm_at; /* ns; 0: no alarm */
+static void (*_Atomic alarm_fn)(void);
 
 static __thread struct {
     const pprof_trace_context *ctx;
@@ -80,6 +82,10 @@ void pp_span_times_leave(const pprof_trace_context *leaving)
     int64_t dur = pp_now_ns(CLOCK_MONOTONIC) - stack[depth].t0;
     if (dur < floor_ns)
         return;
+    int64_t alarm = atomic_load_explicit(&alarm_at, memory_order_relaxed);
+    void (*fn)(void) = atomic_load_explicit(&alarm_fn, memory_order_relaxed);
+    if (alarm && dur >= alarm && fn)
+        fn();
     uint64_t id = 0;
     for (int i = 0; i < 8; i++)
         id = id << 8 | leaving->span_id[i];
@@ -90,6 +96,12 @@ void pp_span_times_leave(const pprof_trace_context *leaving)
     atomic_store_explicit(&r->dur_ns, dur, memory_order_relaxed);
     atomic_store_explicit(&r->end_ns, pp_now_ns(CLOCK_REALTIME), memory_order_relaxed);
     atomic_store(&r->seq, n + 1);
+}
+
+void pp_span_times_alarm(int64_t ns, void (*fn)(void))
+{
+    atomic_store(&alarm_fn, fn);
+    atomic_store(&alarm_at, ns);
 }
 
 size_t pp_span_times_each(int64_t min_dur_ns, void (*fn)(uint64_t span_id, int64_t end_ns, void *arg), void *arg)

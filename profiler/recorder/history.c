@@ -22,6 +22,13 @@
  * the samples whose span_id label names a span that lasted that long,
  * decided from the spans' ends at the moment it is asked.
  *
+ * Dumps (LIBPPROF_HISTORY_DUMP_DIR): pprof_history_dump, or a span that
+ * lasted LIBPPROF_HISTORY_DUMP_SPAN_MS, sets a flag and posts the history
+ * thread's semaphore (async-signal-safe: it never waits); the thread
+ * writes all it keeps of each kind, symbolized, as gzipped pprof through
+ * the library's encoder (base/process.h), at most one dump a second,
+ * triggers in between coalesced, and keeps the last LIBPPROF_HISTORY_DUMPS.
+ *
  * Memory: the windows are built by the collector thread and merged here,
  * both in the profiler's own heap; nothing is taken from the program's.
  *
@@ -41,11 +48,17 @@
 #include "labels/labels.h"
 #include "model/model.h"
 
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
 #include <pthread.h>
+#include <semaphore.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #define SLICE_S 5
 
@@ -68,17 +81,35 @@ typedef struct series {
     char why_off[160];    /* why it is not kept, when it is not */
 } series;
 
+typedef struct history_recorder {
+    pprof_recorder base;
+    series *k;
+    int64_t from, until;
+    int64_t min_span;       /* ns; 0: every sample */
+    const char *note;       /* a comment to add (a dump's), or NULL */
+} history_recorder;
+
 static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
-static pthread_cond_t tick; /* CLOCK_MONOTONIC */
+static sem_t wake;          /* the thread's: a trigger, or the stop */
 static series kinds[2] = {
     {.what = "CPU", .cut = pp_cpu_recorder_cut, .peek = pp_cpu_recorder_peek},
     {.what = "wall", .cut = pp_wall_recorder_cut, .peek = pp_wall_recorder_peek},
 };
 static series *const cpu = &kinds[0], *const wall = &kinds[1];
 static size_t cap;
-static bool stopping, wall_on;
+static _Atomic bool stopping;
+static bool wall_on;
 static int64_t keep_ns;
 static uint64_t bound;
+
+enum { DUMP_API = 1, DUMP_SPAN = 2 };
+static char dump_dir[PATH_MAX]; /* "": no dumps */
+static int dump_keep;
+static int64_t dump_span_ns;
+static _Atomic int dump_asked;  /* DUMP_* since the last dump */
+static _Atomic uint64_t triggers, dumps, dump_failures;
+static uint64_t dump_seq;       /* the history thread's */
+static int64_t last_dump_ns;    /* CLOCK_MONOTONIC; the history thread's */
 
 static slice *at(series *k, size_t i)
 {
@@ -153,6 +184,91 @@ static int make_wall(pprof_recorder **r)
     return pprof_wall_recorder_new(NULL, r);
 }
 
+/* async-signal-safe */
+static void trigger(int why)
+{
+    if (!dump_dir[0])
+        return;
+    atomic_fetch_add(&triggers, 1);
+    if (!(atomic_fetch_or(&dump_asked, why) & why))
+        sem_post(&wake); /* async-signal-safe (POSIX) */
+}
+
+/* async-signal-safe */
+static void span_alarm(void)
+{
+    trigger(DUMP_SPAN);
+}
+
+/* Writes k's history to <dir>/libpprof-<pid>-<seq>-<kind>.pb.gz (through
+ * a temporary name: a reader never sees half a file). */
+static int dump_one(series *k, pprof_history_kind kind, const char *why)
+{
+    pprof_recorder *r = NULL;
+    pprof_profile *p = NULL;
+    char note[160];
+    snprintf(note, sizeof note, "history dump %llu of process %d: %s", (unsigned long long)dump_seq, (int)getpid(),
+             why);
+    int rc = pprof_history_recorder_new(&(pprof_history_config){.kind = kind}, &r);
+    if (rc == 0) {
+        ((history_recorder *)r)->note = note;
+        rc = pprof_recorder_write_to(r, &p);
+    }
+    pprof_recorder_free(r);
+    if (rc)
+        return rc;
+    char tmp[PATH_MAX + 64], path[PATH_MAX + 64];
+    snprintf(path, sizeof path, "%s/libpprof-%d-%llu-%s.pb.gz", dump_dir, (int)getpid(),
+             (unsigned long long)dump_seq, k == cpu ? "cpu" : "wall");
+    snprintf(tmp, sizeof tmp, "%s/.libpprof-%d-%llu.tmp", dump_dir, (int)getpid(), (unsigned long long)dump_seq);
+    int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0644);
+    rc = fd < 0 ? pp_error_detail(PPROF_ESYS, "cannot create %s: %s", tmp, strerror(errno))
+                : pp_write_gzip_profile(p, fd);
+    if (fd >= 0 && close(fd) != 0 && rc == 0)
+        rc = pp_error_detail(PPROF_ESYS, "cannot write %s: %s", tmp, strerror(errno));
+    if (rc == 0 && rename(tmp, path) != 0)
+        rc = pp_error_detail(PPROF_ESYS, "cannot rename to %s: %s", path, strerror(errno));
+    if (rc && fd >= 0)
+        unlink(tmp);
+    pprof_profile_free(p);
+    return rc;
+}
+
+/* A dump of every kind kept, and the oldest past LIBPPROF_HISTORY_DUMPS
+ * removed (the history thread, mu not held). */
+static void dump_now(void)
+{
+    int why = atomic_exchange(&dump_asked, 0);
+    last_dump_ns = pp_now_ns(CLOCK_MONOTONIC);
+    dump_seq++;
+    const char *text = why & DUMP_SPAN ? "a span lasted LIBPPROF_HISTORY_DUMP_SPAN_MS or more"
+                                       : "asked through pprof_history_dump";
+    int rc = dump_one(cpu, PPROF_HISTORY_CPU, text);
+    if (rc == 0 && wall->rec)
+        rc = dump_one(wall, PPROF_HISTORY_WALL, text);
+    if (rc) {
+        atomic_fetch_add(&dump_failures, 1);
+        fprintf(stderr, "libpprof: the history's dump %llu failed: %s\n", (unsigned long long)dump_seq,
+                pprof_last_error());
+    } else {
+        atomic_fetch_add(&dumps, 1);
+    }
+    if (dump_seq > (uint64_t)dump_keep)
+        for (int i = 0; i < 2; i++) {
+            char old[PATH_MAX + 64];
+            snprintf(old, sizeof old, "%s/libpprof-%d-%llu-%s.pb.gz", dump_dir, (int)getpid(),
+                     (unsigned long long)(dump_seq - (uint64_t)dump_keep), i ? "wall" : "cpu");
+            unlink(old);
+        }
+}
+
+/* Waits until `until` (CLOCK_MONOTONIC), a trigger or the stop. */
+static void rest_until(const struct timespec *until)
+{
+    while (!atomic_load(&stopping) && sem_clockwait(&wake, CLOCK_MONOTONIC, until) != 0 && errno == EINTR)
+        ;
+}
+
 static void *history_main(void *arg)
 {
     int delay_s = (int)(intptr_t)arg;
@@ -160,38 +276,49 @@ static void *history_main(void *arg)
     struct timespec next;
     clock_gettime(CLOCK_MONOTONIC, &next);
     next.tv_sec += delay_s;
+    while (delay_s && !atomic_load(&stopping) && pp_now_ns(CLOCK_MONOTONIC) < next.tv_sec * 1000000000ll + next.tv_nsec)
+        rest_until(&next);
     pthread_mutex_lock(&mu);
-    while (!stopping && delay_s && pthread_cond_timedwait(&tick, &mu, &next) == 0)
-        ;
-    if (!stopping) {
+    if (!atomic_load(&stopping)) {
         start_locked(cpu, make_cpu);
         if (wall_on)
             start_locked(wall, make_wall);
     }
+    bool running = cpu->rec || wall->rec;
+    pthread_mutex_unlock(&mu);
     clock_gettime(CLOCK_MONOTONIC, &next);
-    while (!stopping && (cpu->rec || wall->rec)) {
-        next.tv_sec += SLICE_S;
-        while (!stopping && pthread_cond_timedwait(&tick, &mu, &next) == 0)
-            ;
-        if (!stopping) {
+    next.tv_sec += SLICE_S;
+    while (running && !atomic_load(&stopping)) {
+        struct timespec until = next;
+        int64_t again = last_dump_ns + 1000000000; /* one dump a second at most */
+        if (atomic_load(&dump_asked) && again < next.tv_sec * 1000000000ll + next.tv_nsec)
+            until = (struct timespec){again / 1000000000, again % 1000000000};
+        rest_until(&until);
+        if (atomic_load(&stopping))
+            break;
+        int64_t now = pp_now_ns(CLOCK_MONOTONIC);
+        if (now >= next.tv_sec * 1000000000ll + next.tv_nsec) {
+            pthread_mutex_lock(&mu);
             pp_own_heap_enter();
             cut_locked(cpu);
             cut_locked(wall);
             bound_locked();
             pp_own_heap_leave();
+            pthread_mutex_unlock(&mu);
+            next.tv_sec += SLICE_S;
         }
+        if (atomic_load(&dump_asked) && (!last_dump_ns || now - last_dump_ns >= 1000000000))
+            dump_now();
     }
-    pthread_mutex_unlock(&mu);
     return NULL;
 }
 
 /* Before the process exits or enters a sandbox: no cut after this. */
 static void stop(void)
 {
-    pthread_mutex_lock(&mu);
-    stopping = true;
-    pthread_cond_broadcast(&tick);
-    pthread_mutex_unlock(&mu);
+    pp_span_times_alarm(0, NULL);
+    atomic_store(&stopping, true);
+    sem_post(&wake);
 }
 
 static void spawn(int delay_s)
@@ -201,13 +328,23 @@ static void spawn(int delay_s)
             snprintf(kinds[i].why_off, sizeof kinds[i].why_off, "its thread could not start");
 }
 
+/* An absolute path of a directory libpprof may write to. */
+static int dump_dir_ok(const char *v)
+{
+    return v[0] == '/' && strlen(v) < PATH_MAX && access(v, W_OK | X_OK) == 0;
+}
+
 void pp_history_init(void)
 {
-    pp_cond_init_monotonic(&tick);
+    sem_init(&wake, 0, 0);
     int keep_s = pp_env_int("LIBPPROF_HISTORY", 0, 0, 86400);
     bound = (uint64_t)pp_env_int("LIBPPROF_HISTORY_MB", 16, 1, 65536) << 20;
     int span_ms = pp_env_int("LIBPPROF_HISTORY_SPAN_MS", 100, 1, 3600000);
     wall_on = pp_env_int("LIBPPROF_HISTORY_WALL", 0, 0, 1);
+    const char *dir = pp_env_text("LIBPPROF_HISTORY_DUMP_DIR", dump_dir_ok,
+                                  "an absolute path of a directory this process can write to", "no dumps");
+    dump_keep = pp_env_int("LIBPPROF_HISTORY_DUMPS", 10, 1, 10000);
+    int dump_span_ms = pp_env_int("LIBPPROF_HISTORY_DUMP_SPAN_MS", 0, 0, 86400000);
     snprintf(wall->why_off, sizeof wall->why_off, "LIBPPROF_HISTORY_WALL=1 keeps wall-clock samples too");
     if (keep_s == 0)
         return;
@@ -221,34 +358,37 @@ void pp_history_init(void)
         keep_ns = 0;
         return;
     }
+    if (dir)
+        snprintf(dump_dir, sizeof dump_dir, "%s", dir);
     pp_shutdown_hook_add(stop);
     /* spans are timed from now: min_span_ms filters the history by them */
     pp_span_times_start((int64_t)span_ms * 1000000); /* else min_span is refused */
+    if (dump_dir[0] && dump_span_ms) {
+        dump_span_ns = (int64_t)(dump_span_ms < span_ms ? span_ms : dump_span_ms) * 1000000;
+        pp_span_times_alarm(dump_span_ns, span_alarm);
+    }
     spawn(0);
 }
 
 void pp_history_fork_child(void)
 {
     mu = (pthread_mutex_t)PTHREAD_MUTEX_INITIALIZER;
-    pp_cond_init_monotonic(&tick);
+    sem_init(&wake, 0, 0);
+    atomic_store(&dump_asked, 0);
+    dump_seq = 0;
+    last_dump_ns = 0;
     for (int i = 0; i < 2; i++) {
         kinds[i].rec = NULL; /* the parent's: left behind, see the top */
         kinds[i].head = kinds[i].n = 0;
         kinds[i].total = kinds[i].dropped = 0;
         kinds[i].hz = 0;
     }
-    if (keep_ns && !stopping)
+    if (keep_ns && !atomic_load(&stopping))
         spawn(1);
 }
 
 /* ------------------------------------------------------ history recorder */
 
-typedef struct history_recorder {
-    pprof_recorder base;
-    series *k;
-    int64_t from, until;
-    int64_t min_span;       /* ns; 0: every sample */
-} history_recorder;
 
 /* A comment on what p covers, and on what it could not. */
 static void describe(pprof_profile *p, const history_recorder *h, int64_t oldest)
@@ -358,6 +498,8 @@ static int history_write_to(pprof_recorder *r, pprof_profile **out)
     }
     p->time_nanos = first ? first : (h->until ? h->until : pp_now_ns(CLOCK_REALTIME));
     p->duration_nanos = last - first;
+    if (h->note)
+        pp_profile_add_comment(p, h->note);
     describe(p, h, oldest);
     if (h->min_span) {
         char note[200];
@@ -402,6 +544,15 @@ PPROF_API int pprof_history_recorder_new(const pprof_history_config *cfg, pprof_
     return 0;
 }
 
+/* async-signal-safe */
+PPROF_API int pprof_history_dump(void)
+{
+    if (!keep_ns || !dump_dir[0])
+        return PPROF_ENOTSUP; /* no error text: async-signal-safe */
+    trigger(DUMP_API);
+    return 0;
+}
+
 PPROF_API void pprof_history_stats_get(pprof_history_stats *out)
 {
     if (!out)
@@ -416,6 +567,10 @@ PPROF_API void pprof_history_stats_get(pprof_history_stats *out)
     out->hz = cpu->rec ? cpu->hz : 0;
     out->wall_hz = wall->rec ? wall->hz : 0;
     out->wall_slices = wall->n;
+    out->dump_triggers = atomic_load(&triggers);
+    out->dumps = atomic_load(&dumps);
+    out->dump_failures = atomic_load(&dump_failures);
+    out->dumps_kept = dump_dir[0] ? (uint64_t)dump_keep : 0;
     if (cpu->n) {
         out->oldest_unix_ns = at(cpu, 0)->start;
         out->kept_ns = at(cpu, cpu->n - 1)->start + at(cpu, cpu->n - 1)->dur - at(cpu, 0)->start;

@@ -10,8 +10,11 @@
  * FAST_MS in fast_request_work(). Every second it prints "slow_cpu_ns=N
  * fast_cpu_ns=M" (its thread's CPU time in each, since start). With
  * sleep, both functions sleep instead of burning, and the lines say
- * "slow_wall_ns=N fast_wall_ns=M" (the time each took). SIGTERM or SIGINT
- * end it.
+ * "slow_wall_ns=N fast_wall_ns=M" (the time each took). The first slow
+ * request's end prints "first_slow_end=NS" (CLOCK_REALTIME). With
+ * PROG_DUMP_STORM=N in the environment, the reporter calls
+ * pprof_history_dump() N times in a row 3 s after the start and prints
+ * "storm=N ok=K" (K of them answered 0). SIGTERM or SIGINT end it.
  */
 #define _GNU_SOURCE
 #include "pprof.h"
@@ -78,9 +81,15 @@ static void *worker(void *arg)
         for (int i = 0; i < 8; i++)
             span.span_id[i] = (uint8_t)(k >> (8 * (7 - i)));
         const pprof_trace_context *prev = pprof_trace_enter(&span);
-        if (k % (uint64_t)every == 0)
+        if (k % (uint64_t)every == 0) {
             slow_request_work();
-        else
+            if (k == (uint64_t)every) {
+                struct timespec t;
+                clock_gettime(CLOCK_REALTIME, &t);
+                printf("first_slow_end=%lld\n", (long long)t.tv_sec * 1000000000 + t.tv_nsec);
+                fflush(stdout);
+            }
+        } else
             fast_request_work();
         pprof_trace_leave(prev);
     }
@@ -90,8 +99,15 @@ static void *worker(void *arg)
 static void *reporter(void *arg)
 {
     (void)arg;
-    for (;;) {
+    const char *storm = getenv("PROG_DUMP_STORM");
+    for (int s = 1;; s++) {
         sleep(1);
+        if (storm && s == 3) {
+            int n = atoi(storm), ok = 0;
+            for (int i = 0; i < n; i++)
+                ok += pprof_history_dump() == 0;
+            printf("storm=%d ok=%d\n", n, ok);
+        }
         const char *kind = sleeps ? "wall" : "cpu";
         printf("slow_%s_ns=%lld fast_%s_ns=%lld\n", kind, (long long)slow_ns, kind, (long long)fast_ns);
         fflush(stdout);
