@@ -17,6 +17,10 @@
 #   locks     preloaded with LIBPPROF_MUTEX_FRACTION=10 (Datadog's Go
 #             profiler's default fraction) and LIBPPROF_BLOCK_RATE=10000
 #             (waits of 10 us and more all kept), no profile running
+#   history   preloaded with LIBPPROF_HISTORY=600 (the CPU history at the
+#             default 100 Hz from start-up), no profile running; after
+#             the work, profile?last=60 is asked and its status and the
+#             CPU it holds printed
 #
 # The service runs on $SVC_CPUS (default CPU 0), the load tool, curl and
 # this script on $TOOL_CPUS (default CPU 1), so that their own CPU does not
@@ -30,7 +34,8 @@
 # Usage: bench/services/run.sh [BUILD_DIR] [PAIRS] [SERVICES] [SETTINGS]
 #   BUILD_DIR default build/svc (configured and built if it has no
 #   libpprof.so); PAIRS default 5; SERVICES default
-#   redis,memcached,nginx,postgresql; SETTINGS default defaults,cpu,locks.
+#   redis,memcached,nginx,postgresql; SETTINGS default defaults,cpu,locks
+#   (history on request).
 #   OUT_DIR (default a new directory under /tmp) keeps the results and
 #   the services' logs; REDIS_N, MC_N, NGINX_N, PG_N size the work.
 set -euo pipefail
@@ -92,6 +97,7 @@ one_run() {
         pport=$(free_port)
         env=(LD_PRELOAD="$LIB" LIBPPROF_ADDR=127.0.0.1:$pport)
         [ "$setting" = locks ] && env+=(LIBPPROF_MUTEX_FRACTION=$MUTEX_FRACTION LIBPPROF_BLOCK_RATE=$BLOCK_RATE)
+        [ "$setting" = history ] && env+=(LIBPPROF_HISTORY=600)
     fi
     local load
     load=$(cut -d' ' -f1 /proc/loadavg)
@@ -142,6 +148,13 @@ one_run() {
         m=$(curl -sS --max-time 30 "http://127.0.0.1:$pport/debug/pprof/mutex?debug=1" | grep -cE '^[0-9]+ [0-9]+ @' || true)
         b=$(curl -sS --max-time 30 "http://127.0.0.1:$pport/debug/pprof/block?debug=1" | grep -cE '^[0-9]+ [0-9]+ @' || true)
         extra="$extra mutex profile $m stacks, block profile $b stacks"
+    fi
+    if [ "$setting" = history ] && [ "$arm" = with ]; then
+        local code
+        code=$(curl -sS --max-time 30 -o "$WORK/last.pb.gz" -w '%{http_code}' \
+            "http://127.0.0.1:$pport/debug/pprof/profile?last=60" || true)
+        extra="$extra profile?last=60: $code, $(go tool pprof -top "$WORK/last.pb.gz" 2>/dev/null |
+            sed -n 's/.*Total samples = \([^ ]*\).*/\1/p') of samples"
     fi
     "svc_${svc}_stop"
     local ticks=$((c1 - c0)) wall=$((t1 - t0))
@@ -198,7 +211,7 @@ for svc in "${svcs[@]}"; do
             one_run "$svc" "$setting" with "$pair"
         done
         target=""
-        case $setting in defaults) target=3 ;; cpu) target=5 ;; esac
+        case $setting in defaults) target=3 ;; cpu) target=5 ;; history) target=1 ;; esac
         summary "$svc" "$setting" "$target"
     done
 done
