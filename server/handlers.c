@@ -30,9 +30,7 @@
  * min_span_ms=N keeps the samples of spans that lasted N ms or more. */
 int pp_serve_past(pp_req *q, pprof_history_kind kind)
 {
-    struct timespec t;
-    clock_gettime(CLOCK_REALTIME, &t);
-    int64_t now = (int64_t)t.tv_sec * 1000000000 + t.tv_nsec;
+    int64_t now = pp_now_ns(CLOCK_REALTIME);
     if (q->q.from * 1000000000ll > now)
         return pp_reply_error(q, 400, "from is in the future");
     int64_t from = q->q.last ? now - q->q.last * 1000000000ll : q->q.from * 1000000000ll;

@@ -116,14 +116,8 @@ void pp_ring_pop(pp_ring *r)
 
 void pp_ring_wait(pp_ring *r, int64_t ms)
 {
-    struct timespec end;
-    clock_gettime(CLOCK_MONOTONIC, &end);
-    end.tv_sec += ms / 1000;
-    end.tv_nsec += (ms % 1000) * 1000000;
-    if (end.tv_nsec >= 1000000000) {
-        end.tv_sec++;
-        end.tv_nsec -= 1000000000;
-    }
+    int64_t until = pp_now_ns(CLOCK_MONOTONIC) + ms * 1000000;
+    struct timespec end = {until / 1000000000, until % 1000000000};
     while (sem_clockwait(&r->wake, CLOCK_MONOTONIC, &end) && errno == EINTR)
         ;
     while (sem_trywait(&r->wake) == 0) /* posts that came while the consumer was awake */

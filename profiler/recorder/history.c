@@ -71,6 +71,9 @@ typedef struct slice {
 /* One kind's slices and the recorder they are cut from. */
 typedef struct series {
     const char *what;     /* "CPU", "wall" */
+    const char *file;     /* a dump's name ends -FILE.pb.gz */
+    pprof_history_kind kind;
+    int (*make)(pprof_recorder **r);
     pprof_recorder *rec;  /* running; NULL: not kept */
     int (*cut)(pprof_recorder *r, pprof_profile **raw);
     int (*peek)(pprof_recorder *r, int (*fn)(const pprof_profile *w, int64_t dur_ns, void *arg), void *arg);
@@ -91,9 +94,21 @@ typedef struct history_recorder {
 
 static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
 static sem_t wake;          /* the thread's: a trigger, or the stop */
+static int make_cpu(pprof_recorder **r)
+{
+    return pprof_cpu_recorder_new(NULL, r);
+}
+
+static int make_wall(pprof_recorder **r)
+{
+    return pprof_wall_recorder_new(NULL, r);
+}
+
 static series kinds[2] = {
-    {.what = "CPU", .cut = pp_cpu_recorder_cut, .peek = pp_cpu_recorder_peek},
-    {.what = "wall", .cut = pp_wall_recorder_cut, .peek = pp_wall_recorder_peek},
+    {.what = "CPU", .file = "cpu", .kind = PPROF_HISTORY_CPU, .make = make_cpu, .cut = pp_cpu_recorder_cut,
+     .peek = pp_cpu_recorder_peek},
+    {.what = "wall", .file = "wall", .kind = PPROF_HISTORY_WALL, .make = make_wall, .cut = pp_wall_recorder_cut,
+     .peek = pp_wall_recorder_peek},
 };
 static series *const cpu = &kinds[0], *const wall = &kinds[1];
 static size_t cap;
@@ -105,7 +120,6 @@ static uint64_t bound;
 enum { DUMP_API = 1, DUMP_SPAN = 2 };
 static char dump_dir[PATH_MAX]; /* "": no dumps */
 static int dump_keep;
-static int64_t dump_span_ns;
 static _Atomic int dump_asked;  /* DUMP_* since the last dump */
 static _Atomic uint64_t triggers, dumps, dump_failures;
 static uint64_t dump_seq;       /* the history thread's */
@@ -158,10 +172,10 @@ static void bound_locked(void)
 }
 
 /* Starts k's recorder (mu held). */
-static void start_locked(series *k, int (*make)(pprof_recorder **r))
+static void start_locked(series *k)
 {
     pprof_recorder *r = NULL;
-    int rc = make(&r);
+    int rc = k->make(&r);
     if (rc == 0)
         pprof_recorder_set_symbolize(r, PPROF_SYMBOLIZE_NONE); /* its windows are cut raw */
     if (rc == 0 && (rc = pprof_recorder_start(r)) == 0) {
@@ -172,16 +186,6 @@ static void start_locked(series *k, int (*make)(pprof_recorder **r))
     snprintf(k->why_off, sizeof k->why_off, "its %s sampling could not start: %s", k->what, pprof_last_error());
     fprintf(stderr, "libpprof: no %s history is kept: %s\n", k->what, k->why_off);
     pprof_recorder_free(r);
-}
-
-static int make_cpu(pprof_recorder **r)
-{
-    return pprof_cpu_recorder_new(NULL, r);
-}
-
-static int make_wall(pprof_recorder **r)
-{
-    return pprof_wall_recorder_new(NULL, r);
 }
 
 /* async-signal-safe */
@@ -202,14 +206,14 @@ static void span_alarm(void)
 
 /* Writes k's history to <dir>/libpprof-<pid>-<seq>-<kind>.pb.gz (through
  * a temporary name: a reader never sees half a file). */
-static int dump_one(series *k, pprof_history_kind kind, const char *why)
+static int dump_one(const series *k, const char *why)
 {
     pprof_recorder *r = NULL;
     pprof_profile *p = NULL;
     char note[160];
     snprintf(note, sizeof note, "history dump %llu of process %d: %s", (unsigned long long)dump_seq, (int)getpid(),
              why);
-    int rc = pprof_history_recorder_new(&(pprof_history_config){.kind = kind}, &r);
+    int rc = pprof_history_recorder_new(&(pprof_history_config){.kind = k->kind}, &r);
     if (rc == 0) {
         ((history_recorder *)r)->note = note;
         rc = pprof_recorder_write_to(r, &p);
@@ -219,7 +223,7 @@ static int dump_one(series *k, pprof_history_kind kind, const char *why)
         return rc;
     char tmp[PATH_MAX + 64], path[PATH_MAX + 64];
     snprintf(path, sizeof path, "%s/libpprof-%d-%llu-%s.pb.gz", dump_dir, (int)getpid(),
-             (unsigned long long)dump_seq, k == cpu ? "cpu" : "wall");
+             (unsigned long long)dump_seq, k->file);
     snprintf(tmp, sizeof tmp, "%s/.libpprof-%d-%llu.tmp", dump_dir, (int)getpid(), (unsigned long long)dump_seq);
     int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0644);
     rc = fd < 0 ? pp_error_detail(PPROF_ESYS, "cannot create %s: %s", tmp, strerror(errno))
@@ -243,9 +247,9 @@ static void dump_now(void)
     dump_seq++;
     const char *text = why & DUMP_SPAN ? "a span lasted LIBPPROF_HISTORY_DUMP_SPAN_MS or more"
                                        : "asked through pprof_history_dump";
-    int rc = dump_one(cpu, PPROF_HISTORY_CPU, text);
+    int rc = dump_one(cpu, text);
     if (rc == 0 && wall->rec)
-        rc = dump_one(wall, PPROF_HISTORY_WALL, text);
+        rc = dump_one(wall, text);
     if (rc) {
         atomic_fetch_add(&dump_failures, 1);
         fprintf(stderr, "libpprof: the history's dump %llu failed: %s\n", (unsigned long long)dump_seq,
@@ -257,15 +261,16 @@ static void dump_now(void)
         for (int i = 0; i < 2; i++) {
             char old[PATH_MAX + 64];
             snprintf(old, sizeof old, "%s/libpprof-%d-%llu-%s.pb.gz", dump_dir, (int)getpid(),
-                     (unsigned long long)(dump_seq - (uint64_t)dump_keep), i ? "wall" : "cpu");
+                     (unsigned long long)(dump_seq - (uint64_t)dump_keep), kinds[i].file);
             unlink(old);
         }
 }
 
-/* Waits until `until` (CLOCK_MONOTONIC), a trigger or the stop. */
-static void rest_until(const struct timespec *until)
+/* Waits until `until_ns` (CLOCK_MONOTONIC), a trigger or the stop. */
+static void rest_until(int64_t until_ns)
 {
-    while (!atomic_load(&stopping) && sem_clockwait(&wake, CLOCK_MONOTONIC, until) != 0 && errno == EINTR)
+    struct timespec until = {until_ns / 1000000000, until_ns % 1000000000};
+    while (!atomic_load(&stopping) && sem_clockwait(&wake, CLOCK_MONOTONIC, &until) != 0 && errno == EINTR)
         ;
 }
 
@@ -273,31 +278,25 @@ static void *history_main(void *arg)
 {
     int delay_s = (int)(intptr_t)arg;
     pthread_setname_np(pthread_self(), "pprof-history");
-    struct timespec next;
-    clock_gettime(CLOCK_MONOTONIC, &next);
-    next.tv_sec += delay_s;
-    while (delay_s && !atomic_load(&stopping) && pp_now_ns(CLOCK_MONOTONIC) < next.tv_sec * 1000000000ll + next.tv_nsec)
-        rest_until(&next);
+    int64_t next = pp_now_ns(CLOCK_MONOTONIC) + delay_s * 1000000000ll;
+    while (delay_s && !atomic_load(&stopping) && pp_now_ns(CLOCK_MONOTONIC) < next)
+        rest_until(next);
     pthread_mutex_lock(&mu);
     if (!atomic_load(&stopping)) {
-        start_locked(cpu, make_cpu);
+        start_locked(cpu);
         if (wall_on)
-            start_locked(wall, make_wall);
+            start_locked(wall);
     }
     bool running = cpu->rec || wall->rec;
     pthread_mutex_unlock(&mu);
-    clock_gettime(CLOCK_MONOTONIC, &next);
-    next.tv_sec += SLICE_S;
+    next = pp_now_ns(CLOCK_MONOTONIC) + SLICE_S * 1000000000ll;
     while (running && !atomic_load(&stopping)) {
-        struct timespec until = next;
         int64_t again = last_dump_ns + 1000000000; /* one dump a second at most */
-        if (atomic_load(&dump_asked) && again < next.tv_sec * 1000000000ll + next.tv_nsec)
-            until = (struct timespec){again / 1000000000, again % 1000000000};
-        rest_until(&until);
+        rest_until(atomic_load(&dump_asked) && again < next ? again : next);
         if (atomic_load(&stopping))
             break;
         int64_t now = pp_now_ns(CLOCK_MONOTONIC);
-        if (now >= next.tv_sec * 1000000000ll + next.tv_nsec) {
+        if (now >= next) {
             pthread_mutex_lock(&mu);
             pp_own_heap_enter();
             cut_locked(cpu);
@@ -305,7 +304,7 @@ static void *history_main(void *arg)
             bound_locked();
             pp_own_heap_leave();
             pthread_mutex_unlock(&mu);
-            next.tv_sec += SLICE_S;
+            next += SLICE_S * 1000000000ll;
         }
         if (atomic_load(&dump_asked) && (!last_dump_ns || now - last_dump_ns >= 1000000000))
             dump_now();
@@ -364,8 +363,7 @@ void pp_history_init(void)
     /* spans are timed from now: min_span_ms filters the history by them */
     pp_span_times_start((int64_t)span_ms * 1000000); /* else min_span is refused */
     if (dump_dir[0] && dump_span_ms) {
-        dump_span_ns = (int64_t)(dump_span_ms < span_ms ? span_ms : dump_span_ms) * 1000000;
-        pp_span_times_alarm(dump_span_ns, span_alarm);
+        pp_span_times_alarm((int64_t)(dump_span_ms < span_ms ? span_ms : dump_span_ms) * 1000000, span_alarm);
     }
     spawn(0);
 }

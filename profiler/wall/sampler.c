@@ -587,6 +587,14 @@ static void init_once(void)
     pthread_atfork(fork_prepare, fork_parent, fork_child);
 }
 
+/* Counts every pending sample into the attached windows (wall_lock held). */
+static void count_pending_locked(void)
+{
+    take_later();
+    catch_up(pp_now_ns(CLOCK_MONOTONIC));
+    flush_all();
+}
+
 int pp_wall_attach(pp_wall_window *w, int hz)
 {
     static pthread_once_t once = PTHREAD_ONCE_INIT;
@@ -607,9 +615,7 @@ int pp_wall_attach(pp_wall_window *w, int hz)
     }
     if (!running && (rc = start_locked()) != 0)
         goto out;
-    take_later();
-    catch_up(pp_now_ns(CLOCK_MONOTONIC));
-    flush_all(); /* what was ticked before belongs to the windows already attached */
+    count_pending_locked(); /* what was ticked before belongs to the windows already attached */
     w->period_ns = 1000000000ll / rate;
     pp_wall_wins[pp_wall_nwins++] = w;
 out:
@@ -620,9 +626,7 @@ out:
 pprof_profile *pp_wall_swap(pp_wall_window *w, pprof_profile *next)
 {
     pp_mutex_lock(&wall_lock);
-    take_later();
-    catch_up(pp_now_ns(CLOCK_MONOTONIC));
-    flush_all();
+    count_pending_locked();
     pprof_profile *p = w->profile;
     w->profile = next;
     if (!next)
@@ -638,9 +642,7 @@ pprof_profile *pp_wall_swap(pp_wall_window *w, pprof_profile *next)
 int pp_wall_peek(pp_wall_window *w, int (*fn)(const pprof_profile *p, void *arg), void *arg)
 {
     pp_mutex_lock(&wall_lock);
-    take_later();
-    catch_up(pp_now_ns(CLOCK_MONOTONIC));
-    flush_all();
+    count_pending_locked();
     int rc = fn(w->profile, arg);
     pp_mutex_unlock(&wall_lock);
     return rc;
