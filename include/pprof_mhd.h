@@ -16,14 +16,18 @@
 extern "C" {
 #endif
 
-/* Adapter for a service's own libmicrohttpd daemon (which must be started
- * with MHD_ALLOW_SUSPEND_RESUME). Call it from the daemon's access handler
- * for every URL pprof_http_serves(cfg, url) accepts (under the prefix, and
- * the prefix without its slash, which answers 301), passing the handler's
- * arguments through;
- * it returns an MHD_Result. Long profiles suspend the connection and resume
- * it when done. Thread-safe: libmicrohttpd calls it from its threads, one
- * call at a time per connection. */
+/* Adapter for a service's own libmicrohttpd daemon, in any of its modes.
+ * Call it from the daemon's access handler for every URL
+ * pprof_http_serves(cfg, url) accepts (under the prefix, and the prefix
+ * without its slash, which answers 301), passing the handler's arguments
+ * through; it returns an MHD_Result. A long profile suspends its
+ * connection and resumes it when done (the daemon must be started with
+ * MHD_ALLOW_SUSPEND_RESUME), or, on a daemon with
+ * MHD_USE_THREAD_PER_CONNECTION (which cannot suspend one), waits on that
+ * connection's own thread. On a daemon with neither, a request that would
+ * wait is answered 501 at once, with a line saying so. Thread-safe:
+ * libmicrohttpd calls it from its threads, one call at a time per
+ * connection. */
 struct MHD_Connection;
 PPROF_API int pprof_mhd_handle(const pprof_server_config *cfg, struct MHD_Connection *connection,
                                const char *url, const char *method,

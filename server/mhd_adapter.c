@@ -14,6 +14,13 @@
  * closed. Per-request state lives in *con_cls and is freed by
  * pprof_mhd_completed.
  *
+ * A daemon with a thread per connection cannot suspend one (libmicrohttpd
+ * leaves such a connection waiting for good): there the connection's own
+ * thread waits for the answer, which blocks no other connection. A daemon
+ * started without MHD_ALLOW_SUSPEND_RESUME, and not with a thread per
+ * connection, answers a long request at once with a 501 that says so
+ * (waiting would stall every connection; suspending would abort).
+ *
  * Per-request lock protocol: the state's mutex guards phase, answer and
  * call handle. The connection is suspended and resumed only under it, so a
  * resume can never overtake its suspend. The mutex is never held while
@@ -39,10 +46,11 @@
 #include <sys/socket.h>
 #include <time.h>
 
-enum { ST_FRESH, ST_BODY, ST_HANDLING, ST_SUSPENDED, ST_RESUMED, ST_FINISHED };
+enum { ST_FRESH, ST_BODY, ST_HANDLING, ST_SUSPENDED, ST_RESUMED, ST_WAITING, ST_FINISHED };
 
 struct pp_mhd_req {
     pthread_mutex_t mu;
+    pthread_cond_t answered;     /* ST_WAITING: the answer came, or the client left */
     int phase;
     int gone;                    /* client left or request over: drop answers */
     struct MHD_Connection *conn;
@@ -71,6 +79,7 @@ pp_mhd_req *pp_mhd_req_new(const char *query, _Atomic int *parked)
         }
     }
     pthread_mutex_init(&st->mu, NULL);
+    pthread_cond_init(&st->answered, NULL);
     st->phase = ST_FRESH;
     st->have_query = parked != NULL;
     st->parked = parked;
@@ -83,6 +92,7 @@ static void req_free(pp_mhd_req *st)
         MHD_destroy_response(st->resp);
     pprof_buffer_free(&st->body);
     free(st->query);
+    pthread_cond_destroy(&st->answered);
     pthread_mutex_destroy(&st->mu);
     free(st);
 }
@@ -93,6 +103,18 @@ static void unpark_locked(pp_mhd_req *st)
     if ((st->phase == ST_SUSPENDED || st->phase == ST_RESUMED) && st->parked)
         atomic_fetch_sub(st->parked, 1);
     st->phase = ST_FINISHED;
+}
+
+/* Hands the connection back to its daemon, or to its thread waiting in
+ * start_request, once its answer is in or its client left (lock held). */
+static void wake_locked(pp_mhd_req *st)
+{
+    if (st->phase == ST_SUSPENDED) {
+        st->phase = ST_RESUMED;
+        MHD_resume_connection(st->conn);
+    } else if (st->phase == ST_WAITING) {
+        pthread_cond_signal(&st->answered);
+    }
 }
 
 /* done callback: any thread. Builds the MHD response outside the lock. */
@@ -121,10 +143,7 @@ static void mhd_done(void *ctx, const pprof_http_response *resp)
     st->resp = mr;
     st->status = (unsigned int)resp->status;
     st->have_resp = 1;
-    if (st->phase == ST_SUSPENDED) {
-        st->phase = ST_RESUMED;
-        MHD_resume_connection(st->conn);
-    }
+    wake_locked(st);
     pthread_mutex_unlock(&st->mu);
 }
 
@@ -135,10 +154,7 @@ static void mhd_closed(void *arg)
     pp_mhd_req *st = arg;
     pthread_mutex_lock(&st->mu);
     st->gone = 1;
-    if (st->phase == ST_SUSPENDED) {
-        st->phase = ST_RESUMED;
-        MHD_resume_connection(st->conn);
-    }
+    wake_locked(st);
     pthread_mutex_unlock(&st->mu);
 }
 
@@ -268,6 +284,19 @@ static enum MHD_Result add_argument(void *cls, enum MHD_ValueKind kind, const ch
     return qb->failed ? MHD_NO : MHD_YES;
 }
 
+/* The answer to a request that would wait, on a daemon that can neither
+ * suspend a connection nor give it a thread of its own. */
+static enum MHD_Result refuse_long(pp_mhd_req *st)
+{
+    pp_reply r;
+    pp_reply_init(&r, 501);
+    pp_reply_set_error(&r, 501, "this libmicrohttpd daemon was started without MHD_ALLOW_SUSPEND_RESUME (or "
+                                "MHD_USE_THREAD_PER_CONNECTION): it cannot wait for a profile of some seconds");
+    pp_reply_deliver(&r, mhd_done, st);
+    pthread_mutex_lock(&st->mu);
+    return answer_unlock(st);
+}
+
 /* The last access-handler call of a request's upload: handle it. */
 static enum MHD_Result start_request(const pprof_server_config *cfg, pp_mhd_req *st,
                                      const char *url, const char *method)
@@ -319,15 +348,34 @@ static enum MHD_Result start_request(const pprof_server_config *cfg, pp_mhd_req 
     st->call = call; /* released in pprof_mhd_completed, whatever happens */
     if (st->have_resp)
         return answer_unlock(st);
+    const union MHD_ConnectionInfo *di = MHD_get_connection_info(st->conn, MHD_CONNECTION_INFO_DAEMON);
+    struct MHD_Daemon *d = di ? di->daemon : NULL;
+    const union MHD_DaemonInfo *fl = d ? MHD_get_daemon_info(d, MHD_DAEMON_INFO_FLAGS) : NULL;
+    unsigned int flags = fl ? (unsigned int)fl->flags : MHD_ALLOW_SUSPEND_RESUME; /* unknown: as documented */
+    if (!(flags & MHD_USE_THREAD_PER_CONNECTION) && !(flags & MHD_ALLOW_SUSPEND_RESUME)) {
+        st->call = NULL;
+        pthread_mutex_unlock(&st->mu);
+        pprof_http_cancel(call); /* if it was ending, its answer is in now */
+        pthread_mutex_lock(&st->mu);
+        if (st->have_resp)
+            return answer_unlock(st);
+        pthread_mutex_unlock(&st->mu);
+        return refuse_long(st);
+    }
+    const union MHD_ConnectionInfo *fi = MHD_get_connection_info(st->conn, MHD_CONNECTION_INFO_CONNECTION_FD);
+    if (flags & MHD_USE_THREAD_PER_CONNECTION) { /* this thread is the connection's: wait here */
+        st->phase = ST_WAITING;
+        pp_call_watch(call, fi ? (int)fi->connect_fd : -1, mhd_closed, st, d);
+        while (!st->have_resp && !st->gone)
+            pthread_cond_wait(&st->answered, &st->mu);
+        return answer_unlock(st);
+    }
     /* Pending: park the connection until done or closed resumes it. */
     st->phase = ST_SUSPENDED;
     if (st->parked)
         atomic_fetch_add(st->parked, 1);
     MHD_suspend_connection(st->conn);
-    const union MHD_ConnectionInfo *fi =
-        MHD_get_connection_info(st->conn, MHD_CONNECTION_INFO_CONNECTION_FD);
-    const union MHD_ConnectionInfo *di = MHD_get_connection_info(st->conn, MHD_CONNECTION_INFO_DAEMON);
-    pp_call_watch(call, fi ? (int)fi->connect_fd : -1, mhd_closed, st, di ? di->daemon : NULL);
+    pp_call_watch(call, fi ? (int)fi->connect_fd : -1, mhd_closed, st, d);
     pthread_mutex_unlock(&st->mu);
     return MHD_YES;
 }

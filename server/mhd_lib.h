@@ -22,7 +22,8 @@
     X(MHD_start_daemon) X(MHD_stop_daemon) X(MHD_add_connection) X(MHD_add_response_header)            \
     X(MHD_destroy_response) X(MHD_get_connection_info) X(MHD_create_response_from_buffer)              \
     X(MHD_queue_response) X(MHD_resume_connection) X(MHD_suspend_connection)                           \
-    X(MHD_lookup_connection_value) X(MHD_is_feature_supported) X(MHD_get_connection_values_n)
+    X(MHD_lookup_connection_value) X(MHD_is_feature_supported) X(MHD_get_connection_values_n)           \
+    X(MHD_get_daemon_info)
 #define PP_GNUTLS_FUNCTIONS(X) X(gnutls_certificate_get_peers) X(gnutls_certificate_verify_peers2)
 
 typedef struct pp_mhd_api {
@@ -52,6 +53,7 @@ int pp_mhd_load(void);
 #define MHD_lookup_connection_value (*pp_mhd.MHD_lookup_connection_value)
 #define MHD_is_feature_supported (*pp_mhd.MHD_is_feature_supported)
 #define MHD_get_connection_values_n (*pp_mhd.MHD_get_connection_values_n)
+#define MHD_get_daemon_info (*pp_mhd.MHD_get_daemon_info)
 #define gnutls_certificate_get_peers (*pp_mhd.gnutls_certificate_get_peers)
 #define gnutls_certificate_verify_peers2 (*pp_mhd.gnutls_certificate_verify_peers2)
 #endif
