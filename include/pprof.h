@@ -386,7 +386,8 @@ typedef struct pprof_recorder pprof_recorder;
 
 /* Begins a window: from now on the recorder collects samples. Fails with
  * PPROF_EBUSY if it is running, PPROF_ERATE if its rate differs from the
- * rate in force. Thread-safe; one thread at a time per recorder. */
+ * rate in force of a kind whose recorders share one rate (all but CPU).
+ * Thread-safe; one thread at a time per recorder. */
 PPROF_API int pprof_recorder_start(pprof_recorder *r);
 /* Ends the window and returns its profile in *out (symbolized), or discards
  * it when out is NULL. Thread-safe; one thread at a time per recorder. */
@@ -437,9 +438,11 @@ PPROF_API void pprof_recorder_free(pprof_recorder *r);
 #define PPROF_MAX_FRAMES 256
 
 typedef struct pprof_cpu_config {
-    /* Samples per second of CPU time per thread. 0: the rate in force if
-     * CPU recorders are running, else LIBPPROF_CPU_HZ or 100. A rate that
-     * differs from the rate in force fails with PPROF_ERATE. */
+    /* Samples per second of CPU time per thread; 0: LIBPPROF_CPU_HZ or
+     * 100. CPU recorders with different rates run side by side: the
+     * sampler runs at the highest, so a recorder gets its samples at its
+     * rate or more (its cpu/nanoseconds are exact either way, and its
+     * profile's comments say when the rate was higher). */
     int64_t hz;
     /* Deepest stack kept (1..PPROF_MAX_FRAMES); 0: 64. Deeper stacks end in
      * a frame named "[truncated]"; stacks the walk could not follow to the
@@ -470,7 +473,7 @@ PPROF_API int pprof_cpu_set_signal(int signo);
 /* --------------------------------------------------------------- history
  *
  * With LIBPPROF_HISTORY=SECONDS, libpprof keeps the last SECONDS of CPU
- * samples from the start of the process, at the CPU rate in force, in
+ * samples from the start of the process, at LIBPPROF_HISTORY_HZ (19), in
  * 5-second slices of at most LIBPPROF_HISTORY_MB (16) MiB in all (the
  * oldest go first), so that a profile of the past answers at once
  * (profile?last=60). See docs/history.md. */

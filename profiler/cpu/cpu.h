@@ -29,17 +29,22 @@ void pp_cpu_disable(void);
  * their number changed, or at every 16th call), and counts the time of
  * threads that block the signal. */
 void pp_cpu_rescan(void);
+/* Sets the rate of the running sampler (a no-op when it is idle): every
+ * timer is set again at the new period. Each sample says the rate it was
+ * taken at (pp_record.hz), and a thread's CPU time is weighed across the
+ * change without a gap. 0 or PPROF_ESYS. */
+int pp_cpu_set_rate(int hz);
 /* The rate in force (0 when idle) and the stack depth in force. */
 int pp_cpu_hz(void);
 int pp_cpu_max_frames(void);
 /* Threads with a live timer. */
 int pp_cpu_threads(void);
 
-/* Weighted samples lost to a full ring so far. */
-uint64_t pp_cpu_lost(void);
-/* Samples not taken so far because threads blocked the profiling signal
- * (counted at each rescan, pp_cpu_rescan). */
-uint64_t pp_cpu_blocked(void);
+/* The CPU time of samples lost to a full ring so far, in ns. */
+uint64_t pp_cpu_lost_ns(void);
+/* The CPU time not sampled so far because threads blocked the profiling
+ * signal (counted at each rescan, pp_cpu_rescan), in ns. */
+uint64_t pp_cpu_blocked_ns(void);
 
 /* Lists live threads' ids into tids (at most max); returns the count. */
 typedef int (*pp_thread_lister)(int *tids, int max);

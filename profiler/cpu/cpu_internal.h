@@ -52,7 +52,8 @@ extern _Atomic int pp_cpu_rate;           /* rate in force, 0 idle */
 extern _Atomic uint32_t pp_cpu_gen;       /* bumped when a profile starts: every thread starts afresh */
 extern _Atomic int pp_cpu_frames;         /* stack depth in force */
 extern int pp_cpu_fallback;               /* setitimer mode */
-extern _Atomic uint64_t pp_cpu_st_blocked, pp_cpu_st_lost;
+extern _Atomic uint64_t pp_cpu_st_blocked, pp_cpu_st_lost;       /* in periods of the rate then */
+extern _Atomic uint64_t pp_cpu_st_blocked_ns, pp_cpu_st_lost_ns; /* the same in CPU time */
 
 /* Threads whose timer was set again because they block the signal (their
  * time was counted as not sampled; count_blocked_locked in timers.c): a
@@ -85,8 +86,9 @@ static inline int64_t pp_cpu_period_ns(int hz)
 int pp_cpu_samples_init(void);
 /* samples.c: the calling thread's CPU time since its last sample as one
  * more sample on that sample's stack (see count_tail there); the
- * profiling signal is blocked. */
-void pp_cpu_count_tail(int was_blocked);
+ * profiling signal is blocked; `exiting`: the thread ends (else a window
+ * does). */
+void pp_cpu_count_tail(int was_blocked, int exiting);
 /* samples.c: a thread starts (earlier resets were of other threads). */
 void pp_cpu_samples_thread_start(void);
 /* samples.c: window-end signals handled so far. */

@@ -24,7 +24,8 @@
 typedef struct pp_record {
     uint32_t npcs;
     int32_t tid;
-    uint64_t weight;
+    uint64_t weight;        /* periods of CPU time at `hz` */
+    int32_t hz;             /* the rate the weight was taken at (the sampler's rate can change) */
     const void *labels;     /* a referenced label set, or NULL */
     const void *release;    /* a reference the consumer drops (the thread's previous last sample's set) */
     pp_trace_snap trace;    /* the thread's span */

@@ -54,6 +54,7 @@ _Atomic uint32_t pp_cpu_gen;
 _Atomic int pp_cpu_frames = PPROF_DEFAULT_MAX_FRAMES;
 int pp_cpu_fallback;
 _Atomic uint64_t pp_cpu_st_blocked, pp_cpu_st_lost;
+_Atomic uint64_t pp_cpu_st_blocked_ns, pp_cpu_st_lost_ns;
 _Atomic uint32_t pp_cpu_reset_seq;
 struct pp_cpu_reset pp_cpu_resets[PP_RESETS];
 
@@ -116,6 +117,17 @@ static int uncounted_locked(const pp_thread_state *st, uint32_t gen, uint64_t *n
     return 1;
 }
 
+/* Sets timer t to expire after `first` ns of its thread's CPU time, then
+ * every `period` ns. */
+static int set_timer(timer_t t, int64_t first, int64_t period)
+{
+    struct itimerspec its = {
+        .it_interval = {period / 1000000000, period % 1000000000},
+        .it_value = {first / 1000000000, first % 1000000000},
+    };
+    return timer_settime(t, 0, &its, NULL);
+}
+
 /* Gives thread tid a timer whose first expiry is random within one period
  * (in the thread's CPU time), and its state the start of its accounting:
  * its CPU clock before the timer was set, with the carry that makes its
@@ -158,11 +170,7 @@ static int arm_locked(int tid)
         atomic_store(&st->counted_ns, start);
         atomic_store(&st->start_gen, atomic_load(&pp_cpu_gen));
     }
-    struct itimerspec its = {
-        .it_interval = {p / 1000000000, p % 1000000000},
-        .it_value = {first / 1000000000, first % 1000000000},
-    };
-    if (timer_settime(t, 0, &its, NULL)) {
+    if (set_timer(t, first, p)) {
         int e = errno;
         timer_delete(t);
         errno = e;
@@ -278,18 +286,16 @@ static void count_blocked_locked(int i, int64_t period)
         int blocked = s->tid != pp_cpu_tid() ? blocks_signal(s->tid)
                       : !pthread_sigmask(SIG_BLOCK, NULL, &mine) && sigismember(&mine, pp_signal_number()) == 1;
         if (blocked && s->blocked) {
-            atomic_fetch_add(&pp_cpu_st_blocked, (now - s->cpu_ns) / (uint64_t)period);
+            uint64_t periods = (now - s->cpu_ns) / (uint64_t)period;
+            atomic_fetch_add(&pp_cpu_st_blocked, periods);
+            atomic_fetch_add(&pp_cpu_st_blocked_ns, periods * (uint64_t)period);
             /* that time must not come back as a weight (pp_cpu_reg_lock held: one writer) */
             uint32_t q = atomic_load(&pp_cpu_reset_seq) + 1;
             atomic_store_explicit(&pp_cpu_resets[q % PP_RESETS].seq, 0, memory_order_relaxed);
             atomic_store_explicit(&pp_cpu_resets[q % PP_RESETS].tid, s->tid, memory_order_relaxed);
             atomic_store_explicit(&pp_cpu_resets[q % PP_RESETS].seq, q, memory_order_release);
             atomic_store_explicit(&pp_cpu_reset_seq, q, memory_order_release);
-            struct itimerspec its = {
-                .it_interval = {period / 1000000000, period % 1000000000},
-                .it_value = {period / 1000000000, period % 1000000000},
-            };
-            timer_settime(s->timer, 0, &its, NULL);
+            set_timer(s->timer, period, period);
         }
         s->blocked = blocked;
     }
@@ -405,6 +411,24 @@ void pp_cpu_rescan(void)
     pp_mutex_unlock(&pp_cpu_reg_lock);
 }
 
+int pp_cpu_set_rate(int hz)
+{
+    int rc = 0;
+    pp_mutex_lock(&pp_cpu_reg_lock);
+    int was = atomic_load(&pp_cpu_rate);
+    if (was && hz != was) {
+        atomic_store(&pp_cpu_rate, hz);
+        int64_t p = pp_cpu_period_ns(hz);
+        if (pp_cpu_fallback)
+            rc = set_fallback_timer(hz);
+        for (int i = 0; i < nslots && !pp_cpu_fallback; i++)
+            if (slots[i].tid && set_timer(slots[i].timer, 1 + (int64_t)(next_random() % (uint64_t)p), p))
+                rc = pp_fail(PPROF_ESYS);
+    }
+    pp_mutex_unlock(&pp_cpu_reg_lock);
+    return rc;
+}
+
 int pp_cpu_hz(void)
 {
     return atomic_load(&pp_cpu_rate);
@@ -415,9 +439,9 @@ int pp_cpu_threads(void)
     return atomic_load(&st_threads);
 }
 
-uint64_t pp_cpu_blocked(void)
+uint64_t pp_cpu_blocked_ns(void)
 {
-    return atomic_load(&pp_cpu_st_blocked);
+    return atomic_load(&pp_cpu_st_blocked_ns);
 }
 
 int pp_cpu_max_frames(void)
@@ -474,7 +498,7 @@ void pp_cpu_flush(void)
         return;
     sigset_t old;
     pp_signal_block(&old);
-    pp_cpu_count_tail(sigismember(&old, pp_signal_number()) == 1);
+    pp_cpu_count_tail(sigismember(&old, pp_signal_number()) == 1, 0);
     pthread_sigmask(SIG_SETMASK, &old, NULL);
     int self = pp_cpu_tid();
     uint32_t base = pp_cpu_flush_acks(), sent = 0;
@@ -542,7 +566,7 @@ void pp_cpu_thread_exit(void)
 {
     sigset_t old;
     pp_signal_block(&old);
-    pp_cpu_count_tail(sigismember(&old, pp_signal_number()) == 1);
+    pp_cpu_count_tail(sigismember(&old, pp_signal_number()) == 1, 1);
     pp_thread_state *mine = pp_cpu_my_state;
     pp_cpu_my_state = NULL;
     int tid = pp_cpu_tid();

@@ -25,6 +25,7 @@
 #define PP_PC_NO_CREATOR 6  /* a thread not created through pthread_create */
 #define PP_PC_BLOCKED 7     /* CPU time of threads that block the profiling signal */
 #define PP_PC_BEFORE 12     /* CPU time of a process before its recorder started (it joined mid-window) */
+#define PP_PC_AT_EXIT 13    /* root of the CPU time of a thread that exited before its first sample */
 /* The last frame of a stack the unwinder could not follow to its
  * outermost frame (unwind.h's enum pp_unwind_end says why), on every
  * processor: "[unwinding stopped: <why>]". */

@@ -82,6 +82,7 @@ const char *pp_frame_name(uint64_t pc)
     case PP_PC_NO_CREATOR: return "[not created through pthread_create]";
     case PP_PC_BLOCKED: return "[not sampled: the thread blocks the profiling signal]";
     case PP_PC_BEFORE: return "[not sampled: the process's CPU time before profiling started]";
+    case PP_PC_AT_EXIT: return "[not sampled: a thread's CPU time counted at its exit, on the function it started]";
     case PP_PC_STOP_NO_INFO: return "[unwinding stopped: no unwind info]";
     case PP_PC_STOP_SP: return "[unwinding stopped: the stack pointer did not grow]";
     case PP_PC_STOP_OFF_STACK: return "[unwinding stopped: a read outside the stack]";

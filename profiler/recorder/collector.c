@@ -44,11 +44,14 @@ static _Atomic int col_tid; /* the collector thread's */
 void pp_collector_lock(void) { pp_mutex_lock(&col_lock); }
 void pp_collector_unlock(void) { pp_mutex_unlock(&col_lock); }
 
-/* Adds a sample to every open window, with the labels of its set and its
- * span (windows differ in whether trace_id is one). */
-static void add_to_all(const uint64_t *pcs, size_t npcs, uint64_t weight, const void *labels,
-                       const pp_trace_snap *trace)
+/* Adds a sample of `count` periods at `hz` to every open window, with the
+ * labels of its set and its span (windows differ in whether trace_id is
+ * one); hz 0: `ns` of CPU time not sampled, counted in each window's own
+ * periods. */
+static void add_to_all(const uint64_t *pcs, size_t npcs, uint64_t count, int hz, uint64_t ns,
+                       const void *labels, const pp_trace_snap *trace)
 {
+    int at_exit = npcs && pcs[npcs - 1] == PP_PC_AT_EXIT;
     pp_trace_text text[2] = {{.heap = NULL}, {.heap = NULL}};
     pprof_label *pairs[2];
     size_t npairs[2] = {0, 0};
@@ -60,7 +63,15 @@ static void add_to_all(const uint64_t *pcs, size_t npcs, uint64_t weight, const 
             npairs[t] = pp_trace_labels(labels, trace, t, &text[t], &pairs[t]);
             made[t] = 1;
         }
-        int64_t v[2] = {(int64_t)weight, (int64_t)weight * w->period_ns};
+        int64_t v[2] = {hz ? (int64_t)count : (int64_t)ns / w->period_ns, hz ? (int64_t)count * (1000000000ll / hz)
+                                                                             : (int64_t)ns};
+        if (hz && (hz < w->hz_min || !w->hz_min))
+            w->hz_min = hz;
+        if (hz > w->hz_max)
+            w->hz_max = hz;
+        w->ns += v[1];
+        if (at_exit)
+            w->at_exit_ns += v[1];
         pp_profile_add(w->profile, pcs, npcs, v, npairs[t] ? pairs[t] : NULL, npairs[t]);
     }
     pp_trace_text_free(&text[0]);
@@ -74,23 +85,23 @@ size_t pp_collector_drain_locked(void)
     size_t n = 0;
     while ((rec = pp_ring_peek(&pp_cpu_ring))) {
         n += rec->tid != col_tid;
-        add_to_all(rec->pcs, rec->npcs, rec->weight, rec->labels, &rec->trace);
+        add_to_all(rec->pcs, rec->npcs, rec->weight, rec->hz, 0, rec->labels, &rec->trace);
         if (rec->labels)
             pp_labels_unref(rec->labels);
         if (rec->release)
             pp_labels_unref(rec->release);
         pp_ring_pop(&pp_cpu_ring);
     }
-    uint64_t lost = pp_cpu_lost();
+    uint64_t lost = pp_cpu_lost_ns();
     if (lost > lost_seen) {
         uint64_t pc = PP_PC_LOST;
-        add_to_all(&pc, 1, lost - lost_seen, NULL, &no_trace);
+        add_to_all(&pc, 1, 0, 0, lost - lost_seen, NULL, &no_trace);
         lost_seen = lost;
     }
-    uint64_t blocked = pp_cpu_blocked();
+    uint64_t blocked = pp_cpu_blocked_ns();
     if (blocked > blocked_seen) {
         uint64_t pc = PP_PC_BLOCKED;
-        add_to_all(&pc, 1, blocked - blocked_seen, NULL, &no_trace);
+        add_to_all(&pc, 1, 0, 0, blocked - blocked_seen, NULL, &no_trace);
         blocked_seen = blocked;
     }
     return n;
@@ -176,8 +187,17 @@ void pp_collector_fork_child(void)
     nactive = 0;
     col_ns_done = 0;
     pp_ring_reset(&pp_cpu_ring);
-    lost_seen = pp_cpu_lost();
-    blocked_seen = pp_cpu_blocked();
+    lost_seen = pp_cpu_lost_ns();
+    blocked_seen = pp_cpu_blocked_ns();
+}
+
+int pp_collector_rate_locked(void)
+{
+    int hz = 0;
+    for (int i = 0; i < nactive; i++)
+        if (active[i]->hz > hz)
+            hz = active[i]->hz;
+    return hz;
 }
 
 int pp_collector_detach_locked(pp_cpu_window *w)

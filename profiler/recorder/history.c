@@ -3,8 +3,10 @@
  * from start-up, so that a profile of the past answers at once
  * (profile?last=60, wall?last=60, pprof_history_recorder_new).
  *
- * A CPU recorder of the history's own runs from start-up at the rate in
- * force (it joins the sampler, or starts it at LIBPPROF_CPU_HZ). The
+ * A CPU recorder of the history's own runs from start-up at
+ * LIBPPROF_HISTORY_HZ (19): a profile asked for meanwhile raises the
+ * sampler's rate to its own while it runs, and the history keeps those
+ * samples too. The
  * history thread ("pprof-history") cuts its window every SLICE_S seconds
  * (pp_cpu_recorder_cut, a gapless snapshot) and keeps the closed windows
  * unsymbolized, oldest first: slices that follow each other with no gap,
@@ -94,9 +96,11 @@ typedef struct history_recorder {
 
 static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
 static sem_t wake;          /* the thread's: a trigger, or the stop */
+static int cpu_hz; /* LIBPPROF_HISTORY_HZ */
+
 static int make_cpu(pprof_recorder **r)
 {
-    return pprof_cpu_recorder_new(NULL, r);
+    return pprof_cpu_recorder_new(&(pprof_cpu_config){.hz = cpu_hz}, r);
 }
 
 static int make_wall(pprof_recorder **r)
@@ -340,6 +344,7 @@ void pp_history_init(void)
     bound = (uint64_t)pp_env_int("LIBPPROF_HISTORY_MB", 16, 1, 65536) << 20;
     int span_ms = pp_env_int("LIBPPROF_HISTORY_SPAN_MS", 100, 1, 3600000);
     wall_on = pp_env_int("LIBPPROF_HISTORY_WALL", 0, 0, 1);
+    cpu_hz = pp_env_int("LIBPPROF_HISTORY_HZ", 19, 1, PPROF_CPU_MAX_HZ);
     const char *dir = pp_env_text("LIBPPROF_HISTORY_DUMP_DIR", dump_dir_ok,
                                   "an absolute path of a directory this process can write to", "no dumps");
     dump_keep = pp_env_int("LIBPPROF_HISTORY_DUMPS", 10, 1, 10000);
@@ -397,8 +402,9 @@ static void describe(pprof_profile *p, const history_recorder *h, int64_t oldest
     char when[32] = "";
     if (gmtime_r(&t, &tm))
         strftime(when, sizeof when, "%Y-%m-%dT%H:%M:%SZ", &tm);
-    int len = snprintf(note, sizeof note, "history: %s samples from %s for %.1f s, taken at %lld Hz (LIBPPROF_HISTORY keeps %lld s)",
-                       h->k->what, when, p->duration_nanos / 1e9, (long long)h->k->hz, (long long)(keep_ns / 1000000000));
+    int len = snprintf(note, sizeof note, "history: %s samples from %s for %.1f s, taken at %lld Hz%s (LIBPPROF_HISTORY keeps %lld s)",
+                       h->k->what, when, p->duration_nanos / 1e9, (long long)h->k->hz,
+                       h->k == cpu ? " or more (while other CPU profiles ran)" : "", (long long)(keep_ns / 1000000000));
     if (h->from && h->from < oldest && len > 0 && (size_t)len < sizeof note)
         snprintf(note + len, sizeof note - (size_t)len, "; asked from %.1f s earlier than it reaches",
                  (oldest - h->from) / 1e9);

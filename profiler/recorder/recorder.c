@@ -9,8 +9,9 @@
  * The CPU kind: windows are pprof_profile builders that the collector adds
  * samples to, so closing a window is a pointer swap under the collector
  * lock followed by symbolization outside it. Several CPU recorders share
- * one sampler: the first sets the rate, later ones join it (config rate 0
- * or the same rate) or fail with PPROF_ERATE, naming the rate in force.
+ * one sampler, which runs at the highest rate they ask for: a recorder
+ * gets its samples at its own rate or more, each weighing its CPU time
+ * (the window's comments say when the rate was not its own).
  */
 #define _GNU_SOURCE
 #include "collector.h"
@@ -18,6 +19,7 @@
 #include "base/base.h"
 #include "model/model.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -177,6 +179,22 @@ static pprof_profile *new_cpu_window(cpu_recorder *c)
     return pp_profile_new(types, 2, (pprof_value_type){"cpu", "nanoseconds"}, c->w.period_ns);
 }
 
+/* Says in window p at what rates its samples were taken when that was not
+ * only the recorder's own (another recorder asked for more). */
+static void say_rates(const cpu_recorder *c, pprof_profile *p)
+{
+    const pp_cpu_window *w = &c->w;
+    if (!w->hz_max || (w->hz_min == c->hz && w->hz_max == c->hz))
+        return;
+    char text[200];
+    if (w->hz_min == w->hz_max)
+        snprintf(text, sizeof text, "samples taken at %d Hz, not %d: another profile asked for more", w->hz_max, c->hz);
+    else
+        snprintf(text, sizeof text, "samples taken at %d to %d Hz: other profiles asked for more for a while; "
+                 "cpu/nanoseconds is exact, samples/count counts the samples", w->hz_min, w->hz_max);
+    pp_profile_add_comment(p, text);
+}
+
 /* Makes `next` the open window from now (collector lock held) and returns
  * the window it replaces with its duration set. */
 static pprof_profile *swap_window_locked(cpu_recorder *c, pprof_profile *next)
@@ -188,6 +206,17 @@ static pprof_profile *swap_window_locked(cpu_recorder *c, pprof_profile *next)
         pp_profile_add_comment(p, "the thread list (/proc/self/task) could not be read (no file descriptor left, "
                                   "or /proc out of reach after a chroot): only the main thread and threads "
                                   "started through pthread_create were sampled");
+    if (p)
+        say_rates(c, p);
+    if (p && c->w.at_exit_ns) {
+        char text[240];
+        snprintf(text, sizeof text, "%.1f ms (%.1f%% of the CPU time) are of threads that exited before their first "
+                 "sample: counted at their exit, on the function each started (the frame \"[not sampled: ...]\")",
+                 c->w.at_exit_ns / 1e6, c->w.ns ? 100.0 * (double)c->w.at_exit_ns / (double)c->w.ns : 0.0);
+        pp_profile_add_comment(p, text);
+    }
+    c->w.hz_min = c->w.hz_max = 0;
+    c->w.ns = c->w.at_exit_ns = 0;
     c->unlisted = unlisted;
     if (p)
         p->duration_nanos = now - c->base.window_mono_ns;
@@ -198,28 +227,33 @@ static pprof_profile *swap_window_locked(cpu_recorder *c, pprof_profile *next)
     return p;
 }
 
-/* Joins the sampler in force or starts it (collector lock held). */
+/* Starts the sampler, or joins it and raises its rate to the recorder's
+ * (collector lock held). */
 static int join_sampler_locked(cpu_recorder *c)
 {
-    int hz = pp_cpu_hz();
-    int frames = c->cfg_frames ? c->cfg_frames : PPROF_DEFAULT_MAX_FRAMES;
-    if (hz) {
-        if (c->cfg_hz && c->cfg_hz != hz)
-            return pp_error_detail(PPROF_ERATE, "CPU profiling is running at %d Hz; ask for %d or 0", hz, hz);
-        if (c->cfg_frames && c->cfg_frames != pp_cpu_max_frames())
-            return pp_error_detail(PPROF_ERATE, "CPU profiling is running with max_frames %d",
-                                   pp_cpu_max_frames());
-        c->hz = hz;
-        return 0;
-    }
-    hz = c->cfg_hz ? c->cfg_hz : pp_env_cpu_hz();
+    int hz = c->cfg_hz ? c->cfg_hz : pp_env_cpu_hz();
     if (hz == 0)
         return pp_error_detail(PPROF_ENOTSUP, "CPU profiling is off (LIBPPROF_CPU_HZ=0)");
-    int rc = pp_cpu_enable(hz, frames);
+    int frames = c->cfg_frames ? c->cfg_frames : PPROF_DEFAULT_MAX_FRAMES;
+    int running = pp_cpu_hz();
+    if (running && c->cfg_frames && c->cfg_frames != pp_cpu_max_frames())
+        return pp_error_detail(PPROF_ERATE, "CPU profiling is running with max_frames %d", pp_cpu_max_frames());
+    int rc = !running ? pp_cpu_enable(hz, frames) : hz > running ? pp_cpu_set_rate(hz) : 0;
     if (rc)
         return rc == PPROF_ESYS ? pp_error_detail(rc, "cannot create CPU timers") : rc;
     c->hz = hz;
     return 0;
+}
+
+/* After a recorder left: the sampler runs at the highest rate the others
+ * ask for, or stops (collector lock held). */
+static void settle_sampler_locked(void)
+{
+    int hz = pp_collector_rate_locked();
+    if (!hz)
+        pp_cpu_disable();
+    else if (hz < pp_cpu_hz())
+        pp_cpu_set_rate(hz);
 }
 
 static int cpu_start(pprof_recorder *r)
@@ -229,6 +263,7 @@ static int cpu_start(pprof_recorder *r)
     uint64_t unlisted = pp_cpu_unlisted(); /* the sampler's start lists the threads */
     int rc = join_sampler_locked(c);
     if (rc == 0) {
+        c->w.hz = c->hz;
         c->w.period_ns = 1000000000ll / c->hz;
         c->w.trace_id = c->cfg_trace_id ? c->cfg_trace_id > 0 : pp_env_trace_id_label();
         pprof_profile *w = new_cpu_window(c);
@@ -239,8 +274,10 @@ static int cpu_start(pprof_recorder *r)
             pprof_profile_free(c->w.profile);
             c->w.profile = NULL;
         }
-        if (rc && pp_collector_detach_locked(&c->w) == 0)
-            pp_cpu_disable();
+        if (rc) {
+            pp_collector_detach_locked(&c->w);
+            settle_sampler_locked();
+        }
     }
     if (rc == 0)
         r->running = 1;
@@ -258,6 +295,7 @@ static int cpu_start_exiting(pprof_recorder *r)
     if (c->hz <= 0)
         return pp_error_detail(PPROF_ESTATE, "the process is exiting");
     pp_collector_lock();
+    c->w.hz = c->hz;
     c->w.period_ns = 1000000000ll / c->hz;
     pprof_profile *w = new_cpu_window(c);
     if (w) {
@@ -288,8 +326,8 @@ static int cpu_end(pprof_recorder *r, int reopen, pprof_profile **out)
     if (reopen) {
         pp_collector_drain_locked();
     } else {
-        if (pp_collector_detach_locked(&c->w) == 0)
-            pp_cpu_disable();
+        pp_collector_detach_locked(&c->w);
+        settle_sampler_locked();
         r->running = 0;
     }
     pprof_profile *p = swap_window_locked(c, next);

@@ -3,12 +3,13 @@
 # profile?from=T1&until=T2 after the fact
 # (test-labels: plain-only slow)
 #
-# prog_burst under LD_PRELOAD with LIBPPROF_HISTORY=120 and
-# LIBPPROF_CPU_HZ=1000 sleeps 3 s, computes in burst_spin() for 5 s of wall
+# prog_burst under LD_PRELOAD with LIBPPROF_HISTORY=120 (the history at
+# its default 19 Hz) sleeps 3 s, computes in burst_spin() for 5 s of wall
 # time on its main thread (printing the burst's Unix start and end and the
 # thread's CPU time over it, CLOCK_THREAD_CPUTIME_ID), then sleeps. While it
-# computes, profile?seconds=2 answers 200 with burst_spin in it (a usual
-# profile beside the history). 15 s after the burst (three 5-second slices
+# computes, profile?seconds=2 answers 200 with burst_spin in it, sampled
+# at 100 Hz (a usual profile beside the history: its samples/count over
+# cpu/nanoseconds says the rate). 15 s after the burst (three 5-second slices
 # in the past):
 #   profile?last=60, from=(burst start - 1)&until=(burst end + 1), and
 #     until=(burst end + 1) alone: burst_spin's CPU (go tool pprof -top,
@@ -41,23 +42,20 @@
 #   the index has a "History" row with a memory figure and a link to
 #     profile?last=60.
 # The memory bound: prog_burst stacks (one thread walking 2^30 distinct
-# stacks) with LIBPPROF_HISTORY_MB=1 and LIBPPROF_HISTORY=120 at 1000 Hz,
+# stacks) with LIBPPROF_HISTORY_MB=1 and LIBPPROF_HISTORY=120 at
+# LIBPPROF_HISTORY_HZ=1000,
 # while prog_burst idles, until the index's History row counts a slice
 # dropped early for the bound (at most 30 s): the memory the row reports,
 # read every second, stays within 1 MiB, and profile?last=60 then covers
 # at least a slice less than the program's age.
 #
-# Why 1000 Hz: the check is burst_spin within 5% of the thread's CPU time,
-# and chance must fail it less than once in 1,000 runs. Were the samples
-# independent (a Poisson count, as a sampler that does not weigh its
-# samples gives), 5 s of CPU at 100 Hz is about 500 samples, a standard
-# deviation of sqrt(500) = 22 samples = 4.5%: 5% would be 1.1 sd, failing
-# one run in four. At 1000 Hz it is 5,000 samples, sd 71 = 1.4%: 5% is 3.5
-# sd, a two-sided chance of 5 in 10,000. libpprof does better than
-# Poisson: each signal weighs the thread's own CPU time since the previous
-# one (samples.c), so the count is exact but for the burst's two edges (a
-# period or a kernel tick each, well under 1% of 5 s); the rate guards the
-# bound should the history's samples ever be counted otherwise.
+# Why 5% holds at 19 Hz: the check is burst_spin within 5% of the thread's
+# CPU time, and chance must fail it less than once in 1,000 runs. Were the
+# samples independent (a Poisson count), 5 s of CPU at 19 Hz would be 95
+# samples, sd 10%: it would fail one run in two. But each signal weighs
+# the thread's own CPU time since the previous one (samples.c), and the
+# burst is all the main thread computes: the count is exact but for the
+# burst's two edges, a period (53 ms) each at most, 2% of 5 s in all.
 # Usage: test_history.sh BUILD_DIR
 . "$(dirname "$0")/lib.sh"
 pp_init "$1"
@@ -68,28 +66,29 @@ PROG=$BUILD/tests/prog_burst
 IDLE=3      # seconds before the burst
 BURST=5     # the burst's wall time
 AFTER=15    # seconds after the burst before the history is asked
-HZ=1000
+HZ=19       # LIBPPROF_HISTORY_HZ's default
 SLICE=5     # the history's slice
 M=0.5       # margin on slice edges, in seconds
 
 [ -x "$PROG" ] || pp_give_up "no $PROG (build the tree)" none
 
-# fetch NAME QUERY: $URL/profile?QUERY into $TMP/NAME.pb.gz (headers in
+# fetch NAME QUERY: $URL/$EP?QUERY (EP: profile unless set) into $TMP/NAME.pb.gz (headers in
 # NAME.hdr); sets CODE, TT (seconds the answer took), TB and TA (Unix
 # time before and after the request, decimals)
 fetch() {
     local out
     TB=$(date +%s.%N)
     out=$(curl -sS --max-time 30 -D "$TMP/$1.hdr" -o "$TMP/$1.pb.gz" -w '%{http_code} %{time_total}' \
-        "$URL/profile?$2" 2>&1)
+        "$URL/${EP:-profile}?$2" 2>&1)
     TA=$(date +%s.%N)
     CODE=${out%% *}
     TT=${out##* }
 }
 
-# spin_ms FILE: burst_spin's cumulative CPU in the profile, in ms (0: absent)
+# spin_ms FILE [INDEX]: burst_spin's cumulative CPU in the profile, in ms
+# (INDEX samples: its samples; 0: absent)
 spin_ms() {
-    pp_pprof -top -symbolize=none -unit=ms -sample_index=cpu -nodecount=1000 "$1" 2>/dev/null |
+    pp_pprof -top -symbolize=none -unit=ms -sample_index="${2:-cpu}" -nodecount=1000 "$1" 2>/dev/null |
         awk '$6 == "burst_spin" { v = $4; sub(/ms$/, "", v); s += v } END { printf "%d\n", s }'
 }
 
@@ -190,13 +189,13 @@ check_no_spin() {
 # just after a whole second, so that its slices begin early in a second
 # (last=5 below is timed by them).
 sleep "$(date +%s.%N | awk '{ f = $1 - int($1); printf "%.3f\n", f < 0.05 ? 0.05 - f : 1.05 - f }')"
-pp_serve burst env LD_PRELOAD="$LIB" LIBPPROF_ADDR=127.0.0.1:@PORT@ LIBPPROF_HISTORY=120 LIBPPROF_CPU_HZ=$HZ \
+pp_serve burst env LD_PRELOAD="$LIB" LIBPPROF_ADDR=127.0.0.1:@PORT@ LIBPPROF_HISTORY=120 \
     "$PROG" burst $IDLE $BURST || pp_give_up "prog_burst did not serve" burst
 BPID=$PID
 URL=http://127.0.0.1:$PORT/debug/pprof
 line=$(pp_wait_line "$TMP/burst.out" '^start=' 10 "$BPID") || pp_give_up "prog_burst printed no start" burst
 START=${line#start=}
-pp_ok "prog_burst serves on $PORT with LIBPPROF_HISTORY=120, LIBPPROF_CPU_HZ=$HZ"
+pp_ok "prog_burst serves on $PORT with LIBPPROF_HISTORY=120"
 
 pp_serve off env LD_PRELOAD="$LIB" LIBPPROF_ADDR=127.0.0.1:@PORT@ "$PROG" burst 3600 0 ||
     pp_give_up "prog_burst without the history did not serve" off
@@ -206,7 +205,7 @@ OFF_URL=http://127.0.0.1:$PORT/debug/pprof
 # bad NAME QUERY CODE [WORD]: a CODE with one line of text/plain (naming WORD)
 bad() {
     local name=$1 q=$2 want=$3 word=${4:-} code body ctype
-    code=$(curl -sS --max-time 10 -D "$TMP/$name.hdr" -o "$TMP/$name.body" -w '%{http_code}' "$URL/profile?$q" 2>&1)
+    code=$(curl -sS --max-time 10 -D "$TMP/$name.hdr" -o "$TMP/$name.body" -w '%{http_code}' "$URL/${EP:-profile}?$q" 2>&1)
     body=$(cat "$TMP/$name.body")
     ctype=$(pp_header "$TMP/$name.hdr" Content-Type)
     if [ "$code" = "$want" ] && [ "$(grep -c '' "$TMP/$name.body")" = 1 ] && [ -n "$body" ] &&
@@ -244,11 +243,13 @@ pp_note "burst: $(calc "$BS - $START") s to $(calc "$BE - $START") s after the s
 wait $during
 read -r code _ <"$TMP/during.code" 2>/dev/null
 ms=$(spin_ms "$TMP/during.pb.gz")
-pp_note "profile?seconds=2 during the burst: burst_spin $ms ms"
-if [ "$code" = 200 ] && pp_in_range "$ms" 500 2100; then
-    pp_ok "profile?seconds=2 beside the history: 200, burst_spin $ms ms of its 2 s"
+n=$(spin_ms "$TMP/during.pb.gz" samples)
+pp_note "profile?seconds=2 during the burst: burst_spin $ms ms in $n samples"
+# at its own 100 Hz, not the history's 19: 10 ms a sample (a period at each edge more)
+if [ "$code" = 200 ] && pp_in_range "$ms" 500 2100 && pp_in_range "$((n * 10))" "$((ms - 30))" "$((ms + 30))"; then
+    pp_ok "profile?seconds=2 beside the history: 200, burst_spin $ms ms of its 2 s in $n samples (100 Hz)"
 else
-    pp_bad "profile?seconds=2 beside the history: want 200 and burst_spin 500..2100 ms (code '$code', $ms ms)" \
+    pp_bad "profile?seconds=2 beside the history: want 200, burst_spin 500..2100 ms at 100 Hz (code '$code', $ms ms, $n samples)" \
         "$(pp_pprof -top -symbolize=none "$TMP/during.pb.gz" 2>&1 | head -15)"
 fi
 
@@ -259,11 +260,11 @@ idle_t0=$(date +%s.%N)
 idle_c0=$(pp_ticks "$BPID" "$PP_OWN_THREADS")
 
 # ---- the memory bound, while prog_burst idles after its burst: one
-# thread at 1000 Hz through 2^30 stacks fills a slice with about 0.5 to
+# thread at 1000 Hz (LIBPPROF_HISTORY_HZ) through 2^30 stacks fills a slice with about 0.5 to
 # 0.8 MiB, so LIBPPROF_HISTORY_MB=1 holds one or two; read the row every
 # second until it says a slice was dropped early and 3 s more (at most 30 s)
 pp_serve stacks env LD_PRELOAD="$LIB" LIBPPROF_ADDR=127.0.0.1:@PORT@ LIBPPROF_HISTORY=120 LIBPPROF_HISTORY_MB=1 \
-    LIBPPROF_CPU_HZ=$HZ "$PROG" stacks 1 || pp_give_up "prog_burst stacks did not serve" stacks
+    LIBPPROF_HISTORY_HZ=1000 "$PROG" stacks 1 || pp_give_up "prog_burst stacks did not serve" stacks
 SPID=$PID
 u=$URL
 URL=http://127.0.0.1:$PORT/debug/pprof

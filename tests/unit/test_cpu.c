@@ -14,7 +14,7 @@
  * runs are short in CPU time so that a loaded machine, which stretches CPU
  * time into wall time, does not run the test past its limit. Also: one timer per thread
  * while profiling (a thread started mid-profile included) and none after;
- * PPROF_ERATE for a conflicting rate; snapshots that lose nothing; exact
+ * recorders at different rates beside each other (rates_beside); snapshots that lose nothing; exact
  * counts for threads crowded off the CPUs, ended before the window
  * (tail_under_load) or running at its end (window_end_under_load).
  * Runs in the plain build: sanitizers change signal delivery.
@@ -48,27 +48,33 @@ __attribute__((noinline)) static void burn_one_part(double s) { burn_cpu(s, 1.00
 static void *run_three(void *arg) { burn_three_parts(*(double *)arg * 3); return NULL; }
 static void *run_one(void *arg) { burn_one_part(*(double *)arg); return NULL; }
 
-/* Sum of the first (count) and second (ns) values of samples whose stack
- * mentions `fn` anywhere. */
-static void sum_for(const pprof_profile *p, const char *fn, int64_t *count, int64_t *total)
+/* Value v (0: samples, 1: ns) summed over the samples whose stack
+ * mentions `fn` anywhere (*count) and over all (*total). */
+static void sum_value_for(const pprof_profile *p, const char *fn, int v, int64_t *count, int64_t *total)
 {
     size_t n;
     const pprof_sample *s = pprof_profile_samples(p, &n);
     *count = 0;
     *total = 0;
     for (size_t i = 0; i < n; i++) {
-        *total += s[i].values[0];
+        *total += s[i].values[v];
         for (size_t k = 0; k < s[i].nlocations; k++) {
             const pprof_location *l = s[i].locations[k];
             int hit = 0;
             for (size_t j = 0; j < l->nlines; j++)
                 hit |= strcmp(l->lines[j].function, fn) == 0;
             if (hit) {
-                *count += s[i].values[0];
+                *count += s[i].values[v];
                 break;
             }
         }
     }
+}
+
+/* The samples of `fn` (*count) and of all (*total). */
+static void sum_for(const pprof_profile *p, const char *fn, int64_t *count, int64_t *total)
+{
+    sum_value_for(p, fn, 0, count, total);
 }
 
 static int stacks_contain(const pprof_profile *p, const char *needle)
@@ -439,11 +445,15 @@ static void rates_and_snapshots(void)
     CHECK(pprof_recorder_stop(c, NULL) == 0);
     CHECK(pprof_recorder_start(a) == 0);
     CHECK(pprof_recorder_start(a) == PPROF_EBUSY);
-    int rc = pprof_recorder_start(b);
-    CHECK(rc == PPROF_ERATE);
-    CHECKF(strstr(pprof_last_error(), "250 Hz") != NULL, "message: %s", pprof_last_error());
+    pprof_cpu_stats st;
+    CHECK(pprof_recorder_start(b) == 0); /* a higher rate: the sampler's is raised */
+    pprof_cpu_stats_get(&st);
+    CHECKF(st.hz == 500, "the sampler at %d Hz with recorders at 250 and 500", (int)st.hz);
+    CHECK(pprof_recorder_stop(b, NULL) == 0);
+    pprof_cpu_stats_get(&st);
+    CHECKF(st.hz == 250, "the sampler at %d Hz with one recorder at 250", (int)st.hz);
     CHECK(pprof_recorder_start(c) == 0);
-    CHECK(pprof_recorder_rate(c) == 250);
+    CHECK(pprof_recorder_rate(c) == 100); /* its own (LIBPPROF_CPU_HZ's default); samples come at 250 */
     CHECK(pprof_recorder_start(d) == 0);
     int64_t snap_total = 0, t, cnt;
     double slice = 0.05;
@@ -470,7 +480,6 @@ static void rates_and_snapshots(void)
     pprof_profile_free(pd);
     CHECK(pprof_recorder_stop(a, NULL) == 0);
     CHECK(pprof_recorder_stop(a, NULL) == PPROF_ESTATE);
-    pprof_cpu_stats st;
     pprof_cpu_stats_get(&st);
     CHECK(st.hz == 0 && st.threads_timed == 0);
     pprof_recorder_free(a);
@@ -486,10 +495,93 @@ static void rates_and_snapshots(void)
     CHECK(pprof_recorder_start(NULL) == PPROF_EINVAL);
 }
 
+/* A 20 Hz recorder (as the history's) with a 1000 Hz one started and
+ * stopped beside it: the sampler runs at 1000 Hz while both run and at 20
+ * Hz again after, and each recorder's CPU time (ns) is what it covered.
+ * The burns run on threads that end inside the windows, and a thread's
+ * time is counted in whole periods from a random first one, rounded
+ * down at its exit: a 500 ms burn counts 500 ms at 20 Hz, or 450 or 550
+ * when it ran a little under or over; 499 to 501 at 1000 Hz. */
+static void rates_beside(void)
+{
+    pprof_recorder *lo, *hi;
+    pprof_cpu_stats st;
+    CHECK(pprof_cpu_recorder_new(&(pprof_cpu_config){.hz = 20}, &lo) == 0);
+    CHECK(pprof_cpu_recorder_new(&(pprof_cpu_config){.hz = 1000}, &hi) == 0);
+    CHECK(pprof_recorder_start(lo) == 0);
+    double part = 0.5;
+    on_thread(run_one, &part);
+    CHECK(pprof_recorder_start(hi) == 0);
+    pprof_cpu_stats_get(&st);
+    CHECKF(st.hz == 1000, "the sampler at %d Hz beside a 1000 Hz recorder", (int)st.hz);
+    on_thread(run_one, &part);
+    pprof_profile *ph, *pl;
+    CHECK(pprof_recorder_stop(hi, &ph) == 0);
+    pprof_cpu_stats_get(&st);
+    CHECKF(st.hz == 20, "the sampler at %d Hz once the 1000 Hz recorder stopped", (int)st.hz);
+    on_thread(run_one, &part);
+    CHECK(pprof_recorder_stop(lo, &pl) == 0);
+    int64_t lo_ns, hi_ns, total;
+    sum_value_for(pl, "run_one", 1, &lo_ns, &total);
+    sum_value_for(ph, "run_one", 1, &hi_ns, &total);
+    printf("rates beside: 20 Hz recorder %.1f ms of 1500, 1000 Hz recorder %.1f ms of 500\n", lo_ns / 1e6,
+           hi_ns / 1e6);
+    CHECKF(lo_ns >= 1400e6 && lo_ns <= 1600e6, "20 Hz recorder: %.1f ms of 1500", lo_ns / 1e6);
+    CHECKF(hi_ns >= 495e6 && hi_ns <= 505e6, "1000 Hz recorder: %.1f ms of 500", hi_ns / 1e6);
+    CHECK(pprof_profile_period(pl) == 50000000 && pprof_profile_period(ph) == 1000000);
+    pprof_profile_free(pl);
+    pprof_profile_free(ph);
+    pprof_recorder_free(lo);
+    pprof_recorder_free(hi);
+}
+
+/* Threads too short to be sampled (a thread per request): each burns
+ * 0.3 ms at 1000 Hz and exits. Their CPU is counted at their exit, from
+ * a random first period, in whole periods: 0 or 1 ms each, 1 with
+ * chance 0.3 (2,000 threads: 600 ms, sd 20 ms), and must come within 15%
+ * of what their own clocks say (4 sd), under a root frame that says they
+ * were counted at exit. */
+#define SHORT_THREADS 2000
+static _Atomic int64_t short_cpu_ns;
+
+__attribute__((noinline)) static void *run_short(void *arg)
+{
+    burn_cpu(*(double *)arg, 1.0000003);
+    struct timespec ts;
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+    atomic_fetch_add(&short_cpu_ns, ts.tv_sec * 1000000000ll + ts.tv_nsec);
+    return NULL;
+}
+
+static void short_threads(void)
+{
+    pprof_recorder *r;
+    CHECK(pprof_cpu_recorder_new(&(pprof_cpu_config){.hz = 1000}, &r) == 0);
+    CHECK(pprof_recorder_start(r) == 0);
+    double s = 0.0003;
+    for (int i = 0; i < SHORT_THREADS; i++)
+        on_thread(run_short, &s);
+    pprof_profile *p;
+    CHECK(pprof_recorder_stop(r, &p) == 0);
+    int64_t ns, total;
+    sum_value_for(p, "run_short", 1, &ns, &total);
+    double own = atomic_load(&short_cpu_ns) / 1e6;
+    printf("short threads: %d of them, %.1f ms of CPU by their clocks, %.1f ms in the profile\n", SHORT_THREADS, own,
+           ns / 1e6);
+    CHECKF(ns / 1e6 > 0.85 * own && ns / 1e6 < 1.15 * own, "short threads: %.1f ms in the profile for %.1f ms",
+           ns / 1e6, own);
+    /* most had no signal: their time is on run_short under a root that says so */
+    CHECK(stacks_contain(p, "[not sampled: a thread's CPU time counted at its exit, on the function it started]"));
+    pprof_profile_free(p);
+    pprof_recorder_free(r);
+}
+
 int main(void)
 {
     timers_per_thread();
     rates_and_snapshots();
+    rates_beside();
+    short_threads();
     truncation();
     accuracy(1000, 0.6);
     accuracy(100, 1.5);
