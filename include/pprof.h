@@ -473,15 +473,21 @@ PPROF_API int pprof_cpu_set_signal(int signo);
 /* --------------------------------------------------------------- history
  *
  * With LIBPPROF_HISTORY=SECONDS, libpprof keeps the last SECONDS of CPU
- * samples from the start of the process, at LIBPPROF_HISTORY_HZ (19), in
- * 5-second slices of at most LIBPPROF_HISTORY_MB (16) MiB in all (the
- * oldest go first), so that a profile of the past answers at once
- * (profile?last=60). See docs/history.md. */
+ * samples (at LIBPPROF_HISTORY_HZ, 19), allocation samples (with heap
+ * sampling on) and mutex and block samples (empty while those are off)
+ * from the start of the process, in 5-second slices of at most
+ * LIBPPROF_HISTORY_MB (16) MiB in all (the oldest go first), so that a
+ * profile of the past answers at once (profile?last=60, allocs?last=60).
+ * See docs/history.md. */
 
 /* Which samples a history recorder gives. */
 typedef enum pprof_history_kind {
-    PPROF_HISTORY_CPU = 0,  /* CPU samples (always kept with the history) */
-    PPROF_HISTORY_WALL = 1  /* wall-clock samples (LIBPPROF_HISTORY_WALL=1) */
+    PPROF_HISTORY_CPU = 0,    /* CPU samples (always kept with the history) */
+    PPROF_HISTORY_WALL = 1,   /* wall-clock samples (LIBPPROF_HISTORY_WALL=1) */
+    PPROF_HISTORY_ALLOCS = 2, /* allocations (when heap sampling is on): alloc_* the span's, inuse_* the live heap
+                               * at its end */
+    PPROF_HISTORY_MUTEX = 3,  /* mutex contention (hook builds) */
+    PPROF_HISTORY_BLOCK = 4   /* block contention (hook builds) */
 } pprof_history_kind;
 
 typedef struct pprof_history_config {
@@ -495,23 +501,25 @@ typedef struct pprof_history_config {
      * the time of the slow requests went. At least LIBPPROF_HISTORY_SPAN_MS
      * (100 ms; shorter spans are not timed), else PPROF_EINVAL. */
     int64_t min_span_ns;
-    /* Which samples: the CPU's, or the wall clock's. */
+    /* Which samples (min_span: CPU and wall only). */
     pprof_history_kind kind;
 } pprof_history_config;
 
 /* A recorder whose pprof_recorder_write_to gives the kept history of
- * cfg's kind over cfg's span: a CPU (or wall-clock) profile whose
- * time_nanos and duration_nanos say exactly what its slices cover, with a
- * comment saying so (and when the history does not reach back as far as
- * asked). It has no window. Fails with PPROF_ENOTSUP when no history is
- * kept (LIBPPROF_HISTORY unset or 0) or no wall history
- * (LIBPPROF_HISTORY_WALL unset), PPROF_EINVAL when from > until or the
- * kind is unknown. Thread-safe. */
+ * cfg's kind over cfg's span: a profile of that kind whose time_nanos and
+ * duration_nanos say exactly what its slices cover, with a comment saying
+ * so (and when the history does not reach back as far as asked). It has
+ * no window. Fails with PPROF_ENOTSUP when no history is kept
+ * (LIBPPROF_HISTORY unset or 0) or none of that kind (LIBPPROF_HISTORY_WALL
+ * unset, heap sampling off, a build without hooks; the text says which),
+ * PPROF_EINVAL when from > until, the kind is unknown or min_span is set
+ * for a kind without spans. Thread-safe. */
 PPROF_API int pprof_history_recorder_new(const pprof_history_config *cfg, pprof_recorder **out);
 
 /* Asks for a dump of the history: every kind kept, symbolized, written as
  * gzipped pprof to LIBPPROF_HISTORY_DUMP_DIR/libpprof-PID-N-cpu.pb.gz (and
- * -wall.pb.gz) by the history's own thread within a second; the last
+ * -wall, -allocs, -mutex, -block.pb.gz for the kinds kept) by the
+ * history's own thread within a second; the last
  * LIBPPROF_HISTORY_DUMPS (10) are kept. Never waits: calls a second apart
  * or less make one dump. 0, or PPROF_ENOTSUP when no history or no dump
  * directory is set (no pprof_last_error text). async-signal-safe. */

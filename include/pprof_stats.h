@@ -163,7 +163,8 @@ typedef struct pprof_symbolizer_stats {
 } pprof_symbolizer_stats;
 
 /* The history (LIBPPROF_HISTORY, pprof.h): slices, kept_ns and
- * oldest_unix_ns are the CPU series'. */
+ * oldest_unix_ns are the CPU series'; bytes and dropped count every
+ * series. */
 typedef struct pprof_history_stats {
     int64_t keep_ns;           /* LIBPPROF_HISTORY, in ns; 0: no history is kept */
     int64_t kept_ns;           /* the span the kept slices cover now */
@@ -179,7 +180,8 @@ typedef struct pprof_history_stats {
     uint64_t dumps;            /* dumps written (triggers a second apart or less make one) */
     uint64_t dump_failures;    /* dumps that could not be written (each said on stderr) */
     uint64_t dumps_kept;       /* LIBPPROF_HISTORY_DUMPS when LIBPPROF_HISTORY_DUMP_DIR is set, else 0 */
-    uint64_t reserved[2];      /* zero; later fields take its place */
+    uint64_t kinds;            /* the kinds kept: bit k set for pprof_history_kind k */
+    uint64_t reserved[1];      /* zero; later fields take its place */
 } pprof_history_stats;
 
 /* The history's figures now. Thread-safe. */

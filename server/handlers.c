@@ -25,11 +25,18 @@
 
 /* ------------------------------------------------------------- profile */
 
-/* profile?last=N, or from=T&until=T (wall?... too): the history's slices
- * of that kind over that span (pprof_history_recorder_new), at once;
- * min_span_ms=N keeps the samples of spans that lasted N ms or more. */
+/* profile?last=N, or from=T&until=T (wall, allocs, mutex, block too):
+ * the history's slices of that kind over that span
+ * (pprof_history_recorder_new), at once; min_span_ms=N keeps the samples
+ * of spans that lasted N ms or more. */
 int pp_serve_past(pp_req *q, pprof_history_kind kind)
 {
+    static const char *const names[] = {"CPU", "wall", "heap", "mutex", "block"};
+    static const char *const files[] = {"attachment; filename=\"profile\"", "attachment; filename=\"wall\"",
+                                        "attachment; filename=\"allocs\"", "attachment; filename=\"mutex\"",
+                                        "attachment; filename=\"block\""};
+    if (q->q.has_debug && q->q.debug != 0)
+        return pp_reply_error(q, 400, "last, from and until give a profile: no debug format");
     int64_t now = pp_now_ns(CLOCK_REALTIME);
     if (q->q.from * 1000000000ll > now)
         return pp_reply_error(q, 400, "from is in the future");
@@ -40,15 +47,9 @@ int pp_serve_past(pp_req *q, pprof_history_kind kind)
                                .kind = kind};
     pprof_recorder *rec = NULL;
     int rc = pprof_history_recorder_new(&hc, &rec);
-    int wall = kind == PPROF_HISTORY_WALL;
-    if (rc == PPROF_ENOTSUP)
-        return pp_reply_error(q, 404, "no %s history is kept here: %s", wall ? "wall" : "CPU",
-                              wall ? "LIBPPROF_HISTORY=SECONDS with LIBPPROF_HISTORY_WALL=1 keeps one"
-                                   : "LIBPPROF_HISTORY=SECONDS keeps one");
     if (rc != 0)
-        return pp_reply_error(q, 400, "%s", pp_why(rc));
-    return pp_serve_recorder(q, rec, PPROF_FORMAT_PROTO_GZIP, wall ? "wall" : "CPU",
-                             wall ? "attachment; filename=\"wall\"" : "attachment; filename=\"profile\"", NULL);
+        return pp_reply_error(q, rc == PPROF_ENOTSUP ? 404 : 400, "%s", pp_why(rc));
+    return pp_serve_recorder(q, rec, PPROF_FORMAT_PROTO_GZIP, names[kind], files[kind], NULL);
 }
 
 /* profile?seconds=N: a CPU profile of the next N seconds (default 30),
@@ -175,11 +176,11 @@ static const pp_endpoint endpoints[] = {
     {"", NULL, NULL, 0, pp_h_index},
     {"allocs", "allocs?debug=1",
      "A sampling of all past memory allocations (C malloc family and C++ new), with labels",
-     PROFILE, pp_h_allocs},
+     PROFILE | PP_EP_PAST, pp_h_allocs},
     {"block", "block?debug=1",
      "Stack traces that led to blocking on pthread mutexes, rwlocks, condition variables, semaphores and joins "
      "(LIBPPROF_BLOCK_RATE)",
-     PROFILE, pp_h_block},
+     PROFILE | PP_EP_PAST, pp_h_block},
     {"cmdline", "cmdline", "The command line invocation of the current program", 0, h_cmdline},
     {"delta_block", "delta_block", "The block profile's change since the previous request of it (one state per "
      "process, as godeltaprof's)", PROFILE, pp_h_delta_block},
@@ -207,7 +208,7 @@ static const pp_endpoint endpoints[] = {
     {"mutex", "mutex?debug=1",
      "Stack traces of waiters for contended pthread mutexes and rwlocks (the delay is charged to the waiter, "
      "not to the holder as in Go; LIBPPROF_MUTEX_FRACTION)",
-     PROFILE, pp_h_mutex},
+     PROFILE | PP_EP_PAST, pp_h_mutex},
     {"profile", "profile?seconds=30",
      "CPU profile. You can specify the duration in the seconds GET parameter. After you get the "
      "profile file, use the go tool pprof command to investigate the profile.",

@@ -4,6 +4,8 @@
  *                          while the profile is off)
  *   ...?seconds=N          the events of the next N seconds
  *   ...?debug=1            Go's text format
+ *   ...?last=N, from=T&until=T  the events of a span of the past, from the
+ *                          history
  *   delta_mutex, delta_block  godeltaprof's stateful endpoints: the events
  *                          since the previous call (the first: all). One
  *                          state per process: two scrapers of one path take
@@ -28,12 +30,16 @@ static int serve(pp_req *q, new_fn make, const char *what, const char *dispositi
 
 int pp_h_mutex(pp_req *q)
 {
+    if (q->q.has_past)
+        return pp_serve_past(q, PPROF_HISTORY_MUTEX);
     return serve(q, pprof_mutex_recorder_new, "mutex", "attachment; filename=\"mutex\"",
                  "attachment; filename=\"mutex-delta\"");
 }
 
 int pp_h_block(pp_req *q)
 {
+    if (q->q.has_past)
+        return pp_serve_past(q, PPROF_HISTORY_BLOCK);
     return serve(q, pprof_block_recorder_new, "block", "attachment; filename=\"block\"",
                  "attachment; filename=\"block-delta\"");
 }

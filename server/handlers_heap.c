@@ -7,6 +7,9 @@
  *   ...?seconds=N       a window: the allocations of the next N seconds
  *                       and the live heap at its end (not a difference)
  *   ...?debug=1         Go's text format, values as sampled (not scaled)
+ *   allocs?last=N, from=T&until=T
+ *                       the allocations of a span of the past and the live
+ *                       heap at its end, from the history
  *   heap?peak=1         the live heap at its highest since start-up (with
  *                       seconds=N: within the window)
  *   heap?min_age=S, max_age=S
@@ -82,6 +85,8 @@ int pp_h_heap(pp_req *q)
 
 int pp_h_allocs(pp_req *q)
 {
+    if (q->q.has_past)
+        return pp_serve_past(q, PPROF_HISTORY_ALLOCS);
     return serve(q, "alloc_space", "attachment; filename=\"allocs\"", "attachment; filename=\"allocs-delta\"");
 }
 

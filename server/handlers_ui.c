@@ -98,13 +98,18 @@ static int check_sample_index(pp_req *q, const char *name, const char *si)
     return 1;
 }
 
+/* The endpoints the history answers, by pprof_history_kind. */
+static const char *const past_names[] = {"profile", "wall", "allocs", "mutex", "block"};
+
 /* The seconds the history keeps of profile `name`; 0 when it keeps none. */
 static long long kept_s(const char *name)
 {
     pprof_history_stats hs;
     pprof_history_stats_get(&hs);
-    int kept = (!strcmp(name, "profile") && hs.hz) || (!strcmp(name, "wall") && hs.wall_hz);
-    return kept ? hs.keep_ns / 1000000000 : 0;
+    for (unsigned k = 0; k < sizeof past_names / sizeof *past_names; k++)
+        if (!strcmp(name, past_names[k]) && (hs.kinds >> k & 1))
+            return hs.keep_ns / 1000000000;
+    return 0;
 }
 
 /* 0, or 1 after answering 400. */
@@ -162,8 +167,8 @@ static int check_params(pp_req *q)
         }
     }
     if (seen[P_LAST] && !kept_s(name))
-        return pp_reply_error(q, 400, "last is for a profile the history keeps (profile with LIBPPROF_HISTORY, wall "
-                                      "with LIBPPROF_HISTORY_WALL=1 too), not %s here", name),
+        return pp_reply_error(q, 400, "last is for a profile the history keeps (profile, allocs, mutex and block with "
+                                      "LIBPPROF_HISTORY, wall with LIBPPROF_HISTORY_WALL=1 too), not %s here", name),
                1;
     return sample_index[0] ? check_sample_index(q, name, sample_index) : 0;
 }
@@ -205,12 +210,15 @@ static void write_profiles(pp_reply *r, const pp_req *q)
 static void write_history(pp_reply *r, const pp_req *q)
 {
     (void)q;
-    long long cpu = kept_s("profile"), wall = kept_s("wall");
+    const char *sep = "";
     pp_reply_write(r, "{", 1);
-    if (cpu)
-        pp_reply_printf(r, "\"profile\":%lld", cpu);
-    if (wall)
-        pp_reply_printf(r, "%s\"wall\":%lld", cpu ? "," : "", wall);
+    for (unsigned k = 0; k < sizeof past_names / sizeof *past_names; k++) {
+        long long s = kept_s(past_names[k]);
+        if (s) {
+            pp_reply_printf(r, "%s\"%s\":%lld", sep, past_names[k], s);
+            sep = ",";
+        }
+    }
     pp_reply_write(r, "}", 1);
 }
 

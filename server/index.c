@@ -190,6 +190,15 @@ static void write_stats(pp_reply *r, const pp_req *q)
                  (long long)hs.wall_hz, (unsigned long long)hs.wall_slices);
     else
         snprintf(wall_note, sizeof wall_note, "; no wall-clock samples (LIBPPROF_HISTORY_WALL=1 keeps them)");
+    char kinds_note[200] = "";
+    static const char *const more[] = {[PPROF_HISTORY_ALLOCS] = "allocs", [PPROF_HISTORY_MUTEX] = "mutex",
+                                       [PPROF_HISTORY_BLOCK] = "block"};
+    for (int k = PPROF_HISTORY_ALLOCS, n = 0; k <= PPROF_HISTORY_BLOCK; k++)
+        if (hs.kinds >> k & 1) {
+            size_t len = strlen(kinds_note);
+            snprintf(kinds_note + len, sizeof kinds_note - len, "%s<a href=\"%s?last=60\">%s</a>",
+                     n++ ? ", " : "; the last minute of ", more[k], more[k]);
+        }
     char dump_note[200] = "";
     if (hs.dumps_kept)
         snprintf(dump_note, sizeof dump_note,
@@ -200,10 +209,10 @@ static void write_stats(pp_reply *r, const pp_req *q)
         pp_reply_printf(r,
                         "<tr><td>History</td><td>CPU samples at %lld Hz, kept for %lld s (LIBPPROF_HISTORY): %.0f s "
                         "kept now in %llu slices, %.1f MiB of %.0f MiB allowed (%llu slices dropped early for "
-                        "it); <a href=\"profile?last=60\">the last minute</a>%s%s</td></tr>\n",
+                        "it); <a href=\"profile?last=60\">the last minute</a>%s%s%s</td></tr>\n",
                         (long long)hs.hz, (long long)(hs.keep_ns / 1000000000), hs.kept_ns / 1e9,
                         (unsigned long long)hs.slices, hs.bytes / 1048576.0, hs.bound / 1048576.0,
-                        (unsigned long long)hs.dropped, wall_note, dump_note);
+                        (unsigned long long)hs.dropped, kinds_note, wall_note, dump_note);
     else
         pp_reply_printf(r, "<tr><td>History</td><td>off: LIBPPROF_HISTORY=SECONDS keeps the last SECONDS of CPU "
                            "samples, for profile?last=N</td></tr>\n");

@@ -196,22 +196,21 @@ int pp_profile_add_num(pprof_profile *p, const uint64_t *pcs, size_t npcs, const
     return insert(p, &h, pcs, npcs, 0, values, labels, nlabels, num, nnum);
 }
 
-int pp_profile_add_profile(pprof_profile *dst, const pprof_profile *src, int64_t sign)
-{
-    if (!dst || !src || dst->ntypes != src->ntypes)
-        return pp_fail(PPROF_EINVAL);
-    return pp_profile_add_profile_at(dst, src, sign, 0);
-}
-
-int pp_profile_add_profile_at(pprof_profile *dst, const pprof_profile *src, int64_t sign, size_t first)
+/* Adds src's samples that `keep` keeps (NULL: all) to dst, value k of src
+ * times sign as dst's value first + k where bit k of mask is set (0
+ * elsewhere). */
+static int add_samples(pprof_profile *dst, const pprof_profile *src, int64_t sign, size_t first, uint32_t mask,
+                       int (*keep)(const pprof_sample *s, void *arg), void *arg)
 {
     if (!dst || !src || !src->b || first + src->ntypes > dst->ntypes || dst->ntypes > 16)
         return pp_fail(PPROF_EINVAL);
     int64_t v[16] = {0};
     for (size_t i = 0; i < src->nsamples; i++) {
         const pprof_sample *s = &src->samples[i];
+        if (keep && !keep(s, arg))
+            continue;
         for (size_t k = 0; k < src->ntypes; k++)
-            v[first + k] = sign * s->values[k];
+            v[first + k] = mask >> k & 1 ? sign * s->values[k] : 0;
         int rc = pp_profile_add_num(dst, src->b->pcs[i], src->b->npcs[i], v, s->labels, s->nlabels, s->num_labels,
                                     s->nnum_labels);
         if (rc)
@@ -220,21 +219,31 @@ int pp_profile_add_profile_at(pprof_profile *dst, const pprof_profile *src, int6
     return 0;
 }
 
+int pp_profile_add_profile(pprof_profile *dst, const pprof_profile *src, int64_t sign)
+{
+    if (!dst || !src || dst->ntypes != src->ntypes)
+        return pp_fail(PPROF_EINVAL);
+    return add_samples(dst, src, sign, 0, UINT32_MAX, NULL, NULL);
+}
+
+int pp_profile_add_profile_at(pprof_profile *dst, const pprof_profile *src, int64_t sign, size_t first)
+{
+    return add_samples(dst, src, sign, first, UINT32_MAX, NULL, NULL);
+}
+
 int pp_profile_add_profile_if(pprof_profile *dst, const pprof_profile *src, int (*keep)(const pprof_sample *s, void *arg),
                               void *arg)
 {
-    if (!dst || !src || !src->b || dst->ntypes != src->ntypes)
+    if (!dst || !src || dst->ntypes != src->ntypes)
         return pp_fail(PPROF_EINVAL);
-    for (size_t i = 0; i < src->nsamples; i++) {
-        const pprof_sample *s = &src->samples[i];
-        if (!keep(s, arg))
-            continue;
-        int rc = pp_profile_add_num(dst, src->b->pcs[i], src->b->npcs[i], s->values, s->labels, s->nlabels,
-                                    s->num_labels, s->nnum_labels);
-        if (rc)
-            return rc;
-    }
-    return 0;
+    return add_samples(dst, src, 1, 0, UINT32_MAX, keep, arg);
+}
+
+int pp_profile_add_values(pprof_profile *dst, const pprof_profile *src, int64_t sign, uint32_t mask)
+{
+    if (!dst || !src || dst->ntypes != src->ntypes)
+        return pp_fail(PPROF_EINVAL);
+    return add_samples(dst, src, sign, 0, mask, NULL, NULL);
 }
 
 void pp_profile_drop_zero(pprof_profile *p)

@@ -140,6 +140,9 @@ int pp_profile_append(pprof_profile *p, const uint64_t *pcs, size_t npcs, const 
 /* Adds every sample of the unfinished profile src (same sample types) to
  * dst with its values multiplied by sign: a difference of two snapshots. */
 int pp_profile_add_profile(pprof_profile *dst, const pprof_profile *src, int64_t sign);
+/* The same for the values whose bit is set in mask (bit k: value k); the
+ * others add 0. */
+int pp_profile_add_values(pprof_profile *dst, const pprof_profile *src, int64_t sign, uint32_t mask);
 /* The same, src's values going to dst's types first.. (dst's others 0). */
 int pp_profile_add_profile_at(pprof_profile *dst, const pprof_profile *src, int64_t sign, size_t first);
 /* Removes samples whose values are all zero; nothing may be added after. */

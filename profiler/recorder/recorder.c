@@ -67,6 +67,10 @@ int pp_recorder_finish(const pprof_recorder *r, pprof_profile *p, pprof_profile 
         pprof_profile_free(p);
         return 0;
     }
+    if (r->raw) {
+        *out = p;
+        return 0;
+    }
     int rc = pp_profile_finish_leaving(p, r->symbolize, r->leave_maps);
     if (rc) {
         pprof_profile_free(p);
@@ -75,6 +79,31 @@ int pp_recorder_finish(const pprof_recorder *r, pprof_profile *p, pprof_profile 
     }
     *out = p;
     return 0;
+}
+
+int pp_recorder_cut(pprof_recorder *r, pprof_profile **raw)
+{
+    *raw = NULL;
+    if (!r->running || !r->ops->peek)
+        return pp_fail(PPROF_ESTATE);
+    r->raw = 1;
+    int rc = r->ops->end(r, 1, raw);
+    r->raw = 0;
+    return rc;
+}
+
+int pp_recorder_peek(pprof_recorder *r, int (*fn)(const pprof_profile *w, int64_t dur_ns, void *arg), void *arg)
+{
+    pprof_profile *p = NULL;
+    if (!r->running || !r->ops->peek)
+        return pp_fail(PPROF_ESTATE);
+    int rc = r->ops->peek(r, &p);
+    if (rc == 0) {
+        p->time_nanos = r->window_real_ns;
+        rc = fn(p, pp_now_ns(CLOCK_MONOTONIC) - r->window_mono_ns, arg);
+    }
+    pprof_profile_free(p);
+    return rc;
 }
 
 /* --------------------------------------------------------- the public API */

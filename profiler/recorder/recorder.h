@@ -37,6 +37,9 @@ typedef struct pp_recorder_ops {
     int64_t (*rate)(const pprof_recorder *r);
     /* Frees what the kind keeps (the recorder is stopped); may be NULL. */
     void (*release)(pprof_recorder *r);
+    /* The open window from its start to now into *raw, unsymbolized (its
+     * builder open), leaving the window open; NULL: the kind cannot. */
+    int (*peek)(pprof_recorder *r, pprof_profile **raw);
 } pp_recorder_ops;
 
 /* What every recorder has; each kind's own struct begins with it. */
@@ -46,6 +49,7 @@ struct pprof_recorder {
     int64_t window_mono_ns; /* the open window's start */
     int64_t window_real_ns;
     pprof_symbolize symbolize; /* how its profiles are symbolized */
+    int raw;                   /* its profiles are given unsymbolized, their builders open (the history's) */
     char *leave_maps;          /* its profiles leave the files these maps name unnamed (NULL: none) */
 };
 
@@ -64,7 +68,8 @@ void pp_recorder_window_begin_at_start(pprof_recorder *r);
 /* Ends the window: p (when not NULL) gets its start and duration; with
  * reopen the next window begins now, else the recorder stops running. */
 void pp_recorder_window_end(pprof_recorder *r, pprof_profile *p, int reopen);
-/* Symbolizes p as r says into *out (or frees it when out is NULL). */
+/* Symbolizes p as r says into *out (or frees it when out is NULL); gives
+ * it as it is when r->raw. */
 int pp_recorder_finish(const pprof_recorder *r, pprof_profile *p, pprof_profile **out);
 
 
@@ -81,6 +86,11 @@ int pp_cpu_recorder_peek(pprof_recorder *r, int (*fn)(const pprof_profile *w, in
  * read under the sampler's lock). */
 int pp_wall_recorder_cut(pprof_recorder *r, pprof_profile **raw);
 int pp_wall_recorder_peek(pprof_recorder *r, int (*fn)(const pprof_profile *w, int64_t dur_ns, void *arg), void *arg);
+/* The same for a kind whose windows are differences of its tables
+ * (allocations, mutex, block: ops->peek). One thread at a time per
+ * recorder. */
+int pp_recorder_cut(pprof_recorder *r, pprof_profile **raw);
+int pp_recorder_peek(pprof_recorder *r, int (*fn)(const pprof_profile *w, int64_t dur_ns, void *arg), void *arg);
 /* history.c: starts the history when LIBPPROF_HISTORY asks (the
  * constructor); in a forked child, starts the child's own. */
 void pp_history_init(void);

@@ -125,6 +125,19 @@ static int contention_write_to(pprof_recorder *r, pprof_profile **out)
     return pp_recorder_finish(r, p, out);
 }
 
+/* The open window so far. */
+static int contention_peek(pprof_recorder *r, pprof_profile **raw)
+{
+    contention_recorder *c = (contention_recorder *)r;
+    pp_store_snap now;
+    int rc = pp_store_snap_take(table_of(c), &now);
+    if (rc)
+        return rc;
+    *raw = build(c, &c->snap, &now);
+    pp_store_snap_free(&now);
+    return *raw ? 0 : pp_fail(PPROF_ENOMEM);
+}
+
 static void contention_release(pprof_recorder *r)
 {
     pp_store_snap_free(&((contention_recorder *)r)->snap);
@@ -134,7 +147,8 @@ static const pp_recorder_ops contention_ops = {.start = contention_start,
                                                .end = contention_end,
                                                .write_to = contention_write_to,
                                                .rate = contention_rate,
-                                               .release = contention_release};
+                                               .release = contention_release,
+                                               .peek = contention_peek};
 
 static int new_contention(int block, const pprof_contention_config *cfg, pprof_recorder **out)
 {

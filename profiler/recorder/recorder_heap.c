@@ -191,6 +191,20 @@ static int alloc_end(pprof_recorder *r, int reopen, pprof_profile **out)
     return pp_recorder_finish(r, p, out);
 }
 
+/* The open window so far (plain windows: not peak, not window_live). */
+static int alloc_peek(pprof_recorder *r, pprof_profile **raw)
+{
+    heap_recorder *h = (heap_recorder *)r;
+    pp_heap_snap now;
+    if (h->peak || h->window_live)
+        return pp_fail(PPROF_ENOTSUP);
+    if (pp_heap_snap_take(&now) != 0)
+        return pp_fail(PPROF_ENOMEM);
+    *raw = pp_heap_build(h->snap, &now, pprof_heap_rate(), h->flags);
+    pp_heap_snap_free(&now);
+    return *raw ? 0 : pp_fail(PPROF_ENOMEM);
+}
+
 static int heap_write_to(pprof_recorder *r, pprof_profile **out)
 {
     int rc = heap_available();
@@ -233,7 +247,7 @@ static void heap_release(pprof_recorder *r)
 
 /* Allocations: windows only. The live heap: the state now only. */
 static const pp_recorder_ops alloc_ops = {
-    .start = alloc_start, .end = alloc_end, .rate = heap_rate, .release = heap_release};
+    .start = alloc_start, .end = alloc_end, .rate = heap_rate, .release = heap_release, .peek = alloc_peek};
 static const pp_recorder_ops heap_ops = {.write_to = heap_write_to, .rate = heap_rate};
 
 static int new_heap_recorder(int windowed, const pprof_heap_config *cfg, pprof_recorder **out)

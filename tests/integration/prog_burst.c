@@ -8,8 +8,11 @@
  *       "burst_start=UNIX", computes in burst_spin() on the main thread for
  *       SECONDS of wall time, then prints "burst_end=UNIX",
  *       "burst_cpu_ns=N" (the main thread's CPU time over the burst, from
- *       CLOCK_THREAD_CPUTIME_ID, read just around the call) and "done",
- *       and sleeps until killed. SECONDS 0: no burst (an idle program).
+ *       CLOCK_THREAD_CPUTIME_ID, read just around the call), then
+ *       allocates 50,000 blocks of 4096 bytes in burst_alloc() and frees
+ *       all but 2,000 of them (kept live to the end), printing
+ *       "alloc_bytes=N" and "live_bytes=N", then "done", and sleeps until
+ *       killed. SECONDS 0: no burst (an idle program).
  *   prog_burst stacks THREADS
  *       prints "pid=PID", then THREADS threads compute until killed
  *       through many distinct stacks: each round walks 30 calls deep, each
@@ -29,6 +32,26 @@
 
 /* The burst: `seconds` of wall time computing, found by name in profiles. */
 PP_BURN_FUNCTION(burst_spin)
+
+#define ALLOCS 50000
+#define LIVE 2000
+#define BLOCK 4096
+static void *volatile kept[LIVE];
+
+/* The allocation burst: ALLOCS blocks, LIVE of them kept. */
+__attribute__((noinline)) void burst_alloc(void)
+{
+    for (int i = 0; i < ALLOCS; i++) {
+        char *p = malloc(BLOCK);
+        if (!p)
+            abort();
+        p[0] = (char)i;
+        if (i < LIVE)
+            kept[i] = p;
+        else
+            free(p);
+    }
+}
 
 static double now_s(void)
 {
@@ -123,6 +146,8 @@ int main(int argc, char **argv)
         burst_spin(seconds);
         int64_t c1 = thread_cpu_ns();
         printf("burst_end=%.6f\nburst_cpu_ns=%lld\n", now_s(), (long long)(c1 - c0));
+        burst_alloc();
+        printf("alloc_bytes=%d\nlive_bytes=%d\n", ALLOCS * BLOCK, LIVE * BLOCK);
     }
     printf("done\n");
     for (;;)

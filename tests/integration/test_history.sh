@@ -29,9 +29,15 @@
 #     start when the history is younger than asked; its comments say
 #     "history:"; last=60 answers within 3 s;
 #   last=0, last=-1, last=abc, last=1.5, from=5&until=3, from=-1,
-#     last=10&seconds=5, last=10&from=1, last=10&until=5: 400 with one line
-#     of text/plain; with LIBPPROF_HISTORY unset (a second program) last=10
-#     is a 404 whose one line names LIBPPROF_HISTORY;
+#     last=10&seconds=5, last=10&from=1, last=10&until=5,
+#     allocs?last=10&debug=1: 400 with one line of text/plain; with
+#     LIBPPROF_HISTORY unset (a second program) last=10 (profile and
+#     allocs) is a 404 whose one line names LIBPPROF_HISTORY;
+#   allocs?last=60 (LIBPPROF_HEAP_RATE=4096): burst_alloc's alloc_space
+#     within 5% of the program's count, its inuse_space (the live heap at
+#     the end, once) within 10%; allocs?from=(burst end + 11): its
+#     alloc_space under 1%, its inuse_space within 10%; mutex?last=60 and
+#     block?last=60: 200 with a "history:" comment;
 #   40 requests of last=1 in a row leave what is kept as it was: last=60
 #     after them still starts at the program's start, burst_spin within 5%;
 #   last=2000000000 (further back than 1970): the whole history, burst_spin
@@ -83,6 +89,13 @@ fetch() {
     TA=$(date +%s.%N)
     CODE=${out%% *}
     TT=${out##* }
+}
+
+# alloc_b FILE INDEX: burst_alloc's cumulative INDEX (alloc_space,
+# inuse_space) in the profile, in bytes
+alloc_b() {
+    pp_pprof -top -symbolize=none -unit=B -sample_index="$2" -nodecount=1000 "$1" 2>/dev/null |
+        awk '$6 == "burst_alloc" { v = $4; sub(/B$/, "", v); s += v } END { printf "%d\n", s }'
 }
 
 # spin_ms FILE [INDEX]: burst_spin's cumulative CPU in the profile, in ms
@@ -189,7 +202,7 @@ check_no_spin() {
 # just after a whole second, so that its slices begin early in a second
 # (last=5 below is timed by them).
 sleep "$(date +%s.%N | awk '{ f = $1 - int($1); printf "%.3f\n", f < 0.05 ? 0.05 - f : 1.05 - f }')"
-pp_serve burst env LD_PRELOAD="$LIB" LIBPPROF_ADDR=127.0.0.1:@PORT@ LIBPPROF_HISTORY=120 \
+pp_serve burst env LD_PRELOAD="$LIB" LIBPPROF_ADDR=127.0.0.1:@PORT@ LIBPPROF_HISTORY=120 LIBPPROF_HEAP_RATE=4096 \
     "$PROG" burst $IDLE $BURST || pp_give_up "prog_burst did not serve" burst
 BPID=$PID
 URL=http://127.0.0.1:$PORT/debug/pprof
@@ -222,10 +235,12 @@ for q in last=0 last=-1 last=abc last=1.5 'from=5&until=3' from=-1 'last=10&seco
     n=$((n + 1))
     bad "bad$n" "$q" 400
 done
+EP=allocs bad alloc_debug "last=10&debug=1" 400 debug
 u=$URL
 URL=$OFF_URL
 bad off "last=10" 404 LIBPPROF_HISTORY
 bad off2 "from=1" 404 LIBPPROF_HISTORY
+EP=allocs bad off3 "last=10" 404 LIBPPROF_HISTORY
 URL=$u
 
 # ---- the burst, and profile?seconds=2 while it runs
@@ -347,6 +362,34 @@ pp_check "from=$F_OUT (10 s or more after the burst, until now): 200 ($CODE)" te
 check_no_spin "from=burst end + 11" "$TMP/out.pb.gz"
 check_span "from=burst end + 11" "$TMP/out.pb.gz" "$(calc "$F_OUT - $SLICE - $M")" "$(calc "$F_OUT + $M")" \
     "$(calc "$TB - 1")" "$(calc "$TA + 1")"
+
+# ---- allocations, mutex and block: burst_alloc allocated ALLOC_B bytes
+# in 4 KiB blocks right after the burst and keeps LIVE_B of them live (at
+# LIBPPROF_HEAP_RATE=4096, 50,000 samples, sd 0.5%, and 2,000, sd 2.2%):
+# allocs?last=60 has both, the live heap once (the last slice's, not a
+# sum of slices'); a span after it none of its allocations but its live
+# blocks still
+ALLOC_B=$(sed -n 's/^alloc_bytes=//p' "$TMP/burst.out")
+LIVE_B=$(sed -n 's/^live_bytes=//p' "$TMP/burst.out")
+for span_q in "last=60" "from=$F_OUT"; do
+    EP=allocs fetch allocs "$span_q"
+    a=$(alloc_b "$TMP/allocs.pb.gz" alloc_space)
+    l=$(alloc_b "$TMP/allocs.pb.gz" inuse_space)
+    pp_note "allocs?$span_q: burst_alloc alloc_space $a B (program: $ALLOC_B), inuse_space $l B (program: $LIVE_B)"
+    if [ "$span_q" = last=60 ]; then
+        pp_check "allocs?$span_q: 200, burst_alloc's alloc_space within 5% of $ALLOC_B B ($CODE, $a)" \
+            eval '[ "$CODE" = 200 ] && within 5 "$a" "$ALLOC_B"'
+    else
+        pp_check "allocs?$span_q (after the allocations): 200, burst_alloc's alloc_space under 1% of $ALLOC_B B ($CODE, $a)" \
+            eval '[ "$CODE" = 200 ] && le "$a" "$((ALLOC_B / 100))"'
+    fi
+    pp_check "allocs?$span_q: burst_alloc's inuse_space, the live heap at the end, within 10% of $LIVE_B B ($l)" \
+        within 10 "$l" "$LIVE_B"
+done
+for ep in mutex block; do
+    EP=$ep fetch "$ep" last=60
+    pp_check "$ep?last=60: 200, a comment says history: ($CODE)" eval '[ "$CODE" = 200 ] && comments_say "$TMP/$ep.pb.gz"'
+done
 
 # last=5 asked at a moment T chosen by the slices' edges: a slice ends at
 # B = S0 + 5k (S0: where the history begins, time_nanos of last=60), and
