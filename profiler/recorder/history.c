@@ -16,12 +16,16 @@
  * go once the others cover LIBPPROF_HISTORY seconds, or while all of them
  * (every series) hold more than LIBPPROF_HISTORY_MB.
  *
- * Dumps (LIBPPROF_HISTORY_DUMP_DIR): pprof_history_dump, or a span that
- * lasted LIBPPROF_HISTORY_DUMP_SPAN_MS, sets a flag and posts the history
- * thread's semaphore (async-signal-safe: it never waits); the thread
+ * Dumps (LIBPPROF_HISTORY_DUMP_DIR): pprof_history_dump, a span that
+ * lasted LIBPPROF_HISTORY_DUMP_SPAN_MS, or the process's CPU use or
+ * resident set rising to LIBPPROF_HISTORY_DUMP_CPU or _RSS_MB (the thread
+ * looks once a second) sets a flag and posts the history thread's
+ * semaphore (async-signal-safe: it never waits); the thread
  * writes all it keeps of each kind, symbolized, as gzipped pprof through
  * the library's encoder (base/process.h), at most one dump a second,
  * triggers in between coalesced, and keeps the last LIBPPROF_HISTORY_DUMPS.
+ * With LIBPPROF_HISTORY_DUMP_AT_EXIT=1 the exiting thread asks for a last
+ * dump and waits for it.
  *
  * Memory: the windows are built by the collector thread and the history
  * thread, and merged by the history recorder, all in the profiler's own
@@ -107,7 +111,10 @@ static bool wall_on;
 int64_t pp_history_keep_ns;
 static uint64_t bound;
 
-enum { DUMP_API = 1, DUMP_SPAN = 2 };
+enum { DUMP_API = 1, DUMP_SPAN = 2, DUMP_CPU = 4, DUMP_RSS = 8, DUMP_EXIT = 16 };
+static int dump_cpu_pct, dump_rss_mb, dump_at_exit; /* LIBPPROF_HISTORY_DUMP_CPU, _RSS_MB, _AT_EXIT */
+static sem_t exit_dumped;       /* the history thread's answer to DUMP_EXIT */
+static _Atomic bool alive;      /* the history thread runs its loop */
 static char dump_dir[PATH_MAX]; /* "": no dumps */
 static int dump_keep;
 static _Atomic int dump_asked;  /* DUMP_* since the last dump */
@@ -241,11 +248,18 @@ static int dump_one(const pp_series *k, const char *why)
  * removed (the history thread, mu not held). */
 static void dump_now(void)
 {
+    static const char *const reasons[] = {"asked through pprof_history_dump",
+                                          "a span lasted LIBPPROF_HISTORY_DUMP_SPAN_MS or more",
+                                          "the process's CPU use rose to LIBPPROF_HISTORY_DUMP_CPU",
+                                          "the process's resident set grew to LIBPPROF_HISTORY_DUMP_RSS_MB",
+                                          "the process exits (LIBPPROF_HISTORY_DUMP_AT_EXIT)"};
     int why = atomic_exchange(&dump_asked, 0);
     last_dump_ns = pp_now_ns(CLOCK_MONOTONIC);
     dump_seq++;
-    const char *text = why & DUMP_SPAN ? "a span lasted LIBPPROF_HISTORY_DUMP_SPAN_MS or more"
-                                       : "asked through pprof_history_dump";
+    char text[400] = "";
+    for (size_t i = 0, len = 0; i < sizeof reasons / sizeof *reasons && len < sizeof text; i++)
+        if (why >> i & 1)
+            len += (size_t)snprintf(text + len, sizeof text - len, "%s%s", len ? "; " : "", reasons[i]);
     int rc = 0;
     for (int i = 0; i < PP_HISTORY_KINDS && rc == 0; i++)
         if (i == PPROF_HISTORY_CPU || kinds[i].rec)
@@ -264,6 +278,46 @@ static void dump_now(void)
                      (unsigned long long)(dump_seq - (uint64_t)dump_keep), kinds[i].file);
             unlink(old);
         }
+}
+
+/* The resident set in bytes, or -1 when /proc cannot be read. */
+static int64_t rss_bytes(void)
+{
+    char buf[128];
+    int fd = open("/proc/self/statm", O_RDONLY | O_CLOEXEC);
+    ssize_t n = fd < 0 ? -1 : read(fd, buf, sizeof buf - 1);
+    if (fd >= 0)
+        close(fd);
+    long long pages;
+    if (n <= 0)
+        return -1;
+    buf[n] = 0;
+    return sscanf(buf, "%*s %lld", &pages) == 1 ? pages * sysconf(_SC_PAGESIZE) : -1;
+}
+
+/* Once a second with LIBPPROF_HISTORY_DUMP_CPU or _RSS_MB: a dump when the
+ * process's CPU use over the last second, or its resident set, rises to
+ * its threshold (not again until it has fallen below it). */
+static void watch_thresholds(void)
+{
+    static int64_t last_wall, last_cpu;
+    static bool cpu_over, rss_over;
+    int64_t wall_ns = pp_now_ns(CLOCK_MONOTONIC), cpu_ns = pp_now_ns(CLOCK_PROCESS_CPUTIME_ID);
+    if (dump_cpu_pct && last_wall && wall_ns > last_wall) {
+        bool over = (cpu_ns - last_cpu) * 100 >= (int64_t)dump_cpu_pct * (wall_ns - last_wall);
+        if (over && !cpu_over)
+            trigger(DUMP_CPU);
+        cpu_over = over;
+    }
+    last_wall = wall_ns;
+    last_cpu = cpu_ns;
+    int64_t rss = dump_rss_mb ? rss_bytes() : -1;
+    if (rss >= 0) {
+        bool over = rss >= (int64_t)dump_rss_mb << 20;
+        if (over && !rss_over)
+            trigger(DUMP_RSS);
+        rss_over = over;
+    }
 }
 
 /* Waits until `until_ns` (CLOCK_MONOTONIC), a trigger or the stop. */
@@ -290,12 +344,25 @@ static void *history_main(void *arg)
     }
     pthread_mutex_unlock(&pp_history_mu);
     next = pp_now_ns(CLOCK_MONOTONIC) + SLICE_S * 1000000000ll;
+    int64_t watch = dump_dir[0] && (dump_cpu_pct || dump_rss_mb) ? pp_now_ns(CLOCK_MONOTONIC) : INT64_MAX;
+    atomic_store(&alive, running);
     while (running && !atomic_load(&stopping)) {
         int64_t again = last_dump_ns + 1000000000; /* one dump a second at most */
-        rest_until(atomic_load(&dump_asked) && again < next ? again : next);
+        int64_t until = watch < next ? watch : next;
+        int asked = atomic_load(&dump_asked);
+        rest_until(asked & DUMP_EXIT ? 0 : asked && again < until ? again : until);
         if (atomic_load(&stopping))
             break;
         int64_t now = pp_now_ns(CLOCK_MONOTONIC);
+        if (atomic_load(&dump_asked) & DUMP_EXIT) { /* the exiting thread waits for it */
+            dump_now();
+            sem_post(&exit_dumped);
+            break;
+        }
+        if (now >= watch) {
+            watch_thresholds();
+            watch = now + 1000000000;
+        }
         if (now >= next) {
             pthread_mutex_lock(&pp_history_mu);
             pp_own_heap_enter();
@@ -309,13 +376,25 @@ static void *history_main(void *arg)
         if (atomic_load(&dump_asked) && (!last_dump_ns || now - last_dump_ns >= 1000000000))
             dump_now();
     }
+    atomic_store(&alive, false);
     return NULL;
 }
 
-/* Before the process exits or enters a sandbox: no cut after this. */
+/* Before the process exits or enters a sandbox: no cut after this. At
+ * exit with LIBPPROF_HISTORY_DUMP_AT_EXIT=1, the history thread dumps
+ * first, the exiting thread waiting for it (10 s at most). */
 static void stop(void)
 {
     pp_span_times_alarm(0, NULL);
+    if (dump_at_exit && dump_dir[0] && !pp_sandboxed() && atomic_load(&alive)) {
+        atomic_fetch_add(&triggers, 1);
+        atomic_fetch_or(&dump_asked, DUMP_EXIT);
+        sem_post(&wake);
+        int64_t t = pp_now_ns(CLOCK_MONOTONIC) + 10 * 1000000000ll;
+        struct timespec until = {t / 1000000000, t % 1000000000};
+        while (sem_clockwait(&exit_dumped, CLOCK_MONOTONIC, &until) != 0 && errno == EINTR)
+            ;
+    }
     atomic_store(&stopping, true);
     sem_post(&wake);
 }
@@ -345,6 +424,10 @@ void pp_history_init(void)
                                   "an absolute path of a directory this process can write to", "no dumps");
     dump_keep = pp_env_int("LIBPPROF_HISTORY_DUMPS", 10, 1, 10000);
     int dump_span_ms = pp_env_int("LIBPPROF_HISTORY_DUMP_SPAN_MS", 0, 0, 86400000);
+    dump_cpu_pct = pp_env_int("LIBPPROF_HISTORY_DUMP_CPU", 0, 0, 100000);
+    dump_rss_mb = pp_env_int("LIBPPROF_HISTORY_DUMP_RSS_MB", 0, 0, 1 << 30);
+    dump_at_exit = pp_env_int("LIBPPROF_HISTORY_DUMP_AT_EXIT", 0, 0, 1);
+    sem_init(&exit_dumped, 0, 0);
     snprintf(wall->why_off, sizeof wall->why_off, "LIBPPROF_HISTORY_WALL=1 keeps wall-clock samples too");
     if (keep_s == 0)
         return;
@@ -374,6 +457,8 @@ void pp_history_fork_child(void)
 {
     pp_history_mu = (pthread_mutex_t)PTHREAD_MUTEX_INITIALIZER;
     sem_init(&wake, 0, 0);
+    sem_init(&exit_dumped, 0, 0);
+    atomic_store(&alive, false);
     atomic_store(&dump_asked, 0);
     dump_seq = 0;
     last_dump_ns = 0;

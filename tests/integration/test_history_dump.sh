@@ -16,6 +16,14 @@
 #     profile with slow_request_work in it, its comment naming the dump;
 #   - LIBPPROF_HISTORY_DUMP_DIR relative: refused in one line, no dumps,
 #     pprof_history_dump() answers PPROF_ENOTSUP (the program's ok=0).
+# prog_spans_linked again (its worker burns a core) with
+# LIBPPROF_HISTORY_DUMP_CPU=50, LIBPPROF_HISTORY_DUMP_RSS_MB=1 and
+# LIBPPROF_HISTORY_DUMP_AT_EXIT=1, for 4.5 s, then SIGTERM:
+#   - within 3 s of its start, a dump whose comment names _RSS_MB and one
+#     naming _CPU; one of each only (its use stays over the thresholds: a
+#     dump when it rises to them, not every second);
+#   - it exits within 10 s, and its last dump names _AT_EXIT and has
+#     slow_request_work, an allocation, a mutex and a block file beside it.
 # Usage: test_history_dump.sh BUILD_DIR
 . "$(dirname "$0")/lib.sh"
 pp_init "$1"
@@ -66,4 +74,35 @@ line=$(grep -c '^libpprof: ignoring LIBPPROF_HISTORY_DUMP_DIR=relative/dumps' "$
 pp_check "a relative LIBPPROF_HISTORY_DUMP_DIR: one line refusing it, pprof_history_dump answers ENOTSUP ($(grep '^storm=' "$TMP/rel.out"))" \
     test "$line" = 1 -a "$(grep '^storm=' "$TMP/rel.out")" = "storm=5 ok=0"
 pp_stop "$RPID" >/dev/null
+
+# ---- thresholds and exit
+DIR2=$TMP/dumps2
+mkdir -p "$DIR2"
+pp_start th env LIBPPROF_HISTORY=60 LIBPPROF_HISTORY_DUMP_DIR="$DIR2" LIBPPROF_HISTORY_DUMPS=10 \
+    LIBPPROF_HISTORY_DUMP_CPU=50 LIBPPROF_HISTORY_DUMP_RSS_MB=1 LIBPPROF_HISTORY_DUMP_AT_EXIT=1 "$PROG" 10 300 50
+TPID=$PID
+pp_wait_line "$TMP/th.out" '^port=[0-9]+' 10 "$TPID" >/dev/null || pp_give_up "prog_spans_linked did not serve" th
+t0=$(ps -o lstart= -p "$TPID" | xargs -I{} date -d {} +%s)
+sleep 4.5
+# reason FILE: the dump's comment
+reason() { go tool pprof -comments "$1" 2>/dev/null | grep -m1 'history dump'; }
+for f in "$DIR2"/libpprof-"$TPID"-*-cpu.pb.gz; do
+    echo "$(stat -c %Y "$f") $(reason "$f")"
+done >"$TMP/reasons"
+pp_note "dumps before the exit: $(tr '\n' '|' <"$TMP/reasons")"
+for v in RSS_MB CPU; do
+    n=$(grep -c "LIBPPROF_HISTORY_DUMP_$v" "$TMP/reasons")
+    when=$(awk -v v="LIBPPROF_HISTORY_DUMP_$v" -v t0="$t0" 'index($0, v) { print $1 - t0; exit }' "$TMP/reasons")
+    pp_check "one dump names LIBPPROF_HISTORY_DUMP_$v ($n), ${when:-?} s after the start (3 s at most)" \
+        test "$n" = 1 -a -n "$when" -a "${when:-9}" -le 3
+done
+kill -TERM "$TPID"
+pp_check "SIGTERM: the program exits within 10 s" pp_wait_gone "$TPID" 100 0.1
+last=$(ls -t "$DIR2"/libpprof-"$TPID"-*-cpu.pb.gz | head -1)
+pp_check "the last dump names LIBPPROF_HISTORY_DUMP_AT_EXIT ($(reason "$last"))" \
+    sh -c "go tool pprof -comments '$last' 2>/dev/null | grep -q LIBPPROF_HISTORY_DUMP_AT_EXIT"
+pp_pprof_shows "... and has slow_request_work" slow_request_work -top "$last"
+seq=${last%-cpu.pb.gz}
+pp_check "... with allocs, mutex and block files beside it" \
+    test -s "$seq-allocs.pb.gz" -a -s "$seq-mutex.pb.gz" -a -s "$seq-block.pb.gz"
 pp_finish
