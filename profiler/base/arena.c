@@ -1,7 +1,11 @@
 /* arena.c: bump allocation for strings and arrays freed together: a
  * profile's (model/), the symbolizer's caches and snapshots (symbolize/).
  *
- * Pieces come from chunks of at least 64 KiB that are released together.
+ * Pieces come from chunks that are released together: the first of 2 KiB,
+ * each next twice the one before up to 64 KiB (a piece larger than that
+ * gets a chunk of its own size), so an arena holds little more than it
+ * was asked for when small (a history keeps hundreds of small profiles)
+ * and makes few calls to malloc when large.
  * Not thread-safe: one owner per arena. Never used from signal handlers or
  * malloc hooks (chunks come from malloc).
  */
@@ -10,7 +14,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define CHUNK_MIN (64 * 1024)
+#define CHUNK_FIRST (2 * 1024)
+#define CHUNK_MAX (64 * 1024)
 
 struct pp_arena_chunk {
     struct pp_arena_chunk *next;
@@ -28,7 +33,9 @@ void *pp_arena_alloc_aligned(pp_arena *a, size_t size, size_t align)
     struct pp_arena_chunk *c = a->head;
     size_t off = c ? (c->used + align - 1) & ~(align - 1) : 0;
     if (!c || off > c->size || c->size - off < size) {
-        size_t n = size > CHUNK_MIN ? size : CHUNK_MIN;
+        size_t n = !c ? CHUNK_FIRST : c->size < CHUNK_MAX / 2 ? 2 * c->size : CHUNK_MAX;
+        if (n < size)
+            n = size;
         c = malloc(sizeof(struct pp_arena_chunk) + n);
         if (!c)
             return NULL;

@@ -304,6 +304,7 @@ void pp_heap_sample_fork_child(void);
 #define PP_HEAP_INUSE_CHANGE 2 /* add the live-heap change over the window */
 #define PP_HEAP_ALLOCS 4       /* default sample type alloc_space */
 #define PP_HEAP_INUSE_ONLY 8   /* only inuse_objects and inuse_space (peak, ages) */
+#define PP_HEAP_INUSE_DELTA 16 /* in-use values are the change over the window (the history's slices) */
 /* The profile of the window from `base` (NULL: process start) to `now`:
  * alloc values are now - base, in-use values are now's. `rate` is the
  * sampling rate the records were taken at. */

@@ -149,7 +149,7 @@ static int append_records(pprof_profile *p, const pp_heap_snap *base, const pp_h
         int64_t v[6];
         uint64_t block = block_bytes(r->key);
         unsample(alloc, r->key, block, scale_rate, &cr[0], &v[0]);
-        unsample(inuse, r->key, block, scale_rate, &cr[2], &v[2]);
+        unsample(flags & PP_HEAP_INUSE_DELTA ? delta : inuse, r->key, block, scale_rate, &cr[2], &v[2]);
         if (change)
             unsample(delta, r->key, block, scale_rate, &cr[4], &v[4]);
         int any = 0;

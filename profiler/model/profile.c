@@ -239,6 +239,14 @@ int pp_profile_add_profile_if(pprof_profile *dst, const pprof_profile *src, int 
     return add_samples(dst, src, 1, 0, UINT32_MAX, keep, arg);
 }
 
+pprof_profile *pp_profile_new_like(const pprof_profile *src)
+{
+    pprof_profile *p = pp_profile_new(src->types, src->ntypes, src->period_type, src->period);
+    if (p)
+        p->default_type = src->default_type;
+    return p;
+}
+
 int pp_profile_add_values(pprof_profile *dst, const pprof_profile *src, int64_t sign, uint32_t mask)
 {
     if (!dst || !src || dst->ntypes != src->ntypes)

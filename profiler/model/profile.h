@@ -140,6 +140,8 @@ int pp_profile_append(pprof_profile *p, const uint64_t *pcs, size_t npcs, const 
 /* Adds every sample of the unfinished profile src (same sample types) to
  * dst with its values multiplied by sign: a difference of two snapshots. */
 int pp_profile_add_profile(pprof_profile *dst, const pprof_profile *src, int64_t sign);
+/* An empty profile of src's sample and period types and default type. */
+pprof_profile *pp_profile_new_like(const pprof_profile *src);
 /* The same for the values whose bit is set in mask (bit k: value k); the
  * others add 0. */
 int pp_profile_add_values(pprof_profile *dst, const pprof_profile *src, int64_t sign, uint32_t mask);

@@ -77,7 +77,7 @@ static int make_wall(pprof_recorder **r)
 
 static int make_allocs(pprof_recorder **r)
 {
-    return pprof_alloc_recorder_new(NULL, r);
+    return pp_alloc_recorder_new_deltas(r);
 }
 
 static int make_mutex(pprof_recorder **r)
@@ -95,7 +95,7 @@ pp_series pp_history_series[PP_HISTORY_KINDS] = {
      .peek = pp_cpu_recorder_peek},
     {.what = "wall", .file = "wall", .kind = PPROF_HISTORY_WALL, .make = make_wall, .cut = pp_wall_recorder_cut,
      .peek = pp_wall_recorder_peek},
-    /* alloc_objects, alloc_space: counts; inuse_objects, inuse_space: the live heap at the end */
+    /* alloc_objects, alloc_space: counts; inuse_objects, inuse_space: the live heap's change */
     {.what = "allocation", .file = "allocs", .kind = PPROF_HISTORY_ALLOCS, .make = make_allocs,
      .cut = pp_recorder_cut, .peek = pp_recorder_peek, .end_values = 0xc},
     {.what = "mutex", .file = "mutex", .kind = PPROF_HISTORY_MUTEX, .make = make_mutex, .cut = pp_recorder_cut,
@@ -127,11 +127,48 @@ pp_slice *pp_history_at(pp_series *k, size_t i)
     return &k->ring[(k->head + i) % pp_history_cap];
 }
 
-/* Drops k's oldest slice (mu held). */
+/* Whether sample s has a value other than 0. */
+static int nonzero(const pprof_sample *s, void *arg)
+{
+    size_t n = *(const size_t *)arg;
+    for (size_t i = 0; i < n; i++)
+        if (s->values[i])
+            return 1;
+    return 0;
+}
+
+/* Adds the states' changes of slice `raw` to k's base, leaving out the
+ * samples that come to 0 (objects freed since); the base stays as it was
+ * when memory runs out (mu held; the own heap entered). */
+static void fold_into_base(pp_series *k, const pprof_profile *raw)
+{
+    pprof_profile *sum = pp_profile_new_like(raw), *next = pp_profile_new_like(raw);
+    int rc = sum && next ? 0 : PPROF_ENOMEM;
+    if (rc == 0 && k->base)
+        rc = pp_profile_add_values(sum, k->base, 1, k->end_values);
+    if (rc == 0)
+        rc = pp_profile_add_values(sum, raw, 1, k->end_values);
+    if (rc == 0)
+        rc = pp_profile_add_profile_if(next, sum, nonzero, &sum->ntypes);
+    pprof_profile_free(sum);
+    if (rc) {
+        pprof_profile_free(next);
+        return;
+    }
+    if (k->base)
+        k->total -= pp_profile_bytes(k->base);
+    pprof_profile_free(k->base);
+    k->base = next;
+    k->total += pp_profile_bytes(next);
+}
+
+/* Drops k's oldest slice (mu held; the own heap entered). */
 static void drop_oldest(pp_series *k)
 {
     pp_slice *s = pp_history_at(k, 0);
     k->total -= s->bytes;
+    if (k->end_values && s->raw)
+        fold_into_base(k, s->raw);
     pprof_profile_free(s->raw);
     k->head = (k->head + 1) % pp_history_cap;
     k->n--;
@@ -146,7 +183,13 @@ static int cut_locked(pp_series *k)
         return rc;
     if (k->n == pp_history_cap)
         drop_oldest(k);
-    *pp_history_at(k, k->n++) = (pp_slice){.raw = raw, .start = raw->time_nanos, .dur = raw->duration_nanos, .bytes = pp_profile_bytes(raw)};
+    pp_slice s = {.raw = raw, .start = raw->time_nanos, .dur = raw->duration_nanos, .bytes = pp_profile_bytes(raw)};
+    if (raw->nsamples == 0) { /* an idle spell, or a profile that is off: kept as its span only */
+        pprof_profile_free(raw);
+        s.raw = NULL;
+        s.bytes = 0;
+    }
+    *pp_history_at(k, k->n++) = s;
     k->total += pp_history_at(k, k->n - 1)->bytes;
     k->rate = pprof_recorder_rate(k->rec);
     /* Keep what covers pp_history_keep_ns: the oldest goes when the rest do. */
@@ -464,6 +507,7 @@ void pp_history_fork_child(void)
     last_dump_ns = 0;
     for (int i = 0; i < PP_HISTORY_KINDS; i++) {
         kinds[i].rec = NULL; /* the parent's: left behind, see the top */
+        kinds[i].base = NULL;
         kinds[i].head = kinds[i].n = 0;
         kinds[i].total = kinds[i].dropped = 0;
         kinds[i].rate = 0;

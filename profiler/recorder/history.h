@@ -14,7 +14,7 @@
 #define PP_HISTORY_KINDS 5 /* pprof_history_kind: CPU, wall, allocs, mutex, block */
 
 typedef struct pp_slice {
-    pprof_profile *raw;   /* unsymbolized, its builder open */
+    pprof_profile *raw;   /* unsymbolized, its builder open; NULL: no samples */
     int64_t start, dur;   /* Unix ns, ns */
     size_t bytes;
 } pp_slice;
@@ -27,10 +27,12 @@ typedef struct pp_series {
     int (*make)(pprof_recorder **r);
     int (*cut)(pprof_recorder *r, pprof_profile **raw);
     int (*peek)(pprof_recorder *r, int (*fn)(const pprof_profile *w, int64_t dur_ns, void *arg), void *arg);
-    /* Values (bit k: value k) that are a state at the slice's end, not a
-     * count over it (the live heap's): a span gives its last slice's. */
+    /* Values (bit k: value k) that are a state, kept as its change over
+     * each slice (the live heap's): a span gives the state at its end,
+     * base plus every change before it. */
     uint32_t end_values;
     pprof_recorder *rec;  /* running; NULL: not kept */
+    pprof_profile *base;  /* end_values: the states at the oldest slice's start (the dropped slices' sum), or NULL */
     pp_slice *ring;       /* pp_history_cap entries; n from head, oldest first */
     size_t head, n;
     uint64_t total, dropped;

@@ -6,9 +6,10 @@
  * open window as it stands when the span reaches it (read, not cut, so
  * requests never make slices shorter), then symbolizes that; its
  * time_nanos and duration_nanos are the slices' exactly. Counts over time
- * (CPU, wall, allocations, contentions) add up; states at a slice's end
- * (the live heap) are the last slice's: each slice adds its own and takes
- * away the one before it.
+ * (CPU, wall, allocations, contentions) add up over the span's slices;
+ * a state (the live heap), kept as its change over each slice, is given
+ * at the span's end: the series' base (the state where its oldest slice
+ * begins) plus the changes of every slice up to the span's end.
  *
  * Slow spans only (min_span, CPU and wall): spans are timed from start-up
  * (labels/span_times.c), and only the samples whose span_id label names
@@ -70,7 +71,6 @@ typedef struct span {
     pprof_profile *p;
     const history_recorder *h;
     int64_t first, last;      /* Unix ns: what the slices added cover */
-    const pprof_profile *end; /* the last slice added, whose end states stand (end_values) */
     pp_table slow;            /* with min_span: the IDs of the spans that lasted that long */
     size_t nslow;
 } span;
@@ -106,36 +106,33 @@ static int in_slow_span(const pprof_sample *s, void *arg)
     return 0;
 }
 
-/* An empty profile of raw's sample and period types. */
-static pprof_profile *like(const pprof_profile *raw)
+/* Adds `raw`'s values in mask to the span's profile, made on first use. */
+static int add_values(span *sp, const pprof_profile *raw, uint32_t mask)
 {
-    pprof_profile *p = pp_profile_new(raw->types, raw->ntypes, raw->period_type, raw->period);
-    if (p)
-        p->default_type = raw->default_type;
-    return p;
+    if (!sp->p && !(sp->p = pp_profile_new_like(raw)))
+        return pp_fail(PPROF_ENOMEM);
+    return pp_profile_add_values(sp->p, raw, 1, mask);
 }
 
-/* Adds a slice (or the open window) when it overlaps the span. */
+/* Adds a slice (or the open window; raw NULL: one without samples) when
+ * it overlaps the span; of one before it, only the states' changes. */
 static int add_slice(span *sp, const pprof_profile *raw, int64_t start, int64_t dur)
 {
     const history_recorder *h = sp->h;
     const pp_series *k = h->k;
-    if ((h->until && start > h->until) || (h->from && start + dur < h->from))
+    int before = h->from && start + dur < h->from;
+    if ((h->until && start > h->until) || (before && !k->end_values))
         return 0;
-    if (!sp->p && !(sp->p = like(raw)))
-        return pp_fail(PPROF_ENOMEM);
+    if (before)
+        return raw ? add_values(sp, raw, k->end_values) : 0;
     if (!sp->first)
         sp->first = start;
     sp->last = start + dur;
-    if (h->min_span)
-        return pp_profile_add_profile_if(sp->p, raw, in_slow_span, sp);
-    if (!k->end_values)
-        return pp_profile_add_profile(sp->p, raw, 1);
-    int rc = pp_profile_add_values(sp->p, raw, 1, UINT32_MAX);
-    if (rc == 0 && sp->end) /* the states at the end of the slice before no longer stand */
-        rc = pp_profile_add_values(sp->p, sp->end, -1, k->end_values);
-    sp->end = raw;
-    return rc;
+    if (!raw)
+        return 0;
+    if (!sp->p && !(sp->p = pp_profile_new_like(raw)))
+        return pp_fail(PPROF_ENOMEM);
+    return h->min_span ? pp_profile_add_profile_if(sp->p, raw, in_slow_span, sp) : pp_profile_add_profile(sp->p, raw, 1);
 }
 
 static int add_open(const pprof_profile *w, int64_t dur_ns, void *arg)
@@ -148,7 +145,7 @@ static int add_nothing(const pprof_profile *w, int64_t dur_ns, void *arg)
 {
     span *sp = arg;
     (void)dur_ns;
-    return w && !(sp->p = like(w)) ? pp_fail(PPROF_ENOMEM) : 0;
+    return w && !(sp->p = pp_profile_new_like(w)) ? pp_fail(PPROF_ENOMEM) : 0;
 }
 
 static int history_write_to(pprof_recorder *r, pprof_profile **out)
@@ -163,6 +160,9 @@ static int history_write_to(pprof_recorder *r, pprof_profile **out)
     int rc = k->rec ? 0
                     : pp_error_detail(PPROF_ESTATE, "no %s history is kept: %s", k->what,
                                       k->why_off[0] ? k->why_off : "not started yet");
+    int64_t oldest = k->n ? pp_history_at(k, 0)->start : 0;
+    if (rc == 0 && k->base && (!h->until || h->until >= oldest)) /* the states where the slices begin */
+        rc = add_values(&sp, k->base, k->end_values);
     for (size_t i = 0; rc == 0 && i < k->n; i++)
         rc = add_slice(&sp, pp_history_at(k, i)->raw, pp_history_at(k, i)->start, pp_history_at(k, i)->dur);
     /* The open window, read where it stands: no cut, so requests never
@@ -173,7 +173,6 @@ static int history_write_to(pprof_recorder *r, pprof_profile **out)
         rc = k->peek(k->rec, add_nothing, &sp);
     pprof_profile *p = sp.p;
     int64_t first = sp.first, last = sp.last;
-    int64_t oldest = k->n ? pp_history_at(k, 0)->start : 0;
     pthread_mutex_unlock(&pp_history_mu);
     pp_table_free(&sp.slow);
     pp_own_heap_leave();

@@ -90,6 +90,11 @@ int pp_wall_recorder_peek(pprof_recorder *r, int (*fn)(const pprof_profile *w, i
  * (allocations, mutex, block: ops->peek). One thread at a time per
  * recorder. */
 int pp_recorder_cut(pprof_recorder *r, pprof_profile **raw);
+/* An allocation recorder for the history (recorder_heap.c): its first
+ * window begins at the process's start, and its windows' in-use values
+ * are the live heap's change over them, so that a window holds only the
+ * records that changed. 0 or a PPROF_E* code. */
+int pp_alloc_recorder_new_deltas(pprof_recorder **out);
 int pp_recorder_peek(pprof_recorder *r, int (*fn)(const pprof_profile *w, int64_t dur_ns, void *arg), void *arg);
 /* history.c: starts the history when LIBPPROF_HISTORY asks (the
  * constructor); in a forked child, starts the child's own. */

@@ -302,6 +302,14 @@ int pprof_alloc_recorder_new(const pprof_heap_config *cfg, pprof_recorder **out)
     return new_heap_recorder(1, cfg, out);
 }
 
+int pp_alloc_recorder_new_deltas(pprof_recorder **out)
+{
+    int rc = new_heap_recorder(1, &(pprof_heap_config){.from_start = 1}, out);
+    if (rc == 0)
+        ((heap_recorder *)*out)->flags |= PP_HEAP_INUSE_DELTA;
+    return rc;
+}
+
 int pprof_heap_recorder_new(const pprof_heap_config *cfg, pprof_recorder **out)
 {
     return new_heap_recorder(0, cfg, out);

@@ -36,7 +36,10 @@
 #   allocs?last=60 (LIBPPROF_HEAP_RATE=4096): burst_alloc's alloc_space
 #     within 5% of the program's count, its inuse_space (the live heap at
 #     the end, once) within 10%; allocs?from=(burst end + 11): its
-#     alloc_space under 1%, its inuse_space within 10%; mutex?last=60 and
+#     alloc_space under 1%, its inuse_space within 10%; a third program
+#     with LIBPPROF_HISTORY=10, asked 20 s after its allocations: none
+#     allocated, the live heap within 10% (its slices left the history,
+#     their live blocks went into its base); mutex?last=60 and
 #     block?last=60: 200 with a "history:" comment;
 #   40 requests of last=1 in a row leave what is kept as it was: last=60
 #     after them still starts at the program's start, burst_spin within 5%;
@@ -213,6 +216,10 @@ pp_ok "prog_burst serves on $PORT with LIBPPROF_HISTORY=120"
 pp_serve off env LD_PRELOAD="$LIB" LIBPPROF_ADDR=127.0.0.1:@PORT@ "$PROG" burst 3600 0 ||
     pp_give_up "prog_burst without the history did not serve" off
 OFF_URL=http://127.0.0.1:$PORT/debug/pprof
+# a history of 10 s whose allocations will have left it when asked
+pp_serve short env LD_PRELOAD="$LIB" LIBPPROF_ADDR=127.0.0.1:@PORT@ LIBPPROF_HISTORY=10 LIBPPROF_HEAP_RATE=4096 \
+    "$PROG" burst 0 1 || pp_give_up "prog_burst with a 10 s history did not serve" short
+SHORT_URL=http://127.0.0.1:$PORT/debug/pprof
 
 # ---- bad input, while prog_burst waits for its burst
 # bad NAME QUERY CODE [WORD]: a CODE with one line of text/plain (naming WORD)
@@ -386,6 +393,16 @@ for span_q in "last=60" "from=$F_OUT"; do
     pp_check "allocs?$span_q: burst_alloc's inuse_space, the live heap at the end, within 10% of $LIVE_B B ($l)" \
         within 10 "$l" "$LIVE_B"
 done
+# the 10 s history, asked 20 s or more after its allocations: they have
+# left it (alloc_space 0), their live blocks are in its base
+u=$URL
+URL=$SHORT_URL
+EP=allocs fetch short last=60
+URL=$u
+a=$(alloc_b "$TMP/short.pb.gz" alloc_space)
+l=$(alloc_b "$TMP/short.pb.gz" inuse_space)
+pp_check "a 10 s history, 20 s after the allocations: 200, burst_alloc's alloc_space 0 ($CODE, $a), inuse_space within 10% of $LIVE_B B ($l)" \
+    eval '[ "$CODE" = 200 ] && [ "$a" = 0 ] && within 10 "$l" "$LIVE_B"'
 for ep in mutex block; do
     EP=$ep fetch "$ep" last=60
     pp_check "$ep?last=60: 200, a comment says history: ($CODE)" eval '[ "$CODE" = 200 ] && comments_say "$TMP/$ep.pb.gz"'
