@@ -60,6 +60,7 @@ static struct {
     pthread_mutex_t mu;       /* everything below */
     char name[PP_TREE_NAME_MAX]; /* the tree's name, "" when no tree */
     int is_hub;
+    int exiting;              /* hub_exit has passed on its notes: later ones are not acknowledged */
     int listen_fd;
     int alias_fd;             /* a hub that took over: also its own pid's name, or -1 */
     member members[MAX_MEMBERS];
@@ -259,7 +260,9 @@ static void *hub_main(void *arg)
             if (m->fd == pf[k].fd && h.type == PP_TREE_NOTE && !bad) {
                 free(body); /* kept for when its connection closes (an exec) */
                 pthread_mutex_lock(&m->send_mu);
-                if (!execs && h.len)
+                /* An exiting hub has passed its notes on: the member waits
+                 * and tells the hub that takes its place. */
+                if (!execs && h.len && !hub.exiting)
                     pp_tree_send(m->fd, PP_TREE_NOTE, 0, 0, NULL, 0); /* read */
                 pthread_mutex_unlock(&m->send_mu);
             } else if (m->fd == pf[k].fd) {
@@ -323,10 +326,12 @@ static void write_index_row(pp_reply *r)
  * The processes it names as not profiled, still running, go to each
  * member (NOTE: their pid in status; "PPID NAME", a tab, the reason), so
  * the next hub's index names them too: squid's kid execs as its master
- * takes the place of the process that daemonized it. */
+ * takes the place of the process that daemonized it. A note that comes
+ * after is not acknowledged: its member waits, and tells the next hub. */
 static void hub_exit(void)
 {
     pthread_mutex_lock(&hub.mu);
+    hub.exiting = hub.is_hub;
     for (unsigned k = hub.ngone > GONE_KEPT ? hub.ngone - GONE_KEPT : 0; hub.is_hub && k < hub.ngone; k++) {
         const gone_member *g = &hub.gone[k % GONE_KEPT];
         if (!g->why[0] || pp_tree_ended(g->pid))
@@ -383,6 +388,7 @@ void pp_hub_after_fork(void)
     hub.pending = NULL; /* the parent's requests are not this process's (leaked) */
     hub.ngone = 0;
     hub.is_hub = 0;
+    hub.exiting = 0;
     hub.thread_started = 0;
     hub.alias_fd = -1;
 }
