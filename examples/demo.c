@@ -341,7 +341,7 @@ int main(int argc, char **argv)
         pprof_server_config cfg = {.addr = addr};
         int rc = pprof_server_start(&cfg);
         if (rc) {
-            fprintf(stderr, "pprof-demo: cannot serve on %s: %s\n", addr, pprof_last_error());
+            fprintf(stderr, "pprof-demo: %s: %s\n", addr, pprof_last_error()); /* "cannot serve on that address: ..." */
             stop = 1;
         } else {
             const char *colon = strrchr(addr, ':');

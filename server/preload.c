@@ -166,5 +166,6 @@ __attribute__((constructor)) static void preload_init(void)
     }
     if (rc == PPROF_EBUSY)
         return; /* someone started it already */
-    fprintf(stderr, "libpprof: cannot serve on %s: %s; running unprofiled\n", addr, pprof_last_error());
+    /* pprof_last_error begins with the code's text ("cannot serve on that address: ...") */
+    fprintf(stderr, "libpprof: LIBPPROF_ADDR=%s: %s; running unprofiled\n", addr, pprof_last_error());
 }

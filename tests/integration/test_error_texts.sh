@@ -14,7 +14,7 @@ PROG=$BUILD/tests/prog_plain
 
 port=$(pp_free_port)
 timeout 20 env LD_PRELOAD="$LIB" LIBPPROF_ADDR=0.0.0.0:$port "$PROG" 0 -1 >/dev/null 2>"$TMP/wild.err"
-want="libpprof: cannot serve on 0.0.0.0:$port: cannot serve on that address: 0.0.0.0:$port is not a loopback address and no token or client CA is set: set LIBPPROF_TOKEN_FILE or LIBPPROF_TLS_CLIENT_CA, or LIBPPROF_AUTH=none to serve anyone who reaches it; running unprofiled"
+want="libpprof: LIBPPROF_ADDR=0.0.0.0:$port: cannot serve on that address: 0.0.0.0:$port is not a loopback address and no token or client CA is set: set LIBPPROF_TOKEN_FILE or LIBPPROF_TLS_CLIENT_CA, or LIBPPROF_AUTH=none to serve anyone who reaches it; running unprofiled"
 pp_check "0.0.0.0 without authentication: the whole line, once ($(cat "$TMP/wild.err"))" \
     test "$(cat "$TMP/wild.err")" = "$want"
 
