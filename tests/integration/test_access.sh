@@ -27,7 +27,7 @@ status() { curl -s -o "$TMP/body" -w '%{http_code}' --max-time 10 "$@"; }
 for addr in 0.0.0.0 "" "[::]"; do
     port=$(pp_free_port)
     pp_start "open-$port" env LD_PRELOAD="$LIB" LIBPPROF_ADDR="$addr:$port" "$PROG" 2 -1
-    line=$(pp_wait_line "$TMP/open-$port.err" 'libpprof: cannot serve' 10 "$PID")
+    line=$(pp_wait_line "$TMP/open-$port.err" 'libpprof: LIBPPROF_ADDR=.*running unprofiled' 10 "$PID")
     pp_check "LIBPPROF_ADDR=$addr:PORT without a token is refused, saying how to allow it ($line)" \
         eval 'echo "$line" | grep -q "not a loopback address" && echo "$line" | grep -q LIBPPROF_TOKEN_FILE &&
               echo "$line" | grep -q LIBPPROF_AUTH=none'
@@ -41,7 +41,7 @@ else
     pp_bad "LIBPPROF_AUTH=none serves 0.0.0.0" "$(cat "$TMP/none.err")"
 fi
 pp_start badfile env LD_PRELOAD="$LIB" LIBPPROF_ADDR=127.0.0.1:0 LIBPPROF_TOKEN_FILE="$TMP/missing" "$PROG" 2 -1
-line=$(pp_wait_line "$TMP/badfile.err" 'libpprof: cannot serve' 10 "$PID")
+line=$(pp_wait_line "$TMP/badfile.err" 'libpprof: LIBPPROF_ADDR=.*running unprofiled' 10 "$PID")
 pp_check "an unreadable token file: the server does not start, and says why ($line)" \
     eval 'echo "$line" | grep -q "cannot read the token file"'
 pp_stop "$PID" >/dev/null 2>&1
@@ -113,7 +113,7 @@ pp_pprof -top "$TMP/unix.pb" >"$TMP/unix.top" 2>&1
 pp_check "curl --unix-socket reads a CPU profile that go tool pprof reads ($code)" \
     grep -q busy_loop_for_preload "$TMP/unix.top"
 pp_start unix2 env LD_PRELOAD="$LIB" LIBPPROF_ADDR="unix:$SOCK" "$PROG" 1 -1
-line=$(pp_wait_line "$TMP/unix2.err" 'libpprof: cannot serve' 10 "$PID")
+line=$(pp_wait_line "$TMP/unix2.err" 'libpprof: LIBPPROF_ADDR=.*running unprofiled' 10 "$PID")
 pp_check "a second server on a live socket is refused ($line)" eval 'echo "$line" | grep -q "in use"'
 pp_stop "$PID" >/dev/null 2>&1
 for _ in $(seq 100); do pp_alive "$unixpid" || break; sleep 0.1; done

@@ -57,7 +57,7 @@ start_tls() {
     local name=$1 line
     shift
     pp_start "$name" env LD_PRELOAD="$LIB" LIBPPROF_PRINT_ADDR=1 "$@" "$PROG" 120 -1
-    line=$(pp_wait_line "$TMP/$name.err" 'libpprof: (serving|cannot serve)' 10 "$PID")
+    line=$(pp_wait_line "$TMP/$name.err" 'libpprof: (serving|LIBPPROF_ADDR=)' 10 "$PID")
     URL=$(echo "$line" | sed -n 's|.*serving \(https*://[^ ]*\) .*|\1|p')
     URL=${URL/0.0.0.0/127.0.0.1}
     [ -n "$URL" ]
@@ -115,13 +115,13 @@ pp_stop "$PID" >/dev/null 2>&1
 
 # --- settings that cannot serve
 pp_start nokey env LD_PRELOAD="$LIB" LIBPPROF_ADDR=127.0.0.1:0 LIBPPROF_TLS_CERT="$TMP/server.pem" "$PROG" 2 -1
-line=$(pp_wait_line "$TMP/nokey.err" 'libpprof: cannot serve' 10 "$PID")
+line=$(pp_wait_line "$TMP/nokey.err" 'libpprof: LIBPPROF_ADDR=.*running unprofiled' 10 "$PID")
 pp_check "a certificate without a key: not served, saying why ($line)" \
     eval 'echo "$line" | grep -q "both a certificate and a key"'
 pp_stop "$PID" >/dev/null 2>&1
 pp_start badcert env LD_PRELOAD="$LIB" LIBPPROF_ADDR=127.0.0.1:0 LIBPPROF_TLS_CERT="$TMP/missing.pem" \
     LIBPPROF_TLS_KEY="$TMP/server.key" "$PROG" 2 -1
-line=$(pp_wait_line "$TMP/badcert.err" 'libpprof: cannot serve' 10 "$PID")
+line=$(pp_wait_line "$TMP/badcert.err" 'libpprof: LIBPPROF_ADDR=.*running unprofiled' 10 "$PID")
 pp_check "an unreadable certificate: not served, saying why ($line)" \
     eval 'echo "$line" | grep -q "cannot read the TLS certificate"'
 pp_stop "$PID" >/dev/null 2>&1
