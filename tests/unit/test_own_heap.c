@@ -99,8 +99,10 @@ static int run(void)
     printf("own heap: %llu bytes in use, %llu mapped, %llu fell back\n", (unsigned long long)b.own_heap_bytes,
            (unsigned long long)b.own_heap_mapped, (unsigned long long)b.own_heap_fallbacks);
     CHECK(b.own_heap_bytes < 100000); /* all freed */
+    uint64_t before = b.own_heap_bytes;
 
-    /* a profile's symbolization reads debug information from the own heap */
+    /* a profile's symbolization reads debug information from the own heap
+     * (and keeps what it read there: 98 KiB on arm64, more on x86-64) */
     pprof_recorder *rec;
     pprof_profile *p;
     CHECK(pprof_cpu_recorder_new(NULL, &rec) == 0 && pprof_recorder_start(rec) == 0);
@@ -112,7 +114,7 @@ static int run(void)
     pprof_recorder_free(rec);
     pprof_heap_stats_get(&b);
     printf("after a profile: %llu bytes of the own heap in use\n", (unsigned long long)b.own_heap_bytes);
-    CHECK(b.own_heap_bytes > 100000);
+    CHECK(b.own_heap_bytes > before + 32768);
     return check_summary("test_own_heap");
 }
 
