@@ -101,6 +101,10 @@ int pp_serve_window(pp_req *q, pprof_recorder *rec, int seconds, const char *wha
 /* A profile of the past (last=, from=, until=, min_span_ms=) from the
  * history of `kind` (handlers.c). Returns 0. */
 int pp_serve_past(pp_req *q, pprof_history_kind kind);
+/* The endpoint that answers each pprof_history_kind from the history
+ * ("profile", "wall", "allocs", "mutex", "block"). */
+#define PP_HISTORY_KINDS 5
+extern const char *const pp_history_endpoints[PP_HISTORY_KINDS];
 /* Writes `p` as the reply in `fmt` (protobuf with `disposition`, or text)
  * and frees it; an error names `what`. Returns 0. */
 int pp_send_profile(pp_req *q, pprof_profile *p, pprof_format fmt, const char *what, const char *disposition);

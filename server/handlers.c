@@ -29,12 +29,13 @@
  * the history's slices of that kind over that span
  * (pprof_history_recorder_new), at once; min_span_ms=N keeps the samples
  * of spans that lasted N ms or more. */
+const char *const pp_history_endpoints[PP_HISTORY_KINDS] = {"profile", "wall", "allocs", "mutex", "block"};
+
 int pp_serve_past(pp_req *q, pprof_history_kind kind)
 {
     static const char *const names[] = {"CPU", "wall", "heap", "mutex", "block"};
-    static const char *const files[] = {"attachment; filename=\"profile\"", "attachment; filename=\"wall\"",
-                                        "attachment; filename=\"allocs\"", "attachment; filename=\"mutex\"",
-                                        "attachment; filename=\"block\""};
+    char file[64];
+    snprintf(file, sizeof file, "attachment; filename=\"%s\"", pp_history_endpoints[kind]);
     if (q->q.has_debug && q->q.debug != 0)
         return pp_reply_error(q, 400, "last, from and until give a profile: no debug format");
     int64_t now = pp_now_ns(CLOCK_REALTIME);
@@ -49,7 +50,7 @@ int pp_serve_past(pp_req *q, pprof_history_kind kind)
     int rc = pprof_history_recorder_new(&hc, &rec);
     if (rc != 0)
         return pp_reply_error(q, rc == PPROF_ENOTSUP ? 404 : 400, "%s", pp_why(rc));
-    return pp_serve_recorder(q, rec, PPROF_FORMAT_PROTO_GZIP, names[kind], files[kind], NULL);
+    return pp_serve_recorder(q, rec, PPROF_FORMAT_PROTO_GZIP, names[kind], file, NULL);
 }
 
 /* profile?seconds=N: a CPU profile of the next N seconds (default 30),

@@ -98,16 +98,13 @@ static int check_sample_index(pp_req *q, const char *name, const char *si)
     return 1;
 }
 
-/* The endpoints the history answers, by pprof_history_kind. */
-static const char *const past_names[] = {"profile", "wall", "allocs", "mutex", "block"};
-
 /* The seconds the history keeps of profile `name`; 0 when it keeps none. */
 static long long kept_s(const char *name)
 {
     pprof_history_stats hs;
     pprof_history_stats_get(&hs);
-    for (unsigned k = 0; k < sizeof past_names / sizeof *past_names; k++)
-        if (!strcmp(name, past_names[k]) && (hs.kinds >> k & 1))
+    for (unsigned k = 0; k < PP_HISTORY_KINDS; k++)
+        if (!strcmp(name, pp_history_endpoints[k]) && (hs.kinds >> k & 1))
             return hs.keep_ns / 1000000000;
     return 0;
 }
@@ -212,10 +209,10 @@ static void write_history(pp_reply *r, const pp_req *q)
     (void)q;
     const char *sep = "";
     pp_reply_write(r, "{", 1);
-    for (unsigned k = 0; k < sizeof past_names / sizeof *past_names; k++) {
-        long long s = kept_s(past_names[k]);
+    for (unsigned k = 0; k < PP_HISTORY_KINDS; k++) {
+        long long s = kept_s(pp_history_endpoints[k]);
         if (s) {
-            pp_reply_printf(r, "%s\"%s\":%lld", sep, past_names[k], s);
+            pp_reply_printf(r, "%s\"%s\":%lld", sep, pp_history_endpoints[k], s);
             sep = ",";
         }
     }

@@ -191,13 +191,11 @@ static void write_stats(pp_reply *r, const pp_req *q)
     else
         snprintf(wall_note, sizeof wall_note, "; no wall-clock samples (LIBPPROF_HISTORY_WALL=1 keeps them)");
     char kinds_note[200] = "";
-    static const char *const more[] = {[PPROF_HISTORY_ALLOCS] = "allocs", [PPROF_HISTORY_MUTEX] = "mutex",
-                                       [PPROF_HISTORY_BLOCK] = "block"};
     for (int k = PPROF_HISTORY_ALLOCS, n = 0; k <= PPROF_HISTORY_BLOCK; k++)
         if (hs.kinds >> k & 1) {
             size_t len = strlen(kinds_note);
             snprintf(kinds_note + len, sizeof kinds_note - len, "%s<a href=\"%s?last=60\">%s</a>",
-                     n++ ? ", " : "; the last minute of ", more[k], more[k]);
+                     n++ ? ", " : "; the last minute of ", pp_history_endpoints[k], pp_history_endpoints[k]);
         }
     char dump_note[200] = "";
     if (hs.dumps_kept)
