@@ -158,7 +158,8 @@ static const char *label_of(const pprof_sample *s, const char *key)
     return "";
 }
 
-/* One stanza per thread (a per_thread thread profile), like Go's debug=2:
+/* One stanza per thread (a per_thread thread profile), like Go's debug=2,
+ * after the profile's comments (each on a line of its own, after "# "):
  *   thread <tid> "<name>" [<state>]:
  *   labels: {"k":"v"}
  *   <function>
@@ -166,6 +167,10 @@ static const char *label_of(const pprof_sample *s, const char *key)
  */
 static int dump_text(const pp_model_view *p, out *o)
 {
+    for (size_t i = 0; i < p->ncomments; i++)
+        put(o, "# %s\n", p->comments[i]);
+    if (p->ncomments)
+        put(o, "\n");
     for (size_t i = 0; i < p->nsamples && !o->err; i++) {
         const pprof_sample *s = &p->samples[i];
         put(o, "thread %s \"%s\" [%s]:\n", label_of(s, "thread.id"), label_of(s, "thread.name"),

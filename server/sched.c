@@ -21,6 +21,7 @@
  * holding their own locks. A forked child starts with no calls and no
  * scheduler thread (the parent's are not in the child).
  */
+#define _GNU_SOURCE
 #include "sched.h"
 #include "base/base.h"
 
@@ -173,6 +174,7 @@ static void reap_gone_locked(void)
  * scheduler's signal mask, which leaves the host's signals to the host. */
 static void *finisher_main(void *arg)
 {
+    pthread_setname_np(pthread_self(), "pprof-finish");
     pprof_labels_unref(pp_own_labels_begin()); /* no request's labels */
     pp_own_heap_enter(); /* its memory is the profiler's, for its life */
     pthread_mutex_lock(&mu);
@@ -184,6 +186,7 @@ static void *finisher_main(void *arg)
 static void *scheduler_main(void *unused)
 {
     (void)unused;
+    pthread_setname_np(pthread_self(), "pprof-sched");
     pprof_labels_unref(pp_own_labels_begin()); /* not its creator's request labels */
     pp_own_heap_enter(); /* its memory, and its finishers', is the profiler's */
     int64_t next_check = 0;

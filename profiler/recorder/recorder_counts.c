@@ -8,6 +8,8 @@
  * does: negative where there are fewer now; unchanged stacks are dropped.
  * A thread recorder configured per_thread keeps every thread apart and
  * labels it with its id, name and state (Go's debug=2 dump).
+ * The profiler's own threads are left out of both, behind one comment
+ * that gives their count and names.
  */
 #define _GNU_SOURCE
 #include "custom/custom.h"
@@ -44,14 +46,37 @@ static pprof_profile *new_count_profile(const counts_recorder *c)
     return pp_profile_new(&t, 1, t, 1);
 }
 
+/* The comment that stands for the profiler's own threads, left out:
+ * their count and names (each name once). */
+static int note_own(pprof_profile *p, const pp_thread_stack *t, size_t n, size_t nown)
+{
+    char note[256];
+    int len = snprintf(note, sizeof note, "libpprof's own threads, left out: %zu (", nown);
+    for (size_t i = 0, first = 1; i < n && len < (int)sizeof note - 20; i++) {
+        size_t j = 0;
+        while (j < i && !(t[j].own && !strcmp(t[j].name, t[i].name)))
+            j++;
+        if (!t[i].own || j < i)
+            continue;
+        len += snprintf(note + len, sizeof note - (size_t)len, "%s%s", first ? "" : ", ", t[i].name);
+        first = 0;
+    }
+    snprintf(note + len, sizeof note - (size_t)len, ")");
+    return pp_profile_add_comment(p, note);
+}
+
 static int add_threads(pprof_profile *p, int per_thread)
 {
     pp_thread_stack *t;
-    size_t n;
+    size_t n, nown = 0;
     int rc = pp_thread_dump(&t, &n);
     if (rc)
         return rc;
     for (size_t i = 0; i < n && rc == 0; i++) {
+        if (t[i].own) {
+            nown++;
+            continue;
+        }
         int64_t one = 1;
         pprof_label extra[68];
         size_t nl = 0;
@@ -73,10 +98,14 @@ static int add_threads(pprof_profile *p, int per_thread)
         }
         rc = pp_profile_add(p, t[i].pcs, (size_t)t[i].npcs, &one, nl ? extra : NULL, nl);
     }
+    if (rc == 0 && nown)
+        rc = note_own(p, t, n, nown);
     pp_thread_dump_free(t, n);
     return rc;
 }
 
+/* The threads' creators; the profiler's own threads are left out, as
+ * from the thread dump. */
 static int add_creators(pprof_profile *p)
 {
     size_t n;
@@ -87,6 +116,8 @@ static int add_creators(pprof_profile *p)
     for (size_t i = 0; i < n && rc == 0; i++) {
         int64_t one = 1;
         uint64_t none = PP_PC_NO_CREATOR;
+        if (reg[i].own)
+            continue;
         rc = reg[i].ncreate ? pp_profile_add(p, reg[i].create, (size_t)reg[i].ncreate, &one, NULL, 0)
                             : pp_profile_add(p, &none, 1, &one, NULL, 0);
     }

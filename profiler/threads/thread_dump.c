@@ -24,6 +24,8 @@
  * rather than let it fail with EINTR; one whose CPU clock stood still as it
  * was asked (ready to run, maybe woken from a wait) is told apart, so that
  * a poll whose time had run out does not wait its timeout again.
+ * The profiler's own threads (its server, collector, samplers) are not
+ * walked: they are listed by name, for the profile's one summary line.
  * One dump runs at a time.
  */
 #define _GNU_SOURCE
@@ -262,11 +264,11 @@ static void copy_set(const void *set, pp_thread_stack *t)
     t->nlabels = n;
 }
 
-static void *const *slot_of(const pp_thread_entry *reg, size_t nreg, int tid)
+static const pp_thread_entry *entry_of(const pp_thread_entry *reg, size_t nreg, int tid)
 {
     for (size_t i = 0; i < nreg; i++)
         if (reg[i].tid == tid)
-            return reg[i].labels_slot;
+            return &reg[i];
     return NULL;
 }
 
@@ -482,6 +484,11 @@ __attribute__((noinline)) int pp_thread_dump(pp_thread_stack **out, size_t *n)
         s->tid = tid;
         s->syscall = -1;
         read_meta(tid, s);
+        const pp_thread_entry *e = entry_of(reg, nreg, tid);
+        if (e && e->own) { /* the profiler's: named, not walked */
+            s->own = 1;
+            continue;
+        }
         int64_t left = end - pp_now_ns(CLOCK_MONOTONIC);
         if (tid == self) { /* this thread: its own stack, from the caller on */
             int end;
@@ -492,7 +499,7 @@ __attribute__((noinline)) int pp_thread_dump(pp_thread_stack **out, size_t *n)
             copy_set(pp_labels_current_peek(), s);
             continue;
         }
-        if (pp_thread_walk_waiting(tid, s, slot_of(reg, nreg, tid), NULL)) /* no span: dumps show none */
+        if (pp_thread_walk_waiting(tid, s, e ? e->labels_slot : NULL, NULL)) /* no span: dumps show none */
             continue;
         if (left <= 0) {
             s->how = PP_DUMP_TIME_LIMIT;

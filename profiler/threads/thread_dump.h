@@ -17,6 +17,7 @@ enum pp_dump_how {
 
 typedef struct pp_thread_stack {
     int tid;
+    int own;                 /* one of the profiler's own threads: named, not walked (npcs 0) */
     int how;                 /* enum pp_dump_how */
     int syscall;             /* the system call it waits in, -1 if none */
     char state;              /* R, S, D, ... from /proc */
@@ -29,7 +30,8 @@ typedef struct pp_thread_stack {
     pp_trace_snap trace;     /* PP_DUMP_SYSCALL: its span, copied (on = 0 when none or not asked for) */
 } pp_thread_stack;
 
-/* Takes every thread's stack: at most ~100 ms per thread that must answer
+/* Takes every thread's stack (the profiler's own threads are listed with
+ * their names only, own set, and are not walked): at most ~100 ms per thread that must answer
  * a signal and ~1 s in all. One dump at a time (others wait). Returns 0
  * or PPROF_ENOMEM/PPROF_ESYS; free with pp_thread_dump_free. */
 int pp_thread_dump(pp_thread_stack **out, size_t *n);
