@@ -320,6 +320,29 @@ static bool rebuild_snapshot(struct pp_sym_session *s, const sbuf *maps_text)
     return true;
 }
 
+/* The vDSO, which dwfl_linux_proc_maps_report leaves out (it knows it
+ * only from a process's auxiliary vector): reported by hand, under the
+ * name that makes find_elf read its image from this process's memory.
+ * Without it the loader named its functions by whichever alias it met
+ * first ("clock_gettime", the same as libc's caller, so the two read as
+ * a recursion), where the symbol table gives "__vdso_clock_gettime". */
+static void report_vdso(Dwfl *d, const sbuf *maps_text)
+{
+    const char *end = maps_text->p + maps_text->n;
+    for (const char *line = maps_text->p; line < end;) {
+        const char *nl = memchr(line, '\n', (size_t)(end - line));
+        size_t len = (size_t)((nl ? nl : end) - line);
+        unsigned long lo, hi;
+        if (len > 6 && !memcmp(line + len - 6, "[vdso]", 6) && sscanf(line, "%lx-%lx", &lo, &hi) == 2) {
+            char name[32];
+            snprintf(name, sizeof name, "[vdso: %d]", (int)getpid());
+            dwfl_report_module(d, name, lo, hi);
+            return;
+        }
+        line += len + 1;
+    }
+}
+
 /* Reports the modules of the maps text into d (read from memory: a process
  * with no descriptor free still has its symbols). A positive result means
  * the text could not be read; -1 means one module could not be reported,
@@ -331,6 +354,7 @@ static int report_maps(Dwfl *d, const sbuf *maps_text)
         return 1;
     int rc = dwfl_linux_proc_maps_report(d, f);
     fclose(f);
+    report_vdso(d, maps_text);
     return rc;
 }
 
@@ -373,6 +397,7 @@ static bool rereport_dwfl(struct pp_sym_session *s, const sbuf *maps_text)
     dwfl_report_begin(s->dwfl);
     int rc = dwfl_linux_proc_maps_report(s->dwfl, f);
     fclose(f);
+    report_vdso(s->dwfl, maps_text);
     bool removed = false;
     if (dwfl_report_end(s->dwfl, note_removed, &removed) != 0)
         removed = true; /* the module list is in doubt: drop what points into it */

@@ -366,7 +366,8 @@ int pp_sym_module_has_symbols(struct pp_sym_session *s, Dwfl_Module *mod)
     return ix && ix->n > 0;
 }
 
-/* Name of the function symbol whose code holds addr, or NULL. */const char *pp_sym_symbol_at(struct pp_sym_session *s, Dwfl_Module *mod, uint64_t addr, uint64_t *start)
+/* Name of the function symbol whose code holds addr, or NULL. */
+const char *pp_sym_symbol_at(struct pp_sym_session *s, Dwfl_Module *mod, uint64_t addr, uint64_t *start)
 {
     *start = 0;
     sym_index *ix = modidx_get(s, mod);

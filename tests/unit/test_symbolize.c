@@ -306,6 +306,17 @@ static void test_symbol_name(void)
     char small[6];
     rc = pprof_symbol_name((uint64_t)(uintptr_t)symbolize_static_target, small, sizeof small);
     CHECKF(rc == 0 && strcmp(small, "symbo") == 0, "truncated: rc %d '%s'", rc, small);
+    /* The vDSO's functions by their symbol table's preferred alias (x86-64:
+     * the global __vdso_clock_gettime, not the weak clock_gettime that the
+     * loader would give and that reads as libc's caller recursing). */
+    void *vdso = dlopen("linux-vdso.so.1", RTLD_LAZY | RTLD_NOLOAD);
+    void *fn = vdso ? dlsym(vdso, "__vdso_clock_gettime") : NULL;
+    if (fn) {
+        rc = pprof_symbol_name((uint64_t)(uintptr_t)fn + 1, buf, sizeof buf);
+        CHECKF(rc == 0 && strcmp(buf, "__vdso_clock_gettime") == 0, "vDSO: rc %d name '%s'", rc, buf);
+    }
+    if (vdso)
+        dlclose(vdso);
     check_case_end("pprof_symbol_name");
 }
 
