@@ -52,20 +52,39 @@ function hash(s) {
   return h >>> 0;
 }
 
-const libColour = lib => `hsl(${hash(lib || '?') % 360},60%,68%)`;
+// Each library gets the next colour of a palette chosen so that any two of
+// its first N are far apart (at least 83 in RGB among all twelve, light
+// enough for black text), in the order the page first meets it (the
+// widest first); past the palette, a hue from its name.
+const PALETTE = [[210, 65, 70], [60, 90, 55], [120, 90, 55], [315, 90, 65], [60, 70, 82], [30, 50, 55],
+                 [165, 90, 55], [120, 90, 75], [90, 90, 55], [285, 90, 82], [180, 90, 82], [0, 50, 75]];
+const libHues = new Map();
+function libHsl(lib) {
+  lib = lib || '?';
+  let c = libHues.get(lib);
+  if (!c) libHues.set(lib, c = libHues.size < PALETTE.length ? PALETTE[libHues.size] : [hash(lib) % 360, 60, 68]);
+  return c;
+}
+const libColour = lib => { const [h, s, l] = libHsl(lib); return `hsl(${h},${s}%,${l}%)`; };
 
-// diff: the largest change of a drawn frame, which gets the deepest colour.
-function frameColour(n, diff, match) {
+// A frame's colour. In a diff: by its own change (`most` is the largest
+// of a drawn frame), red grew, blue shrank: in the call tree the change of
+// the value spent in the function itself, so the leaf that grew is the
+// deepest red, not its callers; in the inverted view, where the first row
+// is the functions themselves, the change of the node's value.
+function frameColour(n, most, match, inv) {
   if (n.f < 0) return '#ccc';
   if (match && match[n.f]) return '#e040e0';
-  if (diff) {
-    const d = (n.v - n.b) / diff;
+  if (most) {
+    const d = ownChange(n, inv) / most;
     return d >= 0 ? `hsl(0,${Math.round(90 * d)}%,${Math.round(92 - 30 * d)}%)`
                   : `hsl(220,${Math.round(-90 * d)}%,${Math.round(92 + 30 * d)}%)`;
   }
-  const fr = frames.list[n.f];
-  return `hsl(${hash(fr.lib || '?') % 360},60%,${60 + hash(fr.name) % 16}%)`;
+  const fr = frames.list[n.f], [h, s, l] = libHsl(fr.lib);
+  return `hsl(${h},${s}%,${l - 6 + hash(fr.name) % 12}%)`;
 }
+
+const ownChange = (n, inv) => inv ? n.v - n.b : n.self - n.bself;
 
 // --------------------------------------------------------------- filters
 
@@ -98,7 +117,7 @@ function searchMatches() {
 
 // -------------------------------------------------------------- the tree
 
-function node(f, parent) { return {f, parent, v: 0, b: 0, self: 0, kids: new Map()}; }
+function node(f, parent) { return {f, parent, v: 0, b: 0, self: 0, bself: 0, kids: new Map()}; }
 
 function addSamples(root, prof, ti, terms, key, inv, match) {
   let matched = 0;
@@ -116,7 +135,7 @@ function addSamples(root, prof, ti, terms, key, inv, match) {
       n = c;
       if (match && match[f]) hit = true;
     }
-    if (key === 'v') n.self += v;
+    n[key === 'v' ? 'self' : 'bself'] += v;
     if (hit) matched += v;
   }
   return matched;
@@ -203,10 +222,10 @@ function render() {
   ctx.font = '12px sans-serif';
   ctx.textBaseline = 'middle';
   st.rows = [];
-  const most = diff ? drawn.reduce((m, r) => r.n.f < 0 ? m : Math.max(m, Math.abs(r.n.v - r.n.b)), 0) || 1 : 0;
+  const most = diff ? drawn.reduce((m, r) => r.n.f < 0 ? m : Math.max(m, Math.abs(ownChange(r.n, inv))), 0) || 1 : 0;
   for (const r of drawn) {
     const y = r.d * ROW, n = r.n;
-    ctx.fillStyle = frameColour(n, most, match);
+    ctx.fillStyle = frameColour(n, most, match, inv);
     ctx.fillRect(r.x, y, Math.max(r.w - 0.5, 0.5), ROW - 1);
     (st.rows[r.d] = st.rows[r.d] || []).push(r);
     const name = n.f < 0 ? 'all' : frames.list[n.f].name, chars = Math.floor((r.w - 6) / 7);
@@ -216,6 +235,7 @@ function render() {
     }
   }
   st.drawn = drawn;
+  st.most = most;
 
   // the table and the libraries
   const rows = new Map();
@@ -233,9 +253,28 @@ function render() {
   if (terms.length) s += ', label filter on';
   if (match) s += `; search matches ${fmt(st.matched, unit)} (${pct(st.matched, st.total)})`;
   if (diff) s += `; against the base of ${st.base.at.toLocaleTimeString()}: ${fmt(root.b, unit)} then, ` +
-    `${fmt(root.v - root.b, unit)} change (red grew, blue shrank; width: now)`;
+    `${fmt(root.v - root.b, unit)} change (colour: each function's own change, red grew, blue shrank; width: now)`;
   if (p.comments.length) s += ' — ' + p.comments.join('; ');
   setStatus(s);
+  keepInAddress();
+}
+
+// The page's address says what it shows (profile, window, value, label
+// filter, search, view), so that a link to it opens the same view; the
+// server's own parameters (pid, tree, gc, token) stay as they were.
+function keepInAddress() {
+  const q = new URLSearchParams();
+  for (const k of ['pid', 'tree', 'gc', 'token']) if (params.has(k)) q.set(k, params.get(k));
+  q.set('profile', $('name').value);
+  const seconds = Math.floor(+$('seconds').value || 0), last = Math.floor(+$('last').value || 0);
+  if (seconds > 0) q.set('seconds', seconds);
+  if (last > 0 && !$('lastbox').hidden) q.set('last', last);
+  if (st.prof.name === $('name').value && st.prof.types[st.type]) q.set('sample_index', st.prof.types[st.type].type);
+  if ($('focus').value) q.set('focus', $('focus').value);
+  if ($('search').value) q.set('search', $('search').value);
+  if ($('invert').checked) q.set('inverted', '1');
+  const url = location.pathname + '?' + q.toString();
+  if (url !== location.pathname + location.search) history.replaceState(null, '', url);
 }
 
 function writeTable(unit, diff) {
@@ -279,6 +318,7 @@ function writeLibs(rows) {
     const i = document.createElement('i');
     i.style.background = libColour(lib);
     s.append(i, `${lib} ${pct(v, st.total)}`);
+    s.dataset.lib = lib;
     el.appendChild(s);
   }
 }
@@ -296,7 +336,9 @@ canvas.addEventListener('mousemove', e => {
   const n = r.n, unit = st.prof.types[st.type].unit, fr = n.f < 0 ? {name: 'all', lib: ''} : frames.list[n.f];
   let t = `<b></b><br>${fr.lib ? 'in ' + '<span></span><br>' : ''}` +
     `${fmt(n.v, unit)} (${pct(n.v, st.total)} of all), self ${fmt(n.self, unit)}`;
-  if (st.base && $('diff').checked) t += `<br>base ${fmt(n.b, unit)}, change ${fmt(n.v - n.b, unit)}`;
+  if (st.base && $('diff').checked)
+    t += `<br>base ${fmt(n.b, unit)}, change ${fmt(n.v - n.b, unit)}` +
+      ($('invert').checked ? '' : `, own change ${fmt(n.self - n.bself, unit)}`);
   tip.innerHTML = t;
   tip.querySelector('b').textContent = fr.name;
   if (fr.lib) tip.querySelector('span').textContent = fr.lib;
@@ -333,7 +375,7 @@ async function fetchProfile(name, seconds, last) {
   const q = new URLSearchParams();
   if (last > 0) seconds = 0, q.set('last', last);
   if (seconds > 0) q.set('seconds', seconds);
-  for (const k of ['pid', 'tree', 'gc']) if (params.has(k)) q.set(k, params.get(k));
+  for (const k of ['pid', 'tree', 'gc', 'token']) if (params.has(k)) q.set(k, params.get(k));
   const qs = q.toString();
   setStatus(`loading ${name}…`);
   progress(seconds);
@@ -453,7 +495,9 @@ window.libpprof = {
   times: () => ({fetchMs: st.fetchMs, parseMs: st.parseMs, renderMs: st.renderMs, readyAt: st.readyAt}),
   drawn: () => st.drawn.map(r => ({name: r.n.f < 0 ? 'all' : frames.list[r.n.f].name,
                                     lib: r.n.f < 0 ? '' : frames.list[r.n.f].lib, depth: r.d, x: r.x, w: r.w,
-                                    value: r.n.v, base: r.n.b})),
+                                    value: r.n.v, base: r.n.b, own: ownChange(r.n, $('invert').checked),
+                                    colour: frameColour(r.n, st.most, null, $('invert').checked)})),
+  libs: () => [...$('libs').children].map(e => ({lib: e.dataset.lib, colour: getComputedStyle(e.firstChild).backgroundColor})),
   top: () => st.top.map(r => ({name: frames.list[r.f].name, flat: r.flat, cum: r.cum, base: r.base})),
   bytes: base => b64(base ? st.baseBytes : st.bytes),
   show: (data, name) => show(Uint8Array.from(atob(data), c => c.charCodeAt(0)), name),

@@ -16,7 +16,10 @@
 #   - the label filter endpoint=/search keeps search's work only (pprof
 #     -tagfocus agrees on the top function);
 #   - diff=2 on allocs: the page's change of each top function is what
-#     go tool pprof -diff_base gives for the two profiles it took;
+#     go tool pprof -diff_base gives for the two profiles it took; the
+#     deepest red is a frame that grew itself, the roots are pale;
+#   - the page's address keeps the search, label filter, value and view;
+#     the legend's library colours are far apart;
 #   - last=20 on profile (the demo keeps a CPU history): the page shows its
 #     "Last" control, draws what profile?last=20 gives (the history's
 #     comment, widths as pprof's) and none for heap; last= for a
@@ -24,7 +27,8 @@
 #   - a screenshot of each view in BUILD/artifacts/ui/;
 #   - the page: at most 150 KB, nothing fetched from elsewhere (its CSP),
 #     400 with a reason for bad parameters; the index links it for every
-#     profile, and links goroutine?debug=2, delta_* and threads readably.
+#     profile, each link on one line, and links goroutine?debug=2, delta_*
+#     and threads readably.
 # Usage: test_ui.sh BUILD_DIR
 . "$(dirname "$0")/lib.sh"
 pp_init "$1"
@@ -100,7 +104,8 @@ sys.exit(1 if bad or not shown else 0)' "$TMP/$name.top"
 
 # ------------------------------------------------------------------ CPU
 if view cpu "profile=profile&seconds=4" --eval "$DRAWN" \
-    --type '#search=^rank_search_results$' --eval "$DRAWN" --screenshot "$ART/cpu-search.png"; then
+    --type '#search=^rank_search_results$' --eval "$DRAWN" --screenshot "$ART/cpu-search.png" \
+    --eval 'libpprof.libs()' --type '#focus=endpoint=/search' --eval 'location.search'; then
     out=$(compare cpu)
     pp_check "CPU view: drawn widths and table agree with go tool pprof -top ($out)" eval 'compare cpu >/dev/null'
     pp_check "CPU view: the demo's hot functions are drawn" \
@@ -111,6 +116,17 @@ if view cpu "profile=profile&seconds=4" --eval "$DRAWN" \
     got=$(sed -n 3p "$TMP/cpu.json" | python3 -c 'import sys, json; p = json.load(sys.stdin); print("%.2f" % (100 * p["matched"] / p["total"]))')
     pp_check "CPU search ^rank_search_results\$: the page's share $got% is pprof's cum $cum%" \
         pp_in_range "${got:-0}" "$(echo "${cum:-0}" | awk '{ print $1 - 0.5 }')" "$(echo "${cum:-0}" | awk '{ print $1 + 0.5 }')"
+    addr=$(sed -n 5p "$TMP/cpu.json" | python3 -c 'import sys, json, urllib.parse
+print(" ".join("%s=%s" % kv for kv in sorted(urllib.parse.parse_qsl(json.load(sys.stdin)[1:]))))')
+    pp_check "the address keeps the view ($addr)" \
+        test "$addr" = 'focus=endpoint=/search profile=profile sample_index=cpu search=^rank_search_results$ seconds=4'
+    # each pair of the legend's colours at least 60 apart in RGB
+    libs=$(sed -n 4p "$TMP/cpu.json" | python3 -c '
+import sys, json, re, itertools
+rgb = [tuple(int(x) for x in re.findall(r"\d+", l["colour"])[:3]) for l in json.load(sys.stdin)]
+near = min((sum((a - b) ** 2 for a, b in zip(x, y)) ** 0.5 for x, y in itertools.combinations(rgb, 2)), default=0)
+print("%d libraries, the closest two %.0f apart" % (len(rgb), near), "ok" if len(rgb) >= 3 and near >= 60 else "")')
+    pp_check "the legend's library colours are far apart ($libs)" eval 'test "${libs% ok}" != "$libs"'
 else
     pp_bad "CPU view loads"
 fi
@@ -161,7 +177,15 @@ else
 fi
 
 # ----------------------------------------------------------------- diff
-if view diff "profile=allocs&sample_index=alloc_space&diff=2" --eval "$DRAWN" --eval 'libpprof.bytes(true)'; then
+# the diff's colours: the deepest red frame and the frames at depth 1
+DIFFCOL='(() => {
+  const d = libpprof.drawn().filter(f => f.depth > 0), light = f => +/,(\d+)%\)$/.exec(f.colour)[1];
+  const red = d.filter(f => f.colour.startsWith("hsl(0,")).sort((a, b) => light(a) - light(b))[0];
+  return {deepest: red ? {name: red.name, depth: red.depth, own: red.own, colour: red.colour} : null,
+          roots: d.filter(f => f.depth === 1).map(f => ({name: f.name, own: f.own, colour: f.colour}))};
+})()'
+if view diff "profile=allocs&sample_index=alloc_space&diff=2" --eval "$DRAWN" --eval 'libpprof.bytes(true)' \
+    --eval "$DIFFCOL"; then
     sed -n 3p "$TMP/diff.json" | python3 -c 'import sys, json, base64
 sys.stdout.buffer.write(base64.b64decode(json.loads(sys.stdin.read())))' >"$TMP/diff.base.pb"
     pp_pprof -top -nodecount=200 -unit=B -sample_index=alloc_space -diff_base="$TMP/diff.base.pb" "$TMP/diff.pb" \
@@ -183,6 +207,15 @@ sys.exit(1 if bad or not seen else 0)' "$TMP/diff.top")
     pp_check "diff view (allocs 2 s apart): each function's change is go tool pprof -diff_base's ($out)" \
         eval 'test -n "$out" && ! echo "$out" | grep -q "pprof [-0-9]*, page"'
     pp_check "diff view: build_cart grew" eval 'echo "$out" | grep -q "build_cart +[1-9]"'
+    col=$(sed -n 4p "$TMP/diff.json" | python3 -c '
+import sys, json
+c = json.load(sys.stdin)
+d, roots = c["deepest"], c["roots"]
+bright = [r["name"] for r in roots if r["own"] == 0 and r["colour"] != "hsl(0,0%,92%)"]
+print("deepest red %s (depth %s, own change %s), roots with no change of their own coloured: %s"
+      % (d and d["name"], d and d["depth"], d and d["own"], bright or "none"),
+      "ok" if d and d["own"] > 0 and not bright and roots else "")')
+    pp_check "diff view: coloured by each frame's own change ($col)" eval 'test "${col% ok}" != "$col"'
 else
     pp_bad "diff view loads"
 fi
@@ -226,6 +259,13 @@ for l in 'ui?profile=profile"' 'ui?profile=heap"' 'ui?profile=delta_heap"' 'ui?p
     grep -qF "$l" "$TMP/index.html" || missing="$missing $l"
 done
 pp_check "the index links the page for each profile and readable profiles (missing:${missing:- none})" test -z "$missing"
+WRAPPED='(() => { const a = [...document.querySelectorAll("a")].filter(e => e.textContent === "flame graph");
+  return [a.length, a.filter(e => e.getClientRects().length > 1).length]; })()'
+/usr/bin/python3 "$HERE/cdp.py" --timeout 30 --width 1000 --url "$base/" --eval "$WRAPPED" \
+    --screenshot "$ART/index.png" >"$TMP/index.json" 2>"$TMP/index.err"
+links=$(tr -d ' \n' <"$TMP/index.json")
+pp_check "the index's flame-graph links each on one line at 1000 px ([links, wrapped] $links)" \
+    eval 'echo "$links" | grep -qE "^\[[1-9][0-9]*,0\]$"'
 code=$(curl -s -D "$TMP/h.h" -o /dev/null -w '%{http_code}' --max-time 10 "$base/heap?debug=1")
 pp_check "the index's heap link is text ($code, $(pp_header "$TMP/h.h" Content-Type))" \
     eval 'test "$code" = 200 && pp_header "$TMP/h.h" Content-Type | grep -q "^text/plain"'
