@@ -3,7 +3,7 @@
  * A pprof protobuf (gzipped or not) is unpacked with protobuf-c and laid
  * out as a profile view (profiler/model/): sample types, samples with
  * their values, locations and string labels, locations with their lines'
- * function names; the folded writer of encode.c then writes it as it
+ * function names; the folded writer (folded.c) then writes it as it
  * writes an in-memory profile. This is how a process tree's merged
  * profile, which exists only as bytes, answers format=folded. Every index
  * the input holds (strings, function and location ids) is checked: a

@@ -4,7 +4,7 @@
  * OTEL_CTX with PR_SET_VMA_ANON_NAME where the kernel can) holds a 32-byte
  * header: "OTEL_CTX", version 2, the payload's size, the CLOCK_BOOTTIME
  * time it was published (0 while it is being changed), and the payload's
- * address. The payload, a protobuf ProcessContext (proto/otel_payload.c),
+ * address. The payload, a protobuf ProcessContext (payload.c, written by hand),
  * lives in a mapping of its own. Publishing writes every field but the
  * time, fences, then writes the time; an update zeroes the time, swaps the
  * payload, and writes a time later than any before, so a reader that reads

@@ -60,9 +60,10 @@
  *     that finds nothing, see sym_resolve.c); line tables per unit by
  *     libdw. The pages of the mapped files a batch read are given back
  *     when it ends (sym_pages.c); the tables built from them stay until
- *     the symbolizer has been idle (sym_idle.c). The per-module symbol arrays and per-unit
- *     function indexes live exactly as long as their Dwfl. Mapping indexes are not cached: they are
- *     found by binary search in the current mapping snapshot, which can change
+ *     the symbolizer has been idle (sym_idle.c). The per-module symbol
+ *     arrays and per-unit function indexes live exactly as long as their
+ *     Dwfl. Mapping indexes are not cached: they are found by binary
+ *     search in the current mapping snapshot, which can change
  *     (JIT code) without the Dwfl changing.
  *   - The mapping snapshot is rebuilt only when the executable lines of
  *     /proc/self/maps changed, so pointers into it are stable across batches
