@@ -53,6 +53,16 @@ for f in profiler/*/*.[ch] proto/*.[ch] server/*.[ch]; do
         esac
     done < <(sed -n 's/^[[:space:]]*#[[:space:]]*include[[:space:]]*"\([^"]*\)".*/\1/p' "$f")
 done
+# Inside server/, the endpoints sit below the transports, routing and the
+# process tree: they reach those only through what is registered with them.
+for f in server/handlers*.c server/index.c server/serve.c server/page.c; do
+    while read -r inc; do
+        case "$inc" in
+        endpoints.h | request.h | reply.h | query.h | sched.h | auth.h | base/base.h | pprof*.h) ;;
+        *) bad "$f: #include \"$inc\": the endpoints call nothing above them (endpoints.h)" ;;
+        esac
+    done < <(sed -n 's/^[[:space:]]*#[[:space:]]*include[[:space:]]*"\([^"]*\)".*/\1/p' "$f")
+done
 for f in tools/*.[ch]; do
     while read -r inc; do
         [ -f "include/$inc" ] || [ "$inc" = listen.h ] ||

@@ -17,7 +17,9 @@
  * Routing (route.c) calls an endpoint's function through the table; the
  * endpoints answer through reply.h or defer to the scheduler (sched.h).
  * They call nothing above them: rows the transports and the tree add to
- * the index are registered.
+ * the index, and the hub's maps a member passes on, are registered
+ * (scripts/check_layout.sh holds them to this header, request.h,
+ * reply.h, query.h, sched.h and auth.h).
  */
 #ifndef PP_ENDPOINTS_H
 #define PP_ENDPOINTS_H
@@ -86,6 +88,10 @@ int pp_h_fgprof(pp_req *q);
  * Adding the same function again does nothing; at most 8. Returns 0, or
  * -1 when full. Thread-safe. */
 int pp_index_row_add(void (*write)(pp_reply *r));
+/* The hub's executable maps, for a member asked with hub_names=1 (a
+ * malloc'd copy, or NULL): the tree registers its provider when it starts
+ * (tree_member.c), so that the endpoints call nothing above them. */
+void pp_serve_hub_maps_provider(char *(*maps)(void));
 
 /* ------------------------------------------------------------- serving */
 

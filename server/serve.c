@@ -9,9 +9,9 @@
 #include "base/base.h"
 #include "endpoints.h"
 #include "sched.h"
-#include "tree.h"
 
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <time.h>
@@ -64,10 +64,18 @@ static void finish_window(pprof_recorder *rec, const void *arg, const pp_output 
 /* How rec's profiles are symbolized: as the query says; a member asked
  * by its hub with hub_names=1 leaves the files the hub maps too to it
  * (the hub sent its maps with the request). */
+static char *(*_Atomic hub_maps)(void);
+
+void pp_serve_hub_maps_provider(char *(*maps)(void))
+{
+    atomic_store(&hub_maps, maps);
+}
+
 static void set_symbolize(pprof_recorder *rec, const pp_req *q)
 {
     pprof_recorder_set_symbolize(rec, q->q.symbolize);
-    char *maps = q->q.hub_names ? pp_member_hub_maps() : NULL;
+    char *(*provider)(void) = atomic_load(&hub_maps);
+    char *maps = q->q.hub_names && provider ? provider() : NULL;
     pprof_recorder_leave_shared(rec, maps);
     free(maps);
 }

@@ -17,6 +17,7 @@
  */
 #define _GNU_SOURCE
 #include "base/base.h"
+#include "endpoints.h"
 #include "request.h"
 #include "sched.h"
 #include "tree_internal.h"
@@ -491,6 +492,7 @@ static void fork_child(void)
 void pp_member_init(void)
 {
     greet_init();
+    pp_serve_hub_maps_provider(pp_member_hub_maps);
     pp_shutdown_hook_add(member_exit);
     pp_narrow_hook_add(member_narrow);
     pp_exec_hook_set(member_exec);
