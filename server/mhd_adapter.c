@@ -367,7 +367,7 @@ static enum MHD_Result start_request(const pprof_server_config *cfg, pp_mhd_req 
         st->phase = ST_WAITING;
         pp_call_watch(call, fi ? (int)fi->connect_fd : -1, mhd_closed, st, d);
         while (!st->have_resp && !st->gone)
-            pthread_cond_wait(&st->answered, &st->mu);
+            pp_cond_wait(&st->answered, &st->mu);
         return answer_unlock(st);
     }
     /* Pending: park the connection until done or closed resumes it. */

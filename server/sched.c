@@ -114,7 +114,7 @@ static void wait_finished_locked(pprof_http_call *c)
 {
     c->waiters++;
     while (c->state != CALL_FINISHED)
-        pthread_cond_wait(&idle, &mu);
+        pp_cond_wait(&idle, &mu);
     if (--c->waiters == 0 && !c->held)
         free(c);
 }
@@ -225,10 +225,10 @@ static void *scheduler_main(void *unused)
         if (watched && next_check < until)
             until = next_check;
         if (until == INT64_MAX) {
-            pthread_cond_wait(&wake, &mu);
+            pp_cond_wait(&wake, &mu);
         } else {
             struct timespec ts = {.tv_sec = until / 1000000000, .tv_nsec = until % 1000000000};
-            pthread_cond_timedwait(&wake, &mu, &ts);
+            pp_cond_timedwait(&wake, &mu, &ts);
         }
     }
     return NULL;
@@ -330,7 +330,7 @@ void pp_call_finish_all_now(int64_t wait_ns)
         if (now >= end)
             break;
         struct timespec ts = {.tv_sec = end / 1000000000, .tv_nsec = end % 1000000000};
-        pthread_cond_timedwait(&idle, &mu, &ts);
+        pp_cond_timedwait(&idle, &mu, &ts);
     }
     pthread_mutex_unlock(&mu);
 }

@@ -633,7 +633,7 @@ void pp_hub_collect(pp_hub_req *t)
             break;
         ts.tv_sec = t->deadline_s;
         ts.tv_nsec = 0;
-        pthread_cond_timedwait(&t->cv, &hub.mu, &ts);
+        pp_cond_timedwait(&t->cv, &hub.mu, &ts);
     }
     for (int i = 0; i < t->nasked; i++) { /* members that did not answer in time, for the index */
         member *m = t->status[i] == 0 ? member_locked(t->pids[i]) : NULL;

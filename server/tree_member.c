@@ -447,7 +447,7 @@ static void member_exit(void)
             end.tv_nsec -= 1000000000;
         }
         pthread_mutex_lock(&greet_mu);
-        while (!hub_greeted && pthread_cond_timedwait(&greet_cv, &greet_mu, &end) == 0)
+        while (!hub_greeted && pp_cond_timedwait(&greet_cv, &greet_mu, &end) == 0)
             ;
         pthread_mutex_unlock(&greet_mu);
     }

@@ -372,7 +372,7 @@ int pprof_tree_collect(const char *request, pprof_writer out)
         return rc;
     pthread_mutex_lock(&w.mu);
     while (!w.done)
-        pthread_cond_wait(&w.cv, &w.mu);
+        pp_cond_wait(&w.cv, &w.mu);
     pthread_mutex_unlock(&w.mu);
     if (!w.copied)
         rc = pp_fail(PPROF_ENOMEM);

@@ -13,4 +13,18 @@
  * Not malloc-safe by itself (the loader may allocate): the heap hooks call
  * it with their guard up or from their bootstrap buffer. */
 void *pp_next_symbol(const char *name, const char *version);
+
+#include <pthread.h>
+#include <time.h>
+/* pthread_cond_wait and pthread_cond_timedwait for the profiler's own
+ * code: the C library's current versions. libpprof defines both (the lock
+ * hooks), so when it is loaded with dlopen, where no override binds, its
+ * own unversioned calls bound to glibc's oldest versions (the condition
+ * variables of glibc 2.2.5), which do not work on a condition that
+ * pthread_cond_init made: the server's scheduler spun through a window.
+ * Linked or preloaded, the profiler's own waits skip the lock hooks, as
+ * their samples were left out anyway. Sanitizer builds call the functions
+ * themselves, which their runtime intercepts. Thread-safe. */
+int pp_cond_wait(pthread_cond_t *c, pthread_mutex_t *m);
+int pp_cond_timedwait(pthread_cond_t *c, pthread_mutex_t *m, const struct timespec *abs);
 #endif

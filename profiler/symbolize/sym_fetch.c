@@ -386,7 +386,7 @@ static void *fetch_main(void *arg)
         if (stopping)
             break;
         if (!f) {
-            pthread_cond_wait(&wake, &mu);
+            pp_cond_wait(&wake, &mu);
             continue;
         }
         f->state = RUNNING;
@@ -433,7 +433,7 @@ static void stop(void)
     struct timespec until;
     clock_gettime(CLOCK_MONOTONIC, &until);
     until.tv_sec += 2;
-    while (running && pthread_cond_timedwait(&done, &mu, &until) == 0)
+    while (running && pp_cond_timedwait(&done, &mu, &until) == 0)
         ;
     pthread_mutex_unlock(&mu);
 }
@@ -492,7 +492,7 @@ bool pp_sym_fetch_wait(int64_t since_ns)
         bool busy = false;
         for (int i = 0; i < nfetch && !busy; i++)
             busy = table[i].state == WANTED || table[i].state == RUNNING;
-        if (!busy || !running || pthread_cond_timedwait(&done, &mu, &until) != 0)
+        if (!busy || !running || pp_cond_timedwait(&done, &mu, &until) != 0)
             break;
     }
     ended = n_fetched + n_failed - ended;

@@ -45,7 +45,7 @@ static void *sweeper(void *arg)
             struct timespec ts;
             clock_gettime(CLOCK_REALTIME, &ts);
             ts.tv_sec += due - now_s();
-            pthread_cond_timedwait(&idle_cv, &idle_mu, &ts);
+            pp_cond_timedwait(&idle_cv, &idle_mu, &ts);
             continue;
         }
         uint64_t seen = sessions;
