@@ -536,10 +536,7 @@ void pp_cpu_flush(void)
  * is, weighing that time (as a window end's does). Threads the kernel
  * serves on time are never due. Reading each thread's CPU clock is one
  * system call; the scan is skipped while its own cost since the last one
- * would pass 1% of the time between them. Its cost is the collector's CPU
- * time, not the wall time it took: on a crowded machine, where catching
- * up matters most, the scan waits for a CPU, and that wait counted as cost
- * let one scan keep the next ones off for seconds. */
+ * would pass 1% of the time between them. */
 void pp_cpu_catch_up(void)
 {
     static uint64_t last_end, last_cost;
@@ -549,8 +546,6 @@ void pp_cpu_catch_up(void)
     uint64_t t0 = mono_ns();
     if (t0 - last_end < 100 * last_cost)
         return;
-    struct timespec c0, c1;
-    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &c0);
     uint64_t due = 2 * (uint64_t)pp_cpu_period_ns(hz);
     if (due < 8000000)
         due = 8000000; /* two of the kernel's 4 ms ticks */
@@ -563,9 +558,8 @@ void pp_cpu_catch_up(void)
             pp_signal_queue(st->tid, PP_CATCHUP_VALUE);
     }
     pp_mutex_unlock(&pp_cpu_reg_lock);
-    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &c1);
     last_end = mono_ns();
-    last_cost = (uint64_t)((c1.tv_sec - c0.tv_sec) * 1000000000ll + (c1.tv_nsec - c0.tv_nsec));
+    last_cost = last_end - t0;
 }
 
 void pp_cpu_thread_exit(void)
