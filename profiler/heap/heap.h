@@ -129,11 +129,6 @@ int pp_heap_should_sample(size_t size);
 void pp_heap_unpaired(const char *object);
 /* Whether that happened. */
 int pp_heap_is_unpaired(void);
-/* Whether the malloc the program calls is libpprof's (1), or another
- * object's (0: libpprof was loaded with dlopen, or the program defines
- * malloc itself), with that object's path in `who` (size n). Not for
- * signal handlers or malloc hooks (the loader's lookups). */
-int pp_heap_hooks_bound(char *who, size_t n);
 /* Records a sampled object (stack of the hooked function's caller, whose
  * return address is `caller`). Returns 0, or -1 when the tables are full
  * (the object is then not tracked). malloc-safe */

@@ -30,7 +30,6 @@
 #include <link.h>
 #include <errno.h>
 #include <stdatomic.h>
-#include <stdio.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -278,16 +277,4 @@ size_t pp_next_block_size(size_t n)
         usable_u = u;
     }
     return u;
-}
-
-int pp_heap_hooks_bound(char *who, size_t n)
-{
-    Dl_info theirs = {0}, ours = {0};
-    void *m = dlsym(RTLD_DEFAULT, "malloc");
-    if (!m || !dladdr(m, &theirs) || !dladdr((void *)pp_heap_hooks_bound, &ours))
-        return 1; /* cannot tell: as before */
-    if (theirs.dli_fbase == ours.dli_fbase)
-        return 1;
-    snprintf(who, n, "%s", theirs.dli_fname && theirs.dli_fname[0] ? theirs.dli_fname : "the program");
-    return 0;
 }
