@@ -326,21 +326,19 @@ static bool rebuild_snapshot(struct pp_sym_session *s, const sbuf *maps_text)
  * Without it the loader named its functions by whichever alias it met
  * first ("clock_gettime", the same as libc's caller, so the two read as
  * a recursion), where the symbol table gives "__vdso_clock_gettime". */
+static void vdso_line(const char *line, size_t len, void *arg)
+{
+    unsigned long lo, hi;
+    if (len > 6 && !memcmp(line + len - 6, "[vdso]", 6) && sscanf(line, "%lx-%lx", &lo, &hi) == 2) {
+        char name[32];
+        snprintf(name, sizeof name, "[vdso: %d]", (int)getpid());
+        dwfl_report_module(arg, name, lo, hi);
+    }
+}
+
 static void report_vdso(Dwfl *d, const sbuf *maps_text)
 {
-    const char *end = maps_text->p + maps_text->n;
-    for (const char *line = maps_text->p; line < end;) {
-        const char *nl = memchr(line, '\n', (size_t)(end - line));
-        size_t len = (size_t)((nl ? nl : end) - line);
-        unsigned long lo, hi;
-        if (len > 6 && !memcmp(line + len - 6, "[vdso]", 6) && sscanf(line, "%lx-%lx", &lo, &hi) == 2) {
-            char name[32];
-            snprintf(name, sizeof name, "[vdso: %d]", (int)getpid());
-            dwfl_report_module(d, name, lo, hi);
-            return;
-        }
-        line += len + 1;
-    }
+    pp_sym_each_line(maps_text, vdso_line, d);
 }
 
 /* Reports the modules of the maps text into d (read from memory: a process

@@ -31,8 +31,8 @@ typedef struct pp_thread_stack {
 } pp_thread_stack;
 
 /* Takes every thread's stack (the profiler's own threads are listed with
- * their names only, own set, and are not walked): at most ~100 ms per thread that must answer
- * a signal and ~1 s in all. One dump at a time (others wait). Returns 0
+ * their names only, own set, and are not walked): at most ~100 ms per
+ * thread that must answer a signal and ~1 s in all. One dump at a time (others wait). Returns 0
  * or PPROF_ENOMEM/PPROF_ESYS; free with pp_thread_dump_free. */
 int pp_thread_dump(pp_thread_stack **out, size_t *n);
 void pp_thread_dump_free(pp_thread_stack *t, size_t n);
