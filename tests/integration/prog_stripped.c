@@ -14,8 +14,15 @@
  * "max_gap_us=N rounds=M", the longest time between two rounds' starts
  * since the previous report (a round takes about 30 us). Prints
  * "pid=PID" and "ready" first; SIGTERM or SIGINT end it (status 0).
+ *
+ * With STRIPPED_ROOT=DIR in its environment (run as root), SIGUSR2 confines
+ * it as a daemon confines itself after start: chroot into DIR, chdir "/",
+ * then setgroups, setgid and setuid to 65534; it prints "confined uid=U"
+ * (or "confine failed: ERROR").
  */
 #define _GNU_SOURCE
+#include <errno.h>
+#include <grp.h>
 #include <link.h>
 #include <signal.h>
 #include <stdio.h>
@@ -24,13 +31,31 @@
 #include <time.h>
 #include <unistd.h>
 
-static volatile sig_atomic_t report_asked, stop_asked;
+static volatile sig_atomic_t report_asked, stop_asked, confine_asked;
 static volatile double sink;
 
 static void on_usr1(int sig)
 {
     (void)sig;
     report_asked = 1;
+}
+
+static void on_usr2(int sig)
+{
+    (void)sig;
+    confine_asked = 1;
+}
+
+/* chroot into STRIPPED_ROOT and become user 65534 */
+static void confine(void)
+{
+    const char *root = getenv("STRIPPED_ROOT");
+    if (!root || chroot(root) != 0 || chdir("/") != 0 || setgroups(0, NULL) != 0 || setgid(65534) != 0 ||
+        setuid(65534) != 0)
+        printf("confine failed: %s\n", root ? strerror(errno) : "no STRIPPED_ROOT");
+    else
+        printf("confined uid=%d\n", (int)getuid());
+    fflush(stdout);
 }
 
 static void on_stop(int sig)
@@ -102,6 +127,8 @@ int main(int argc, char **argv)
     sa.sa_flags = SA_RESTART;
     sa.sa_handler = on_usr1;
     sigaction(SIGUSR1, &sa, NULL);
+    sa.sa_handler = on_usr2;
+    sigaction(SIGUSR2, &sa, NULL);
     sa.sa_handler = on_stop;
     sigaction(SIGTERM, &sa, NULL);
     sigaction(SIGINT, &sa, NULL);
@@ -124,6 +151,10 @@ int main(int argc, char **argv)
             max_gap = 0;
             rounds = 0;
             last = now_us();
+        }
+        if (confine_asked) {
+            confine_asked = 0;
+            confine();
         }
         hidden_round((unsigned)rounds++);
     }
