@@ -18,45 +18,14 @@
  * after the thread was last seen running, so entering it again lengthens
  * a relative timeout by at most the microseconds between the two.
  *
- * Entering a wait again with the same arguments is exact for the waits
- * whose time is absolute (futex waits of condition variables, semaphores
- * and locks with a timeout, clock_nanosleep with TIMER_ABSTIME) and for
- * those whose time left the kernel writes back into the argument (select,
- * pselect6, ppoll: glibc passes its own copy of the program's timeout;
- * nanosleep as sleep() calls it, with the time left in the request). A
- * relative timeout (poll, epoll_wait, nanosleep without a place for the
- * time left) would start again from the top, and a thread woken after its
- * time ran out (ready to run, not yet on a CPU) gets EINTR where it would
- * have got 0: entered again, such a poll would wait its whole time once
- * more. So those waits, as the program calls them through the C library,
- * are wrapped (interpose/wait_hooks.c): the wrapper knows the deadline,
- * the handler only marks the wait broken (pp_wait_broken) and leaves the
- * EINTR, and the wrapper enters it again with exactly the time that
- * remains, or none. A relative wait made inside the C library or by a
- * raw system call is entered again as it was (it can last longer than
- * asked, never end early).
- *
- * A signal of the program's that arrives at once with the profiling signal
- * is delivered first when its number is lower, and then the profiling
- * handler sees that handler's context, not the call's: the program still
- * gets its EINTR. One that arrives while the handler runs is held pending
- * (the handler blocks every signal but faults), and the handler, deciding
- * last, leaves the EINTR in place when one with a handler of the
- * program's is pending: its handler runs as the profiling handler returns,
- * and the wait ends as it would have without libpprof. Only one arriving
- * in the instructions between that decision and the return can still meet
- * the entered-again wait, as one arriving just before the program entered
- * the wait would.
- *
- * One case cannot be told apart: a program's handler that ended the wait
- * returns (rt_sigreturn restores the call's EINTR context) and the
- * profiling signal is delivered at that very instant; the context is the
- * one a wait broken by the profiling signal leaves, and the wait is
- * entered again. Dumps signal threads seen running, and a thread that
- * waits for its own signals runs just then, so 2,000 dumps in a second
- * against a thread woken 50 times a second meet it about once in three
- * runs (test_dump_eintr); the CPU timer, which needs the thread to have
- * used a period of CPU, far less often.
+ * Exact for absolute deadlines and for the waits whose time left the
+ * kernel writes back; the relative waits the program makes through the C
+ * library are wrapped instead (interpose/wait_hooks.c: the handler only
+ * marks the wait broken, pp_wait_broken, and the wrapper enters it again
+ * with the time that remains). A signal of the program's pending when the
+ * handler decides keeps its EINTR. Which waits, why, the one race left and
+ * what was measured: docs/threads.md, "Running threads are, and a wait
+ * the signal breaks is entered again".
  */
 #define _GNU_SOURCE
 #include "signals.h"

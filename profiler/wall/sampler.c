@@ -22,18 +22,7 @@
  *      ran is looked at: walked from /proc when it waits (no signal),
  *      asked with the profiling signal when it runs (answers.c);
  *   4. every thread's pending count grows by the periods the tick covers.
- * What the measurements behind these rules showed (a thread cycling
- * through 3-5 ms of computing, a 3 ms poll, a contended mutex and a short
- * sleep, at 400 Hz; docs/wall.md): the process's CPU clock adds a running
- * thread's time only at the kernel's scheduler tick (4 ms at HZ=250) or
- * when the thread stops, so read before the threads' clocks it hid up to
- * that much of a thread that had just started running, which was then
- * counted on its last wait (poll +6 to +14 points); a thread woken but not
- * yet running has used no CPU, and was counted on the wait it had left.
- * Reading the process's clock after the threads' (reading a running
- * thread's clock brings its share up to date), following the threads
- * that ran lately by their own clocks, and checking /proc for those that
- * did not, removed both.
+ * The biases these rules removed, measured: docs/wall.md, "Accuracy".
  * All under wall_lock, which pp_wall_swap takes too. Lock order: wall_lock,
  * then the threads registry's lock.
  */
@@ -70,14 +59,8 @@
  * Each thread is signalled right after it was looked at, not with the
  * tick's other threads: one that was seen running and entered a wait
  * before the signal came is counted running with the wait's stack, so
- * the time between the look and the signal must stay short (with the
- * signals sent after every thread's look, threads cycling through short
- * computations and epoll_wait showed epoll_wait as the leaf of 20 to 28%
- * of their running samples against 13 to 14% of a CPU profile; counting
- * them on the wait instead moved a thread that cycles through computing
- * and poll() 3.5 points from running to poll under load).
- * Checked against the kernel's own count of time on a CPU and waiting for
- * one (/proc/<tid>/schedstat), docs/wall.md. */
+ * the time between the look and the signal must stay short.
+ * Measured against /proc/<tid>/schedstat: docs/wall.md, "Accuracy". */
 #define RUNNABLE_DELAY_NS 1000000
 enum { QUEUED = 0, ON_A_CPU = 1, DISPLACED = 2 };
 
