@@ -77,6 +77,7 @@ static pp_accept_state hub_accept; /* the hub thread's */
 
 static void req_unref_locked(pp_hub_req *t)
 {
+    PP_ASSERT(t->refs > 0); /* tree_internal.h: each holder lets go once */
     if (--t->refs)
         return;
     for (pp_hub_req **p = &hub.pending; *p; p = &(*p)->next)
@@ -119,6 +120,7 @@ static void answered_locked(int pid, uint32_t id, int status, char *body, size_t
                 body = NULL;
             }
             t->nanswered++;
+            PP_ASSERT(t->nanswered <= t->nasked); /* each member asked answers once */
             pthread_cond_broadcast(&t->cv);
         }
     }
@@ -127,6 +129,7 @@ static void answered_locked(int pid, uint32_t id, int status, char *body, size_t
 
 static void drop_member_locked(member *m)
 {
+    PP_ASSERT(m->fd >= 0); /* a member's slot, not a free one (-1) */
     gone_member *g = &hub.gone[hub.ngone++ % GONE_KEPT];
     *g = (gone_member){m->pid, m->ppid, m->asked, m->answered, m->late, {0}, {0}, m->joined_s, pp_tree_now_s()};
     memcpy(g->name, m->name, sizeof m->name);
@@ -557,6 +560,7 @@ static void request_msg(const char *wire, int with_maps, pprof_buffer *msg)
  * sent to is answered as gone at once. */
 static void ask_locked(pp_hub_req *t, member *m, const pprof_buffer *msg)
 {
+    PP_ASSERT(t->nasked < PP_TREE_MAX_MEMBERS); /* tree_internal.h: one place per member */
     t->pids[t->nasked] = m->pid;
     memcpy(t->names[t->nasked], m->name, sizeof m->name);
     t->nasked++;
@@ -626,6 +630,7 @@ pp_hub_req *pp_hub_ask(const char *wire, int with_maps, int pid, int window_s, i
 void pp_hub_collect(pp_hub_req *t)
 {
     pthread_mutex_lock(&hub.mu);
+    PP_ASSERT(!t->collected && t->refs > 0); /* collected once, by the requester that holds it */
     while (t->nanswered < t->nasked) {
         struct timespec ts;
         clock_gettime(CLOCK_MONOTONIC, &ts);

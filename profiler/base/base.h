@@ -1,6 +1,7 @@
 /* base.h: the interface of base/, what every part of the library stands on.
  *
- * Nothing here knows any profile kind. It holds the error codes' texts and
+ * Nothing here knows any profile kind. It holds PP_ASSERT (invariant.h), the
+ * error codes' texts and
  * the calling thread's last failure (error.h), the futex lock that the
  * profiler uses instead of pthread mutexes, with the hook variant that never
  * waits for a fork (lock.h), the process-wide state: a fork under way and
@@ -21,6 +22,7 @@
 #ifndef PP_BASE_H
 #define PP_BASE_H
 #include "arena.h"
+#include "invariant.h"
 #include "env.h"
 #include "error.h"
 #include "fds.h"

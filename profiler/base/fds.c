@@ -10,6 +10,7 @@
  */
 #define _GNU_SOURCE
 #include "fds.h"
+#include "invariant.h"
 #include "lock.h"
 
 #include <errno.h>
@@ -91,6 +92,7 @@ void pp_fd_create_begin(void)
 
 void pp_fd_create_end(void)
 {
+    PP_ASSERT(creating_here > 0); /* fds.h: each end has its begin */
     if (--creating_here == 0)
         atomic_fetch_sub(&creating, 1);
 }
@@ -142,6 +144,7 @@ static void mark(int fd, int on)
 /* The slot of fd, or NULL. Under the lock. */
 static slot *find_locked(int fd)
 {
+    PP_ASSERT(pp_mutex_held(&lock));
     for (int i = 0; i < nslots; i++)
         if (slots[i].fd == fd)
             return &slots[i];
@@ -263,6 +266,7 @@ static int forget_locked(int fd)
     slot *s = find_locked(fd);
     if (!s)
         return -1;
+    PP_ASSERT(pp_fd_owned(fd)); /* a registered number has its bit */
     int ours = same_file(fd, s->dev, s->ino);
     s->fd = -1;
     mark(fd, 0);

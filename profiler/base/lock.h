@@ -48,6 +48,13 @@ static inline void pp_mutex_unlock(pp_mutex *m)
         syscall(SYS_futex, &m->state, FUTEX_WAKE_PRIVATE, 1, NULL, NULL, 0);
 }
 
+/* Whether m is held, by this thread or another: for PP_ASSERT in the
+ * functions that run under a lock. async-signal-safe */
+static inline int pp_mutex_held(pp_mutex *m)
+{
+    return atomic_load_explicit(&m->state, memory_order_relaxed) != 0;
+}
+
 /* Nonzero from the profiler's fork prepare handler until its parent or
  * child handler has released everything (lifecycle.c). */
 extern _Atomic int pp_fork_pending;

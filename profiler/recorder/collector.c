@@ -85,6 +85,7 @@ size_t pp_collector_drain_locked(void)
     size_t n = 0;
     while ((rec = pp_ring_peek(&pp_cpu_ring))) {
         n += rec->tid != col_tid;
+        PP_ASSERT(rec->npcs <= PPROF_MAX_FRAMES + 1); /* cpu/ring.h: a cell's pcs */
         add_to_all(rec->pcs, rec->npcs, rec->weight, rec->hz, 0, rec->labels, &rec->trace);
         if (rec->labels)
             pp_labels_unref(rec->labels);
@@ -166,6 +167,7 @@ int pp_collector_attach_locked(pp_cpu_window *w)
         pthread_getcpuclockid(t, &col_clock);
         running = 1;
     }
+    PP_ASSERT(w->profile && w->period_ns > 0); /* collector.h: drains go to an open window */
     active[nactive++] = w;
     return 0;
 }

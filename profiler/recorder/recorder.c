@@ -51,6 +51,7 @@ void pp_recorder_window_begin_at_start(pprof_recorder *r)
 
 void pp_recorder_window_end(pprof_recorder *r, pprof_profile *p, int reopen)
 {
+    PP_ASSERT(r->running); /* recorder.h: the window that closes is a running recorder's */
     if (p) {
         p->time_nanos = r->window_real_ns;
         p->duration_nanos = pp_now_ns(CLOCK_MONOTONIC) - r->window_mono_ns;
@@ -118,7 +119,9 @@ int pprof_recorder_start(pprof_recorder *r)
         return pp_error_detail(PPROF_ENOTSUP, "an instant recorder: use pprof_recorder_write_to");
     if (pp_shutting_down() && !r->ops->start_exiting)
         return pp_error_detail(PPROF_ESTATE, "the process is exiting");
-    return pp_shutting_down() ? r->ops->start_exiting(r) : r->ops->start(r);
+    int rc = pp_shutting_down() ? r->ops->start_exiting(r) : r->ops->start(r);
+    PP_ASSERT(rc != 0 || r->running); /* a start that succeeded left it running */
+    return rc;
 }
 
 /* stop (reopen 0) or snapshot (reopen 1) */
@@ -130,7 +133,9 @@ static int end_window(pprof_recorder *r, int reopen, pprof_profile **out)
         return pp_fail(PPROF_EINVAL);
     if (!r->running)
         return pp_error_detail(PPROF_ESTATE, "the recorder is not running");
-    return r->ops->end(r, reopen, out);
+    int rc = r->ops->end(r, reopen, out);
+    PP_ASSERT(rc != 0 || r->running == reopen); /* a stop stopped it, a snapshot kept it running */
+    return rc;
 }
 
 int pprof_recorder_stop(pprof_recorder *r, pprof_profile **out)
@@ -289,6 +294,7 @@ static int cpu_start(pprof_recorder *r)
 {
     cpu_recorder *c = (cpu_recorder *)r;
     pp_collector_lock();
+    PP_ASSERT(!r->running && !c->w.profile); /* a stopped recorder has no window to lose */
     uint64_t unlisted = pp_cpu_unlisted(); /* the sampler's start lists the threads */
     int rc = join_sampler_locked(c);
     if (rc == 0) {

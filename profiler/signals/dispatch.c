@@ -84,6 +84,7 @@ static void chain(int sig, siginfo_t *si, void *uc)
  * none). The caller holds host_busy. async-signal-safe */
 static void set_host(const struct sigaction *a)
 {
+    PP_ASSERT(atomic_load(&host_busy));
     host_act = *a;
     atomic_store(&host_flags, a->sa_flags);
     if (a->sa_flags & SA_SIGINFO) {
@@ -159,6 +160,7 @@ static int kind_of(const siginfo_t *si)
 static void on_signal(int sig, siginfo_t *si, void *uc)
 {
     int n = atomic_load_explicit(&nusers, memory_order_acquire);
+    PP_ASSERT(n >= 0 && n <= MAX_USERS); /* the table only grows, to MAX_USERS */
     if (pp_sandboxed()) {
         /* A late one of libpprof's is dropped, making no system call the
          * process's filter may refuse (getpid, clock reads, sigpending);
@@ -174,6 +176,7 @@ static void on_signal(int sig, siginfo_t *si, void *uc)
         const user *u = &users[i];
         if (!(u->kinds & kind) || (kind != PP_SIG_KERNEL && u->value != si->si_value.sival_int))
             continue;
+        PP_ASSERT(u->fn); /* an entry is whole before the count that shows it */
         int saved = errno;
         int took = u->fn(sig, si, uc);
         errno = saved;
@@ -187,6 +190,7 @@ static void on_signal(int sig, siginfo_t *si, void *uc)
 
 int pp_signal_register(int kinds, int value, pp_signal_fn fn)
 {
+    PP_ASSERT(fn && kinds && !(kinds & ~(PP_SIG_TIMER | PP_SIG_QUEUED | PP_SIG_KERNEL)));
     pp_mutex_lock(&lock);
     int n = atomic_load(&nusers), rc = 0;
     for (int i = 0; i < n; i++)
@@ -229,6 +233,8 @@ int pp_signal_install(void)
         sigset_t mask;
         host_lock(&mask);
         if (put_ours(&old) == 0) {
+            /* signals.h: the host's previous action, never libpprof's */
+            PP_ASSERT(!((old.sa_flags & SA_SIGINFO) && old.sa_sigaction == on_signal));
             set_host(&old);
             atomic_store(&installed, 1);
         }

@@ -21,6 +21,7 @@ static size_t rec_bytes(size_t nframes)
 /* malloc-safe */
 pp_rec *pp_store_rec(const pp_store *s, uint32_t id)
 {
+    PP_ASSERT(id != 0 && (size_t)id * 16 < s->max); /* store.h: 16-byte units, 0 is none */
     return (pp_rec *)(s->mem + (size_t)id * 16);
 }
 
@@ -37,7 +38,9 @@ static uint64_t key_hash(const uint64_t *pcs, size_t n, const void *labels, uint
 uint32_t pp_store_find_locked(pp_store *s, const uint64_t *pcs, size_t n, const pprof_labels *labels,
                               uint64_t key)
 {
+    PP_ASSERT(pp_mutex_held(&s->lock));
     if (!s->mem) {
+        PP_ASSERT(s->nbuckets && !(s->nbuckets & (s->nbuckets - 1))); /* a power of two */
         char *mem = reserve(s->max);
         uint32_t *b = reserve((size_t)s->nbuckets * sizeof *b);
         if (!mem || !b) {
@@ -117,6 +120,7 @@ int pp_store_snap_take(pp_store *s, pp_store_snap *out)
         if (n)
             for (uint32_t id = 1;; id += (uint32_t)(rec_bytes(pp_store_rec(s, id)->nframes) / 16)) {
                 const pp_rec *r = pp_store_rec(s, id);
+                PP_ASSERT(k < n); /* records never move nor go away: n counts them all */
                 c[k++] = (pp_store_count){id, {r->c[0], r->c[1]}};
                 if (id == s->last)
                     break;

@@ -14,7 +14,9 @@
  * fork that begins while it waits. Shutdown hooks run once, in order,
  * after the function passed first, and a hook added twice runs once.
  * Reserved names are found, others not. LIBPPROF_* integers out of range
- * or malformed fall back to the default.
+ * or malformed fall back to the default. PP_ASSERT, where the build checks
+ * invariants (PPROF_ASSERTS): a broken one in the library (pp_fd_create_end
+ * without its begin) ends a child with a trap and its one line on stderr.
  */
 #define _GNU_SOURCE
 #include "pprof.h"
@@ -22,8 +24,35 @@
 #include "base/base.h"
 
 #include <pthread.h>
+#include <signal.h>
 #include <stdlib.h>
+#include <sys/wait.h>
 #include <time.h>
+
+/* Runs pp_fd_create_end with no begin in a child: the status it ended with,
+ * its standard error in err. */
+static int broken_invariant(char *err, size_t n)
+{
+    int fds[2];
+    if (pipe(fds) != 0)
+        return -1;
+    pid_t pid = fork();
+    if (pid == 0) {
+        dup2(fds[1], 2);
+        pp_fd_create_end();
+        _exit(0);
+    }
+    close(fds[1]);
+    size_t got = 0;
+    ssize_t r;
+    while (got + 1 < n && (r = read(fds[0], err + got, n - 1 - got)) > 0)
+        got += (size_t)r;
+    err[got] = 0;
+    close(fds[0]);
+    int status = -1;
+    waitpid(pid, &status, 0);
+    return status;
+}
 
 static char other_thread_error[256];
 
@@ -158,5 +187,18 @@ int main(void)
     CHECK(pp_env_int("PP_TEST_INT", 7, 0, 100) == 7);
     unsetenv("PP_TEST_INT");
     CHECK(pp_env_int("PP_TEST_INT", 7, 0, 100) == 7);
+
+    /* invariants */
+    char err[512];
+    int status = broken_invariant(err, sizeof err);
+#ifdef PPROF_ASSERTS
+    CHECKF(WIFSIGNALED(status) && (WTERMSIG(status) == SIGILL || WTERMSIG(status) == SIGTRAP),
+           "status %#x\n", status);
+    CHECKF(strstr(err, "libpprof: ") == err && strstr(err, "fds.c:") &&
+               strstr(err, ": assertion failed: creating_here > 0\n"),
+           "stderr: %s\n", err);
+#else
+    CHECKF(WIFEXITED(status) && WEXITSTATUS(status) == 0 && !err[0], "status %#x, stderr: %s\n", status, err);
+#endif
     return check_summary("test_base");
 }
