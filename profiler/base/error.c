@@ -19,16 +19,15 @@ static __thread int last_code;
 static __thread char message[PP_ERROR_MAX]; /* "text: detail", "" without a detail */
 
 /* async-signal-safe */
-int pp_fail(int code)
+void pp_fail_note(int code)
 {
     if (code < 0) {
         last_code = code;
         message[0] = 0;
     }
-    return code;
 }
 
-int pp_error_detail(int code, const char *fmt, ...)
+void pp_error_note(int code, const char *fmt, ...)
 {
     int n = snprintf(message, sizeof message, "%s: ", pprof_strerror(code));
     va_list ap;
@@ -37,10 +36,9 @@ int pp_error_detail(int code, const char *fmt, ...)
     va_end(ap);
     if (d < 0 || !message[n]) /* no detail after all */
         message[0] = 0;
-    else if ((size_t)(n + d) >= sizeof message) /* never for libpprof's texts (error.h): said, not hidden */
+    else if ((size_t)n + (size_t)d >= sizeof message) /* never for libpprof's texts (error.h): said, not hidden */
         memcpy(message + sizeof message - 4, "...", 4);
     last_code = code;
-    return code;
 }
 
 const char *pp_elide(const char *s, char buf[PP_ELIDE_MAX])

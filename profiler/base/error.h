@@ -3,13 +3,28 @@
 #define PP_ERROR_H
 #include "pprof.h"
 
-/* Records `code` (negative) as this thread's last failure, with no detail;
- * returns code, so `return pp_fail(PPROF_EINVAL);`. async-signal-safe */
-int pp_fail(int code);
-/* The same with a printf-style line of detail, so
- * `return pp_error_detail(PPROF_ERATE, "rate in force is %d Hz", hz);`.
- * Not async-signal-safe. */
-int pp_error_detail(int code, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* Records `code` (negative) as this thread's last failure, with no detail.
+ * async-signal-safe */
+void pp_fail_note(int code);
+/* The same with a printf-style line of detail. Not async-signal-safe. */
+void pp_error_note(int code, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+/* pp_fail_note, returning code, so `return pp_fail(PPROF_EINVAL);`. Inline,
+ * so that the compiler and the static analysers see the code returned.
+ * async-signal-safe */
+static inline int pp_fail(int code)
+{
+    pp_fail_note(code);
+    return code;
+}
+/* pp_error_note, returning code (a constant or a variable: it is named
+ * twice), so `return pp_error_detail(PPROF_ERATE, "rate in force is %d
+ * Hz", hz);`. Not async-signal-safe. */
+#define pp_error_detail(code, ...) (pp_error_note((code), __VA_ARGS__), pp_error_code(code))
+static inline int pp_error_code(int code)
+{
+    return code;
+}
 
 /* Room for pprof_last_error's text, NUL included: a code's text, ": " and
  * a detail of up to PP_DETAIL_MAX bytes. Every detail libpprof makes fits
