@@ -83,8 +83,8 @@ int pp_h_fgprof(pp_req *q)
 {
     char v[32];
     static const char *const format_key[] = {"format"};
-    int pprof_format = pp_query_find(q->req->query, "format", v, sizeof v) && !strcmp(v, "pprof");
-    char *rest = pprof_format ? pp_query_without(q->req->query, format_key, 1) : NULL;
+    int as_pprof = pp_query_find(q->req->query, "format", v, sizeof v) && !strcmp(v, "pprof");
+    char *rest = as_pprof ? pp_query_without(q->req->query, format_key, 1) : NULL;
     char why[256];
     int bad = pp_query_parse(rest ? rest : q->req->query, q->cfg.max_seconds, &q->q, why, sizeof why);
     free(rest);

@@ -39,6 +39,7 @@ typedef int (*prctl_fn)(int, unsigned long, unsigned long, unsigned long, unsign
 static capset_fn real_capset;
 static prctl_fn real_prctl;
 
+API int capset(cap_user_header_t hdr, const cap_user_data_t data); /* libcap's; glibc declares none */
 API int capset(cap_user_header_t hdr, const cap_user_data_t data)
 {
     if (!real_capset)

@@ -19,6 +19,7 @@
  */
 #define _GNU_SOURCE
 #include "base/base.h"
+#include "thread_hooks.h"
 
 #include <errno.h>
 #include <fcntl.h>

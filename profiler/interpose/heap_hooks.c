@@ -24,7 +24,9 @@
 #include "heap/heap.h"
 
 #include <errno.h>
+#include <malloc.h> /* the prototypes of what is defined here */
 #include <stdint.h>
+#include <stdlib.h>
 #include <string.h>
 
 #define API __attribute__((visibility("default")))

@@ -54,6 +54,18 @@ static size_t usable(const void *p, size_t (*own)(const void *))
     return own ? own(p) : pp_next.usable_size((void *)p);
 }
 
+/* The extensions defined here, as jemalloc's, tcmalloc's and Darwin's
+ * headers declare them (none is installed with the C library). */
+size_t sallocx(const void *p, int flags);
+size_t malloc_size(void *p);
+size_t tc_malloc_size(void *p);
+void sdallocx(void *p, size_t size, int flags);
+void dallocx(void *p, int flags);
+void tc_free(void *p);
+void tc_free_sized(void *p, size_t size);
+void *rallocx(void *p, size_t size, int flags);
+size_t xallocx(void *p, size_t size, size_t extra, int flags);
+
 /* jemalloc's sallocx ignores its flags. malloc-safe */
 static size_t je_salloc(const void *p)
 {

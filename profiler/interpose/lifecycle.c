@@ -185,6 +185,9 @@ __attribute__((visibility("default"), noreturn)) void exit(int status)
     __builtin_unreachable();
 }
 
+/* glibc's entry from _start, declared by no header */
+int __libc_start_main(main_fn main, int argc, char **argv, void (*init)(void), void (*fini)(void),
+                      void (*rtld_fini)(void), void *stack_end);
 __attribute__((visibility("default"))) int __libc_start_main(main_fn main, int argc, char **argv,
                                                              void (*init)(void), void (*fini)(void),
                                                              void (*rtld_fini)(void), void *stack_end)

@@ -104,6 +104,7 @@ API sighandler_t signal(int sig, sighandler_t h)
 }
 
 /* async-signal-safe once the constructor resolved the next definitions */
+API sighandler_t bsd_signal(int sig, sighandler_t h); /* glibc declares it for old standards only */
 API sighandler_t bsd_signal(int sig, sighandler_t h)
 {
     return set_handler(sig, h, SA_RESTART, real_bsd_signal);

@@ -12,6 +12,7 @@
 #include "unwind/unwind.h"
 #include "base/base.h"
 
+#include <dlfcn.h>
 #include <pthread.h>
 #include <stdint.h>
 

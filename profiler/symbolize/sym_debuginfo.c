@@ -274,11 +274,11 @@ static int search_debuginfo(Dwfl_Module *mod, void **userdata, const char *modna
     static const char *const fmts[] = {"%.*s/%s", "%.*s/.debug/%s", "/usr/lib/debug%.*s/%s",
                                        "/usr/lib/debug/%.*s%s"};
     for (size_t i = 0; i < sizeof fmts / sizeof fmts[0]; i++) {
-        char path[4096];
-        int n = snprintf(path, sizeof path, fmts[i], i == 3 ? 0 : dirlen, file_name, debuglink);
-        if (n < 0 || (size_t)n >= sizeof path)
+        char cand[4096];
+        int n = snprintf(cand, sizeof cand, fmts[i], i == 3 ? 0 : dirlen, file_name, debuglink);
+        if (n < 0 || (size_t)n >= sizeof cand)
             continue;
-        fd = try_debug_candidate(mod, path, mst, crc, out_name);
+        fd = try_debug_candidate(mod, cand, mst, crc, out_name);
         if (fd >= 0)
             return fd;
     }
