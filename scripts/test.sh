@@ -36,7 +36,8 @@ esac
 # sshd with ssh logins, test_varnish varnish driven by wrk, test_squid squid
 # as a reverse proxy driven by wrk, test_postfix private postfix instances driven
 # by smtp-source; test_debuginfod serves debug files with Debian's debuginfod
-# and builds memcached from Debian's source (libevent-dev, patch, xz-utils)
+# and builds memcached from Debian's source (libevent-dev, patch, xz-utils);
+# scripts/analyze.sh runs clang-tidy and cppcheck
 base=(libjemalloc2 libtcmalloc-minimal4 python3 openssl golang-github-google-pprof-dev)
 if ((quick)); then
   scripts/deps.sh "${base[@]}"
@@ -44,7 +45,7 @@ else
   scripts/deps.sh "${base[@]}" clang memcached libmemcached-tools redis-server redis-tools \
       nginx-light wrk gdb postgresql chromium python3-websocket dnsmasq-base rsyslog dnsutils lintian \
       libcap2-bin php8.2-fpm libfcgi-bin openssh-server openssh-client varnish squid postfix \
-      debuginfod libevent-dev patch xz-utils
+      debuginfod libevent-dev patch xz-utils clang-tidy cppcheck
 fi
 jobs=$(nproc)
 run() { # dir label-args cmake-args...
@@ -62,6 +63,7 @@ if ((quick)); then
   echo "quick run passed (the full run: scripts/test.sh)"
   exit 0
 fi
+scripts/analyze.sh build/test-analyze # static analysis: cppcheck and clang-tidy, at zero findings
 run build/test-plain "" -DCMAKE_BUILD_TYPE=RelWithDebInfo
 run build/test-asan "-L unit -LE plain-only" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DPPROF_ASAN=ON
 run build/test-tsan "-L concurrency" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DPPROF_TSAN=ON

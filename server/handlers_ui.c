@@ -83,7 +83,7 @@ static int check_sample_index(pp_req *q, const char *name, const char *si)
     if (!types)
         return 0;
     size_t digits = strspn(si, "0123456789");
-    if (si[digits] == 0 && digits < 4 && (size_t)atoi(si) < n)
+    if (digits < 4 && si[digits] == 0 && (size_t)atoi(si) < n)
         return 0;
     for (size_t i = 0; i < n; i++)
         if (!strcmp(types[i], si))

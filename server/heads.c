@@ -93,6 +93,7 @@ int pp_heads_fd(const pp_heads *h)
 void pp_heads_add(pp_heads *h, int fd, const struct sockaddr_storage *ss, socklen_t sl)
 {
     held *slot = NULL;
+    PP_ASSERT(h->cap > 0); /* daemon.c's budget leaves it at least one */
     for (int i = 0; i < h->cap && !slot; i++)
         if (h->w[i].fd < 0)
             slot = &h->w[i];

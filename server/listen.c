@@ -25,12 +25,16 @@ static int fail(pp_listen_error *kind, pp_listen_error k, char *why, size_t size
 
 static int bound_port(int fd)
 {
-    struct sockaddr_storage ss;
-    socklen_t sl = sizeof ss;
-    if (getsockname(fd, (struct sockaddr *)&ss, &sl) != 0)
+    union {
+        struct sockaddr sa;
+        struct sockaddr_in in;
+        struct sockaddr_in6 in6;
+    } a;
+    memset(&a, 0, sizeof a);
+    socklen_t sl = sizeof a;
+    if (getsockname(fd, &a.sa, &sl) != 0)
         return 0;
-    return ss.ss_family == AF_INET6 ? ntohs(((struct sockaddr_in6 *)&ss)->sin6_port)
-                                    : ntohs(((struct sockaddr_in *)&ss)->sin_port);
+    return ntohs(a.sa.sa_family == AF_INET6 ? a.in6.sin6_port : a.in.sin_port);
 }
 
 /* "unix:PATH": a Unix-domain socket, mode 0600. A socket file left by a
@@ -43,7 +47,7 @@ static int open_unix(const char *path, int backlog, pp_listen_error *kind, int *
     if (!*path || strlen(path) >= sizeof sun.sun_path)
         return fail(kind, PP_LISTEN_MALFORMED, why, why_size,
                     "malformed address (want unix:PATH, the path 1 to 107 bytes)%s", "");
-    strcpy(sun.sun_path, path);
+    memcpy(sun.sun_path, path, strlen(path) + 1); /* it fits: checked above */
     int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
     if (fd < 0)
         goto failed;
@@ -153,7 +157,7 @@ int pp_listen_open(const char *addr, int backlog, int *port_out, pp_listen_error
 
 int pp_listen_is_loopback(int fd)
 {
-    struct sockaddr_storage ss;
+    struct sockaddr_storage ss = {0};
     socklen_t sl = sizeof ss;
     if (getsockname(fd, (struct sockaddr *)&ss, &sl) != 0)
         return 0;

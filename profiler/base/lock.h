@@ -37,7 +37,7 @@ static inline void pp_mutex_lock(pp_mutex *m)
     if (c != 2)
         c = atomic_exchange(&m->state, 2);
     while (c != 0) {
-        syscall(SYS_futex, &m->state, FUTEX_WAIT_PRIVATE, 2, NULL, NULL, 0);
+        syscall(SYS_futex, &m->state, FUTEX_WAIT_PRIVATE, 2, (void *)NULL, (void *)NULL, 0);
         c = atomic_exchange(&m->state, 2);
     }
 }
@@ -45,7 +45,7 @@ static inline void pp_mutex_lock(pp_mutex *m)
 static inline void pp_mutex_unlock(pp_mutex *m)
 {
     if (atomic_exchange(&m->state, 0) == 2)
-        syscall(SYS_futex, &m->state, FUTEX_WAKE_PRIVATE, 1, NULL, NULL, 0);
+        syscall(SYS_futex, &m->state, FUTEX_WAKE_PRIVATE, 1, (void *)NULL, (void *)NULL, 0);
 }
 
 /* Whether m is held, by this thread or another: for PP_ASSERT in the
@@ -72,7 +72,7 @@ static inline int pp_mutex_lock_hook(pp_mutex *m)
         if (atomic_load(&pp_fork_pending))
             return 0;
         struct timespec ms = {0, 1000000};
-        syscall(SYS_futex, &m->state, FUTEX_WAIT_PRIVATE, 2, &ms, NULL, 0);
+        syscall(SYS_futex, &m->state, FUTEX_WAIT_PRIVATE, 2, &ms, (void *)NULL, 0);
     }
 }
 

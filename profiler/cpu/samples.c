@@ -156,8 +156,8 @@ static void keep_last(pp_record *r)
     uint32_t k = r->npcs <= PP_TAIL_FRAMES ? r->npcs : PP_TAIL_FRAMES;
     for (uint32_t i = 0; i < k; i++)
         l->pcs[i] = r->pcs[i];
-    if (k < r->npcs)
-        l->pcs[k - 1] = PP_PC_TRUNCATED;
+    if (r->npcs > PP_TAIL_FRAMES)
+        l->pcs[PP_TAIL_FRAMES - 1] = PP_PC_TRUNCATED;
     l->n = k;
     l->gen = my_acct.gen;
     r->release = l->labels;

@@ -15,6 +15,7 @@
 #include "unwind/unwind.h"
 
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -64,7 +65,7 @@ int pprof_custom_new(const char *name, pprof_custom **out)
     pprof_custom *c = calloc(1, sizeof *c);
     if (!c)
         return pp_fail(PPROF_ENOMEM);
-    strcpy(c->name, name);
+    snprintf(c->name, sizeof c->name, "%s", name); /* valid_name: it fits */
     pp_mutex_lock(&reg_lock);
     int rc = 0;
     for (size_t i = 0; i < nprofiles && !rc; i++)

@@ -91,7 +91,11 @@ int pp_smaps_read(pp_vmas *out)
         return pp_error_detail(PPROF_ESYS, "cannot read /proc/self/smaps: %s", strerror(errno));
     enum { BUF = 65536 };
     char *buf = malloc(BUF);
-    int rc = buf ? 0 : pp_fail(PPROF_ENOMEM);
+    if (!buf) {
+        close(fd);
+        return pp_fail(PPROF_ENOMEM);
+    }
+    int rc = 0;
     size_t have = 0;
     while (!rc) {
         ssize_t r = read(fd, buf + have, BUF - have);

@@ -460,6 +460,8 @@ int pp_profile_finish_leaving(pprof_profile *p, pprof_symbolize how, const char 
         for (size_t k = 0; k < n; k++, f++) {
             size_t d = n - 1 - k; /* distance from the root */
             if (d < pn && b->pcs[i][k] == b->pcs[i - 1][pn - 1 - d]) {
+                /* NOLINTNEXTLINE(clang-analyzer-core.uninitialized.Assign): the previous sample's
+                 * frames, all set in its turn of this loop */
                 frame_loc[f] = frame_loc[prev_f + pn - 1 - d];
                 continue;
             }
@@ -485,8 +487,8 @@ int pp_profile_finish_leaving(pprof_profile *p, pprof_symbolize how, const char 
         const pprof_location **l = pp_arena_alloc(p->arena, b->npcs[i] * sizeof *l + 1);
         if (!l)
             goto out;
-        for (size_t k = 0; k < b->npcs[i]; k++)
-            l[k] = &p->locations[frame_loc[f++]];
+        for (size_t k = 0; k < b->npcs[i]; k++) /* frame_loc: every frame's, set in pass 2 */
+            l[k] = &p->locations[frame_loc[f++]]; /* NOLINT(clang-analyzer-core.uninitialized.ArraySubscript) */
         p->samples[i].locations = l;
         p->samples[i].nlocations = b->npcs[i];
     }

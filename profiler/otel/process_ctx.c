@@ -81,19 +81,20 @@ static int set_attr(const char *key, const char *value)
         i++;
     if (i == MAX_RESOURCE)
         return pp_error_detail(PPROF_ELIMIT, "at most %d resource attributes", MAX_RESOURCE);
+    int fresh = i == nresource;
     pp_own_heap_enter(); /* the profiler's, though a program's thread may ask */
-    char *v = strdup(value), *k = i < nresource ? (char *)resource[i].key : strdup(key);
+    char *v = strdup(value), *k = fresh ? strdup(key) : (char *)resource[i].key;
     pp_own_heap_leave();
     if (!v || !k) {
         free(v);
-        if (i == nresource)
+        if (fresh)
             free(k);
         return pp_fail(PPROF_ENOMEM);
     }
-    if (i < nresource)
+    if (!fresh)
         free((char *)resource[i].value);
     resource[i] = (pp_otel_attr){.key = k, .value = v};
-    if (i == nresource)
+    if (fresh)
         nresource++;
     return 0;
 }

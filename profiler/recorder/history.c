@@ -232,7 +232,7 @@ static void start_locked(pp_series *k)
     int rc = k->make(&r);
     if (rc == 0)
         pprof_recorder_set_symbolize(r, PPROF_SYMBOLIZE_NONE); /* its windows are cut raw */
-    if (rc == 0 && (rc = pprof_recorder_start(r)) == 0) {
+    if (rc == 0 && pprof_recorder_start(r) == 0) {
         k->rec = r;
         k->rate = pprof_recorder_rate(r);
         return;

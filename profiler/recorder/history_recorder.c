@@ -96,7 +96,7 @@ static int in_slow_span(const pprof_sample *s, void *arg)
             continue;
         uint64_t id = 0;
         for (int k = 0; k < 16; k++) {
-            int c = v[k], d = c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'f' ? c - 'a' + 10 : -1;
+            int c = (unsigned char)v[k], d = c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'f' ? c - 'a' + 10 : -1;
             if (d < 0)
                 return 0;
             id = id << 4 | (uint64_t)d;

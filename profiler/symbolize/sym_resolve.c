@@ -138,6 +138,7 @@ static cu_index *cuidx_get(struct pp_sym_session *s, Dwarf_Die *cudie, bool type
 static bool find_range(const cu_index *ix, Dwarf_Addr pc, Dwarf_Die *out)
 {
     size_t lo = pp_upper_bound(ix->r, ix->n, sizeof *ix->r, offsetof(fn_range, lo), pc);
+    PP_ASSERT(lo <= ix->n);
     for (size_t k = 0; k < 8 && lo > 0; k++, lo--) {
         if (pc < ix->r[lo - 1].hi) {
             *out = ix->r[lo - 1].die;

@@ -264,7 +264,8 @@ static void trim(void)
         total += v[n++].size;
     }
     closedir(d);
-    qsort(v, n, sizeof *v, older_first);
+    if (n > 1)
+        qsort(v, n, sizeof *v, older_first);
     for (size_t i = 0; i < n && total > budget; i++) {
         char path[1200];
         if (entry_path(v[i].hex, "debuginfo", path, sizeof path) && (unlink(path) == 0 || errno == ENOENT)) {

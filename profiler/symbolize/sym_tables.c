@@ -35,7 +35,7 @@ static unsigned cand_rank(const GElf_Sym *sym, const char *name)
     unsigned us = 0;
     if (strncmp(name, "__GI_", 5) == 0)
         us = 15;
-    while (name[us] == '_' && us < 15)
+    while (us < 15 && name[us] == '_')
         us++;
     return r | us;
 }

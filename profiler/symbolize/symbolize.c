@@ -188,6 +188,7 @@ void pp_sym_lookup_how(pp_sym_session *s, uint64_t addr, int functions_only, pp_
     if (!c) {
         pp_sym_frame frames[PP_SYM_MAX_INLINE];
         int n = pp_sym_resolve(s, addr, functions_only, frames);
+        PP_ASSERT(n >= 0 && n <= PP_SYM_MAX_INLINE);
         pp_sym_frame *stored = NULL;
         if (n > 0) {
             stored = pp_arena_alloc_aligned(&s->cache_arena, (size_t)n * sizeof *stored,

@@ -156,6 +156,7 @@ static int guess_fps(uint64_t sp, uint64_t *fps, int max)
         size_t len = 4096 - (at & 4095);
         if (len > sizeof win - got)
             len = sizeof win - got;
+        /* cppcheck-suppress legacyUninitvar ; win is where the read writes */
         struct iovec local = {(char *)win + got, len}, remote = {(void *)(uintptr_t)at, len};
         ssize_t n = process_vm_readv(getpid(), &local, 1, &remote, 1, 0);
         if (n <= 0)
@@ -466,7 +467,9 @@ __attribute__((noinline)) int pp_thread_dump(pp_thread_stack **out, size_t *n)
     pp_signal_install();
     size_t nreg = 0, nids;
     pp_thread_entry *reg = pp_threads_copy(&nreg);
-    int *ids = thread_ids(reg, reg ? nreg : 0, &nids);
+    if (!reg) /* out of memory: the threads from /proc alone */
+        nreg = 0;
+    int *ids = thread_ids(reg, nreg, &nids);
     pp_thread_stack *t = ids ? calloc(nids ? nids : 1, sizeof *t) : NULL;
     if (!t) {
         free(ids);
@@ -491,10 +494,10 @@ __attribute__((noinline)) int pp_thread_dump(pp_thread_stack **out, size_t *n)
         }
         int64_t left = end - pp_now_ns(CLOCK_MONOTONIC);
         if (tid == self) { /* this thread: its own stack, from the caller on */
-            int end;
-            s->npcs = pp_unwind_here(caller, s->pcs, PP_DUMP_FRAMES, &end);
-            if (end)
-                s->pcs[s->npcs++] = pp_pc_stack_end(end);
+            int why_end;
+            s->npcs = pp_unwind_here(caller, s->pcs, PP_DUMP_FRAMES, &why_end);
+            if (why_end)
+                s->pcs[s->npcs++] = pp_pc_stack_end(why_end);
             s->how = PP_DUMP_SIGNAL;
             copy_set(pp_labels_current_peek(), s);
             continue;
