@@ -18,12 +18,13 @@ set -uo pipefail
 cd "$(dirname "$0")/.." || exit 1
 BUILD=${1:-build/test-analyze}
 JOBS=${PPROF_JOBS:-$(nproc)}
+mkdir -p "$BUILD"
 cmake -S . -B "$BUILD" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_EXPORT_COMPILE_COMMANDS=ON \
-    -DPPROF_TESTS=OFF -DPPROF_BENCH=OFF -DPPROF_DEMO=OFF -DPPROF_ASSERTS=ON >"$BUILD.configure.log" 2>&1 ||
-    { cat "$BUILD.configure.log"; exit 1; }
+    -DPPROF_TESTS=OFF -DPPROF_BENCH=OFF -DPPROF_DEMO=OFF -DPPROF_ASSERTS=ON >"$BUILD/analyze-configure.log" 2>&1 ||
+    { cat "$BUILD/analyze-configure.log"; exit 1; }
 # the generated sources the library's files include
-cmake --build "$BUILD" -j"$JOBS" --target pp_proto >"$BUILD.build.log" 2>&1 ||
-    { tail -30 "$BUILD.build.log"; exit 1; }
+cmake --build "$BUILD" -j"$JOBS" --target pp_proto >"$BUILD/analyze-build.log" 2>&1 ||
+    { tail -30 "$BUILD/analyze-build.log"; exit 1; }
 # the library's own files: a compile database of them alone
 mkdir -p "$BUILD/analyze"
 python3 - "$BUILD/compile_commands.json" "$BUILD/analyze/compile_commands.json" <<'PY'
