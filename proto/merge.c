@@ -223,15 +223,10 @@ static int name_locations(merger *m, size_t loc_from, size_t map_from)
 }
 
 /* Copies input p (its ids shifted by the bases) into m. */
-static int add_input(merger *m, const Profile *p, const pprof_merge_input *in, int name)
+/* The input's strings, mappings and functions, their ids moved past those
+ * of the inputs before it (map0, fn0). */
+static int add_names(merger *m, const Profile *p, uint64_t map0, uint64_t fn0)
 {
-    size_t loc_from = m->nlocs, map_from = m->nmaps;
-    pp_merge_tops tops;
-    int rc = pp_merge_check(p, &tops);
-    if (rc)
-        return rc;
-    uint64_t map0 = m->base.mapping, loc0 = m->base.location, fn0 = m->base.function;
-    m->base = (pp_merge_tops){map0 + tops.mapping, fn0 + tops.function, loc0 + tops.location};
     if (pp_reserve(&m->smap, &m->smap_cap, p->n_string_table, sizeof *m->smap) < 0)
         return pp_fail(PPROF_ENOMEM);
     for (size_t i = 0; i < p->n_string_table; i++)
@@ -254,6 +249,13 @@ static int add_input(merger *m, const Profile *p, const pprof_merge_input *in, i
             (d->filename = in_str(m, p, d->filename)) < 0)
             return pp_error_detail(PPROF_EINVAL, "a function names a string that is not there");
     }
+    return 0;
+}
+
+/* The input's locations, with their lines, their ids moved as add_names
+ * moved those they point at. */
+static int add_locations(merger *m, const Profile *p, const pp_merge_tops *base)
+{
     if (pp_reserve(&m->locs, &m->locs_cap, m->nlocs + p->n_location, sizeof *m->locs) < 0)
         return pp_fail(PPROF_ENOMEM);
     for (size_t i = 0; i < p->n_location; i++) {
@@ -266,19 +268,23 @@ static int add_input(merger *m, const Profile *p, const pprof_merge_input *in, i
         Perftools__Profiles__Line **lines = (Perftools__Profiles__Line **)(d + 1);
         Perftools__Profiles__Line *ln = (Perftools__Profiles__Line *)(lines + s->n_line + 1);
         *d = *s;
-        d->id += loc0;
-        d->mapping_id = s->mapping_id ? s->mapping_id + map0 : 0;
+        d->id += base->location;
+        d->mapping_id = s->mapping_id ? s->mapping_id + base->mapping : 0;
         for (size_t k = 0; k < s->n_line; k++) {
             ln[k] = *s->line[k];
-            ln[k].function_id = s->line[k]->function_id ? s->line[k]->function_id + fn0 : 0;
+            ln[k].function_id = s->line[k]->function_id ? s->line[k]->function_id + base->function : 0;
             lines[k] = &ln[k];
         }
         d->line = lines;
         m->locs[m->nlocs++] = d;
     }
-    if (name && (rc = name_locations(m, loc_from, map_from)) != 0)
-        return rc;
-    /* The input's own labels, the same on every sample: interned once. */
+    return 0;
+}
+
+/* The input's own labels (in), the same on every sample: interned once,
+ * into *out (nlabels + nnum_labels of them). */
+static int input_labels(merger *m, const pprof_merge_input *in, Perftools__Profiles__Label **out)
+{
     size_t nextra = in->nlabels + in->nnum_labels;
     Perftools__Profiles__Label *extra = pp_arena_alloc(&m->arena, (nextra + 1) * sizeof *extra);
     if (!extra)
@@ -297,6 +303,14 @@ static int add_input(merger *m, const Profile *p, const pprof_merge_input *in, i
             (in->num_labels[k].unit && in->num_labels[k].unit[0] && (x->num_unit = str_id(m, in->num_labels[k].unit)) < 0))
             return pp_fail(PPROF_ENOMEM);
     }
+    *out = extra;
+    return 0;
+}
+
+/* The input's samples, each with its own labels and the input's (extra,
+ * nextra), pointing at the locations add_locations moved by loc0. */
+static int add_samples(merger *m, const Profile *p, uint64_t loc0, Perftools__Profiles__Label *extra, size_t nextra)
+{
     if (pp_reserve(&m->samples, &m->samples_cap, m->nsamples + p->n_sample, sizeof *m->samples) < 0)
         return pp_fail(PPROF_ENOMEM);
     for (size_t i = 0; i < p->n_sample; i++) {
@@ -328,6 +342,12 @@ static int add_input(merger *m, const Profile *p, const pprof_merge_input *in, i
         d->n_label = nl;
         m->samples[m->nsamples++] = d;
     }
+    return 0;
+}
+
+/* The input's comments not yet among the merge's. */
+static int add_comments(merger *m, const Profile *p)
+{
     for (size_t i = 0; i < p->n_comment; i++) {
         int64_t c = in_str(m, p, p->comment[i]);
         if (c < 0)
@@ -342,6 +362,24 @@ static int add_input(merger *m, const Profile *p, const pprof_merge_input *in, i
         }
     }
     return 0;
+}
+
+static int add_input(merger *m, const Profile *p, const pprof_merge_input *in, int name)
+{
+    size_t loc_from = m->nlocs, map_from = m->nmaps;
+    pp_merge_tops tops;
+    int rc = pp_merge_check(p, &tops);
+    if (rc)
+        return rc;
+    pp_merge_tops base = m->base; /* the ids this input's are moved by */
+    m->base = (pp_merge_tops){base.mapping + tops.mapping, base.function + tops.function,
+                              base.location + tops.location};
+    Perftools__Profiles__Label *extra = NULL;
+    if ((rc = add_names(m, p, base.mapping, base.function)) != 0 || (rc = add_locations(m, p, &base)) != 0 ||
+        (name && (rc = name_locations(m, loc_from, map_from)) != 0) || (rc = input_labels(m, in, &extra)) != 0 ||
+        (rc = add_samples(m, p, base.location, extra, in->nlabels + in->nnum_labels)) != 0)
+        return rc;
+    return add_comments(m, p);
 }
 
 /* Whether b's sample types are a's (by their strings). */
