@@ -466,7 +466,7 @@ static int start_daemon(start *s)
     }
     pp_own_heap_leave();
     pp_own_labels_end(caller_set);
-    pthread_sigmask(SIG_SETMASK, &old, NULL);
+    pp_sigmask_exact(SIG_SETMASK, &old, NULL);
     if (started)
         return 0;
     snprintf(srv.error, sizeof srv.error, "cannot start the HTTP daemon");

@@ -245,7 +245,7 @@ static int start_thread_locked(void)
     pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
     pp_block_host_signals(&old);
     int rc = pthread_create(&t, &attr, scheduler_main, NULL);
-    pthread_sigmask(SIG_SETMASK, &old, NULL);
+    pp_sigmask_exact(SIG_SETMASK, &old, NULL);
     pthread_attr_destroy(&attr);
     if (rc != 0)
         return pp_fail(PPROF_ESYS);
@@ -417,5 +417,5 @@ void pp_block_host_signals(sigset_t *old)
     for (size_t i = 0; i < sizeof sigs / sizeof sigs[0]; i++)
         sigaddset(&set, sigs[i]);
     sigdelset(&set, pp_profiling_signal()); /* SIGUSR2, say: it answers the profiler's requests */
-    pthread_sigmask(SIG_BLOCK, &set, old);
+    pp_sigmask_exact(SIG_BLOCK, &set, old);
 }

@@ -207,7 +207,7 @@ void pp_own_heap_leave(void)
         o->leave();
 }
 
-int pp_own_heap_active(void)
+int pp_own_work(void)
 {
     const pp_own_heap_ops *o = atomic_load(&own_heap);
     return o ? o->active() : 0;

@@ -77,7 +77,9 @@ int pp_spawn_detached(void *(*fn)(void *), void *arg, pthread_t *t);
 /* pthread_sigmask exactly as asked: the interposed one (interpose/
  * signal_hooks.c) keeps the profiling signal open when a program blocks
  * signals wholesale, and passes calls made while pp_sigmask_exact_depth
- * is up through unchanged. Thread-safe. */
+ * is up through unchanged. Every mask change of the profiler's goes
+ * through it (a restore of a saved mask too), so none depends on what the
+ * override would make of it. Thread-safe; async-signal-safe. */
 int pp_sigmask_exact(int how, const sigset_t *set, sigset_t *old);
 extern __thread int pp_sigmask_exact_depth;
 /* Whether the process is exiting (pp_shutdown_run has begun): nothing new
@@ -103,9 +105,13 @@ typedef struct pp_own_heap_ops {
 void pp_own_heap_register(const pp_own_heap_ops *ops);
 void pp_own_heap_enter(void);
 void pp_own_heap_leave(void);
-/* Whether the calling thread's allocations are the profiler's own now (a
- * thread it starts meanwhile is the profiler's too: threads/). */
-int pp_own_heap_active(void);
+/* Whether the calling thread works for the profiler now (between
+ * pp_own_heap_enter and leave, or all along on the profiler's threads):
+ * the one flag the overrides read to tell the profiler's calls from the
+ * program's. Its allocations come from the profiler's own heap, its closes
+ * may close the profiler's descriptors (fds.h), and a thread it starts is
+ * the profiler's (threads/). */
+int pp_own_work(void);
 
 /* The library's encoder of gzipped pprof, which proto/ registers when the
  * library loads: the core writes profiles to files through it (the

@@ -499,7 +499,7 @@ void pp_cpu_flush(void)
     sigset_t old;
     pp_signal_block(&old);
     pp_cpu_count_tail(sigismember(&old, pp_signal_number()) == 1, 0);
-    pthread_sigmask(SIG_SETMASK, &old, NULL);
+    pp_sigmask_exact(SIG_SETMASK, &old, NULL);
     int self = pp_cpu_tid();
     uint32_t base = pp_cpu_flush_acks(), sent = 0;
     uint32_t gen = atomic_load(&pp_cpu_gen);
@@ -602,7 +602,7 @@ void pp_cpu_fork_parent(void)
 {
     sigset_t old = fork_saved_mask;
     pp_mutex_unlock(&pp_cpu_reg_lock);
-    pthread_sigmask(SIG_SETMASK, &old, NULL);
+    pp_sigmask_exact(SIG_SETMASK, &old, NULL);
 }
 
 void pp_cpu_fork_child(void)
@@ -622,5 +622,5 @@ void pp_cpu_fork_child(void)
         pp_cpu_my_state->tid = pp_cpu_my_tid;
     }
     pp_cpu_reg_lock = (pp_mutex)PP_MUTEX_INIT;
-    pthread_sigmask(SIG_SETMASK, &fork_saved_mask, NULL);
+    pp_sigmask_exact(SIG_SETMASK, &fork_saved_mask, NULL);
 }

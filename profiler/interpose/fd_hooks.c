@@ -79,12 +79,6 @@ static int next_close_range(unsigned first, unsigned last, int flags)
                             : (int)syscall(SYS_close_range, first, last, flags);
 }
 
-/* Whether the calling thread works for the profiler now. */
-static int profiler_call(void)
-{
-    return pp_own_heap_active();
-}
-
 /* async-signal-safe (the program's calls; the profiler's go through pp_fd_close) */
 API int close(int fd)
 {
@@ -92,7 +86,7 @@ API int close(int fd)
         pp_fd_close_wait(); /* a number being moved is not the program's */
         return next_close(fd);
     }
-    if (profiler_call())
+    if (pp_own_work())
         return pp_fd_close(fd);
     errno = EBADF; /* not the program's: as if it did not exist */
     return -1;
@@ -119,7 +113,7 @@ static int close_around(unsigned first, unsigned last, int flags)
 /* async-signal-safe */
 API int close_range(unsigned first, unsigned last, int flags)
 {
-    if ((flags & (int)CLOSE_RANGE_CLOEXEC) || first > last || profiler_call())
+    if ((flags & (int)CLOSE_RANGE_CLOEXEC) || first > last || pp_own_work())
         return next_close_range(first, last, flags);
     pp_fd_bulk_begin();
     int rc = close_around(first, last, flags);
@@ -176,7 +170,7 @@ static int raw_dup2(int oldfd, int newfd)
  * taken hook stops the server first (a handler never targets those) */
 static int dup_begin(int oldfd, int newfd)
 {
-    if (oldfd == newfd || profiler_call())
+    if (oldfd == newfd || pp_own_work())
         return 0;
     if (pp_fd_owned(newfd)) {
         pp_fd_taken(newfd);
@@ -213,7 +207,7 @@ API int dup3(int oldfd, int newfd, int flags)
 
 API int epoll_create1(int flags)
 {
-    int own = profiler_call();
+    int own = pp_own_work();
     if (own)
         pp_fd_create_begin();
     int fd = real_epoll_create1 ? real_epoll_create1(flags) : (int)syscall(SYS_epoll_create1, flags);
@@ -226,7 +220,7 @@ API int epoll_create1(int flags)
 
 API int eventfd(unsigned count, int flags)
 {
-    int own = profiler_call();
+    int own = pp_own_work();
     if (own)
         pp_fd_create_begin();
     int fd = real_eventfd ? real_eventfd(count, flags) : (int)syscall(SYS_eventfd2, count, flags);

@@ -24,8 +24,8 @@
  * own signals keep their exact semantics: only the profiling signal's bit
  * changes, and a timer's signal is delivered to the thread it samples
  * (never to a sigwait or signalfd of the program's, which take only
- * signals their thread blocks). Calls the profiler makes with
- * pp_sigmask_exact pass through unchanged.
+ * signals their thread blocks). The profiler changes masks through
+ * pp_sigmask_exact alone, which passes through unchanged.
  */
 #define _GNU_SOURCE
 #include "thread_hooks.h"

@@ -312,7 +312,7 @@ void pp_signal_block(sigset_t *old)
     sigset_t block;
     sigemptyset(&block);
     sigaddset(&block, pp_signal_number());
-    pthread_sigmask(SIG_BLOCK, &block, old);
+    pp_sigmask_exact(SIG_BLOCK, &block, old);
 }
 
 void pp_signal_fork_prepare(void)

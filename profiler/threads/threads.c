@@ -226,7 +226,7 @@ PP_HIDDEN_FRAME void *pp_threads_trampoline(void *p)
 void *pp_threads_start_new(void *(*fn)(void *), void *arg, uint64_t caller)
 {
     pp_threads_init();
-    int own = pp_own_heap_active();
+    int own = pp_own_work();
     pp_own_heap_enter(); /* the profiler's, though the program's thread asks */
     struct start *s = malloc(sizeof *s);
     pp_own_heap_leave();
