@@ -50,8 +50,13 @@ login() {
 PORT=$(pp_free_port)
 LD_PRELOAD="$BUILD/libpprof.so" LIBPPROF_ADDR=127.0.0.1:$PORT /usr/sbin/sshd -f "$D/sshd_config" -E "$D/sshd.log" \
     2>"$TMP/sshd.err"
-master=$(cat "$D/sshd.pid" 2>/dev/null)
 pp_wait_http "http://127.0.0.1:$PORT/debug/pprof/cmdline" 10 || pp_give_up "sshd did not serve the endpoint" sshd
+# the daemon writes its pid file after the command returned: wait for it
+for _ in $(seq 50); do
+    master=$(cat "$D/sshd.pid" 2>/dev/null)
+    [ -n "$master" ] && break
+    sleep 0.1
+done
 base=http://127.0.0.1:$PORT/debug/pprof
 pp_check "sshd serves (master $master) and a login works" grep -q logged-in <<<"$(login)"
 
