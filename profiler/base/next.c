@@ -12,6 +12,14 @@ void *pp_next_symbol(const char *name, const char *version)
     return version ? dlvsym(RTLD_NEXT, name, version) : dlsym(RTLD_NEXT, name);
 }
 
+void *pp_next_cond_symbol(const char *name)
+{
+    void *f = pp_next_symbol(name, "GLIBC_2.3.2");
+    if (!f)
+        f = pp_next_symbol(name, "GLIBC_2.17");
+    return f ? f : pp_next_symbol(name, NULL);
+}
+
 #ifdef PPROF_NO_HOOKS
 int pp_cond_wait(pthread_cond_t *c, pthread_mutex_t *m)
 {
@@ -23,16 +31,6 @@ int pp_cond_timedwait(pthread_cond_t *c, pthread_mutex_t *m, const struct timesp
     return pthread_cond_timedwait(c, m, abs);
 }
 #else
-/* The current version of `name`: x86-64's GLIBC_2.3.2 (its 2.2.5 is the
- * old condition variable), arm64's GLIBC_2.17, else the default. */
-static void *cond_symbol(const char *name)
-{
-    void *f = pp_next_symbol(name, "GLIBC_2.3.2");
-    if (!f)
-        f = pp_next_symbol(name, "GLIBC_2.17");
-    return f ? f : pp_next_symbol(name, NULL);
-}
-
 typedef int (*cwait_fn)(pthread_cond_t *, pthread_mutex_t *);
 typedef int (*ctwait_fn)(pthread_cond_t *, pthread_mutex_t *, const struct timespec *);
 static _Atomic(cwait_fn) cwait;
@@ -42,7 +40,7 @@ int pp_cond_wait(pthread_cond_t *c, pthread_mutex_t *m)
 {
     cwait_fn f = atomic_load(&cwait);
     if (!f)
-        atomic_store(&cwait, f = (cwait_fn)cond_symbol("pthread_cond_wait"));
+        atomic_store(&cwait, f = (cwait_fn)pp_next_cond_symbol("pthread_cond_wait"));
     return f(c, m);
 }
 
@@ -50,7 +48,7 @@ int pp_cond_timedwait(pthread_cond_t *c, pthread_mutex_t *m, const struct timesp
 {
     ctwait_fn f = atomic_load(&ctwait);
     if (!f)
-        atomic_store(&ctwait, f = (ctwait_fn)cond_symbol("pthread_cond_timedwait"));
+        atomic_store(&ctwait, f = (ctwait_fn)pp_next_cond_symbol("pthread_cond_timedwait"));
     return f(c, m, abs);
 }
 #endif

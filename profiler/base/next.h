@@ -13,6 +13,11 @@
  * Not malloc-safe by itself (the loader may allocate): the heap hooks call
  * it with their guard up or from their bootstrap buffer. */
 void *pp_next_symbol(const char *name, const char *version);
+/* The next definition of a pthread_cond_* function in the C library's
+ * current version: x86-64's GLIBC_2.3.2 (its 2.2.5 is the old condition
+ * variable), arm64's GLIBC_2.17, else the default. The same rule as
+ * pp_next_symbol for malloc-safety. */
+void *pp_next_cond_symbol(const char *name);
 
 #include <pthread.h>
 #include <time.h>

@@ -13,7 +13,7 @@
  * is passed through untouched (robust mutexes' EOWNERDEAD, error-checking
  * mutexes' EDEADLK, timeouts); only successful acquisitions are recorded.
  * The real functions are found at start-up (pthread_cond_* in their
- * current symbol version, GLIBC_2.3.2).
+ * current symbol version: pp_next_cond_symbol).
  */
 #ifndef PPROF_NO_HOOKS /* sanitizer builds: their runtime intercepts these */
 #define _GNU_SOURCE
@@ -64,12 +64,8 @@ static void resolve(void)
     real.tryrdlock = (rw_fn)pp_next_symbol("pthread_rwlock_tryrdlock", NULL);
     real.trywrlock = (rw_fn)pp_next_symbol("pthread_rwlock_trywrlock", NULL);
     real.semtrywait = (sem_fn)pp_next_symbol("sem_trywait", NULL);
-    real.cwait = (cwait_fn)pp_next_symbol("pthread_cond_wait", "GLIBC_2.3.2");
-    real.ctwait = (ctwait_fn)pp_next_symbol("pthread_cond_timedwait", "GLIBC_2.3.2");
-    if (!real.cwait)
-        real.cwait = (cwait_fn)pp_next_symbol("pthread_cond_wait", NULL);
-    if (!real.ctwait)
-        real.ctwait = (ctwait_fn)pp_next_symbol("pthread_cond_timedwait", NULL);
+    real.cwait = (cwait_fn)pp_next_cond_symbol("pthread_cond_wait");
+    real.ctwait = (ctwait_fn)pp_next_cond_symbol("pthread_cond_timedwait");
     real.semwait = (sem_fn)pp_next_symbol("sem_wait", NULL);
     real.semtwait = (semt_fn)pp_next_symbol("sem_timedwait", NULL);
     real.join = (join_fn)pp_next_symbol("pthread_join", NULL);
