@@ -31,7 +31,7 @@ int pp_encode_merged(const void *profile, int gzip, pprof_writer w);
 
 /* Writes a profile's view (profiler/model/) as folded stacks: the body of
  * pprof_profile_write_folded, also for profiles decoded from protobufs
- * (fold.c). */
+ * (read_view.c). */
 struct pp_model_view;
 int pp_write_folded_view(const struct pp_model_view *v, const pprof_folded_config *cfg, pprof_writer w);
 

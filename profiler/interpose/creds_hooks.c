@@ -19,7 +19,7 @@
 #include "threads/threads.h"
 #include "symbolize/symbolize.h"
 #include "base/base.h"
-#include "thread_hooks.h"
+#include "hooks.h"
 
 #include <errno.h>
 #include <grp.h>

@@ -19,7 +19,7 @@
  */
 #define _GNU_SOURCE
 #include "base/base.h"
-#include "thread_hooks.h"
+#include "hooks.h"
 
 #include <errno.h>
 #include <fcntl.h>

@@ -16,7 +16,7 @@
  * (libc then calls exit internally, where no wrapper sees it).
  */
 #define _GNU_SOURCE
-#include "thread_hooks.h"
+#include "hooks.h"
 #include "recorder/recorder.h"
 #include "cpu/cpu.h"
 #include "signals/signals.h"

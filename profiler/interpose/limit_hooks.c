@@ -6,7 +6,7 @@
  * call itself passes through unchanged.
  */
 #define _GNU_SOURCE
-#include "thread_hooks.h"
+#include "hooks.h"
 #include "base/base.h"
 
 #include <errno.h>

@@ -16,7 +16,7 @@
 #define _GNU_SOURCE
 #include "base/base.h"
 #include "memory/memory.h"
-#include "thread_hooks.h"
+#include "hooks.h"
 
 #include <stdarg.h>
 #include <stdatomic.h>

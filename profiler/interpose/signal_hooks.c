@@ -28,7 +28,7 @@
  * pp_sigmask_exact alone, which passes through unchanged.
  */
 #define _GNU_SOURCE
-#include "thread_hooks.h"
+#include "hooks.h"
 #include "base/base.h"
 #include "signals/signals.h"
 

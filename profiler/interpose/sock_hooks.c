@@ -14,7 +14,7 @@
  * is ready. A call the program's own signal breaks keeps its EINTR.
  */
 #define _GNU_SOURCE
-#include "thread_hooks.h"
+#include "hooks.h"
 #include "unwind/unwind.h"
 #include "wait_hooks.h"
 

@@ -6,7 +6,7 @@
  * install a filter call seccomp(2) through syscall().
  */
 #define _GNU_SOURCE
-#include "thread_hooks.h"
+#include "hooks.h"
 #include "unwind/unwind.h"
 #include "wait_hooks.h"
 

@@ -7,7 +7,7 @@
  * reads an object while it is unmapped (unwind/).
  */
 #define _GNU_SOURCE
-#include "thread_hooks.h"
+#include "hooks.h"
 #include "threads/threads.h"
 #include "unwind/unwind.h"
 #include "base/base.h"

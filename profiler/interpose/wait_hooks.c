@@ -28,7 +28,7 @@
 #define _GNU_SOURCE
 #include "base/base.h"
 #include "signals/signals.h"
-#include "thread_hooks.h"
+#include "hooks.h"
 #include "unwind/unwind.h"
 #include "wait_hooks.h"
 

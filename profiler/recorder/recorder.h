@@ -5,7 +5,7 @@
  * CPU samples reach recorders through the collector thread (collector.c),
  * which drains the signal handler's ring into every running CPU window.
  * Heap, contention and count kinds (recorder_heap.c,
- * recorder_contention.c, recorder_counts.c) diff snapshots of their tables
+ * recorder_contention.c, recorder_stack_counts.c) diff snapshots of their tables
  * at the window's ends, on raw records, before anything is serialized.
  * Finished profiles are symbolized (model/).
  *
@@ -20,7 +20,7 @@
 #include <time.h>
 
 /* What a kind does, filled in by its own file (recorder.c: CPU,
- * recorder_heap.c, recorder_contention.c, recorder_counts.c). The public
+ * recorder_heap.c, recorder_contention.c, recorder_stack_counts.c). The public
  * calls check the arguments and state, then dispatch here. */
 typedef struct pp_recorder_ops {
     /* Opens a window (running is 0); NULL: the kind is instant only. */

@@ -1,4 +1,4 @@
-/* recorder_counts.c: recorders of things counted by stack: live threads
+/* recorder_stack_counts.c: recorders of things counted by stack: live threads
  * (Go's goroutine profile), the stacks that created them (threadcreate),
  * the entries of custom profiles.
  *

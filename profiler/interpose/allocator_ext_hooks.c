@@ -1,4 +1,4 @@
-/* heap_hooks_ext.c: the allocators' own entry points that programs call
+/* allocator_ext_hooks.c: the allocators' own entry points that programs call
  * directly, where a sampled object would otherwise show: jemalloc's
  * sallocx, sdallocx, dallocx, rallocx and xallocx, tcmalloc's
  * tc_malloc_size, tc_free and tc_free_sized, and malloc_size.

@@ -1,7 +1,8 @@
-/* thread_hooks.h: start-up of the pthread_create and dlclose overrides
- * (thread_hooks.c) and of the close family's (fd_hooks.c). */
-#ifndef PP_THREAD_HOOKS_H
-#define PP_THREAD_HOOKS_H
+/* hooks.h: what the overrides of interpose/ share: each family's start-up
+ * (finding the next definitions; lifecycle.c's constructor calls them all),
+ * the sandbox's stop, and PP_NEED. */
+#ifndef PP_INTERPOSE_HOOKS_H
+#define PP_INTERPOSE_HOOKS_H
 
 /* Finds the next pthread_create and dlclose. The constructor calls it
  * (dlsym may allocate, which it can there); the call also keeps the

@@ -1,4 +1,5 @@
-/* fold.c: folded stacks of a serialized profile (pprof_fold).
+/* read_view.c: a serialized profile read into a profile view, for
+ * pprof_fold (folded stacks of a process tree's merged bytes).
  *
  * A pprof protobuf (gzipped or not) is unpacked with protobuf-c and laid
  * out as a profile view (profiler/model/): sample types, samples with
