@@ -1,17 +1,21 @@
 /* collector.c: drains the sample ring into the running CPU recorders.
  *
- * One collector thread runs while any CPU recorder does. Every 100 ms,
- * or as soon as the ring fills to a quarter, it takes the collector lock,
+ * One collector thread runs while any CPU recorder does. Every 100 ms
+ * while samples come (every 4 periods at rates under 40 Hz: 210 ms at the
+ * history's 19 Hz, up to 500 ms), or as soon as the ring fills to a
+ * quarter, it takes the collector lock,
  * moves every published record from the ring into each running
  * recorder's window (merged by stack and labels), and accounts samples
  * lost to a full ring as a "[lost samples]" frame. While it finds no
  * sample but its own it wakes half as often each time, down to once a
  * second: a program that idles under a continuous profiler costs it one
  * wake a second, whatever the rate (readers of an open window drain it
- * themselves). At most every 250 ms of its wakes it also arms timers for
+ * themselves). At most every 250 ms of its wakes (every 20 periods at
+ * rates under 80 Hz: about a second at 19 Hz) it also arms timers for
  * threads that appeared without passing through pthread_create
  * (pp_cpu_rescan) and registers the unwind tables of newly loaded
- * objects.
+ * objects. At a low rate each process's collector so costs it a few
+ * wakes a second, which counts where a service is many processes.
  *
  * Recorders attach and detach under the same lock after a drain, so a
  * sample always lands in exactly the windows that were open when it was
@@ -134,6 +138,10 @@ static void *collector_main(void *arg)
     col_tid = gettid();
     int64_t last_rescan = pp_now_ns(CLOCK_MONOTONIC), ms = 100;
     for (;;) {
+        int hz = pp_cpu_hz();
+        int64_t period_ms = hz > 0 ? 1000 / hz : 1000;
+        int64_t busy_ms = 4 * period_ms < 100 ? 100 : 4 * period_ms > 500 ? 500 : 4 * period_ms;
+        int64_t rescan_ms = 20 * period_ms < 250 ? 250 : 20 * period_ms > 1000 ? 1000 : 20 * period_ms;
         pp_ring_wait(&pp_cpu_ring, ms);
         pp_mutex_lock(&col_lock);
         size_t n = pp_collector_drain_locked();
@@ -144,10 +152,10 @@ static void *collector_main(void *arg)
             return NULL;
         }
         pp_mutex_unlock(&col_lock);
-        ms = n ? 100 : ms < 500 ? 2 * ms : 1000; /* a program that idles: one wake a second */
+        ms = n ? busy_ms : ms < 500 ? 2 * ms : 1000; /* a program that idles: one wake a second */
         pp_cpu_catch_up();
         int64_t now = pp_now_ns(CLOCK_MONOTONIC);
-        if (now - last_rescan >= 250 * 1000000ll) {
+        if (now - last_rescan >= rescan_ms * 1000000ll) {
             last_rescan = now;
             pp_cpu_rescan();
             pp_unwind_refresh(0);
