@@ -4,11 +4,14 @@
  * a producer when seq == pos, and holds a published record for the
  * consumer when seq == pos + 1. After consuming, the consumer sets
  * seq = pos + ncells, handing the cell to the producer of the next lap.
+ * A cell keeps its sequence number less its own index, so zeroed cells
+ * are free for the first lap: a ring is set up without writing them.
  *
  * Fork: the cells are mapped MADV_WIPEONFORK, so fork neither copies the
  * 2 MiB nor write-protects them in the parent (where every sample would
- * then fault); a child finds them zero and sets them up when it first
- * profiles.
+ * then fault); a child finds them zero, ready, and touches the pages of
+ * the cells its samples use only (each of a service's forked processes
+ * used to populate the 2 MiB when it began to profile: 512 page faults).
  */
 #define _GNU_SOURCE
 #include "ring.h"
@@ -18,14 +21,24 @@
 #include <sys/mman.h>
 #include <time.h>
 
+/* The sequence number of the cell at position pos. async-signal-safe */
+static size_t seq_of(const pp_ring *r, size_t pos, memory_order mo)
+{
+    return atomic_load_explicit(&r->cells[pos & r->mask].seq, mo) + (pos & r->mask);
+}
+
+/* Sets it. async-signal-safe */
+static void set_seq(pp_ring *r, size_t pos, size_t seq, memory_order mo)
+{
+    atomic_store_explicit(&r->cells[pos & r->mask].seq, seq - (pos & r->mask), mo);
+}
+
+/* A ring of zeroed cells from position 0. */
 static void set_up(pp_ring *r)
 {
-    for (size_t i = 0; i <= r->mask; i++)
-        atomic_store_explicit(&r->cells[i].seq, i, memory_order_relaxed);
     atomic_store(&r->head, 0);
     r->tail = 0;
     atomic_store(&r->drained, 0);
-    r->stale = 0;
 }
 
 int pp_ring_init(pp_ring *r, size_t ncells)
@@ -41,12 +54,6 @@ int pp_ring_init(pp_ring *r, size_t ncells)
     return 0;
 }
 
-void pp_ring_prepare(pp_ring *r)
-{
-    if (r->cells && r->stale)
-        set_up(r);
-}
-
 /* Only the cells between the consumer and the producers are written (the
  * records in them are dropped): in a forked child every page written is
  * copied, and the ring is 2 MiB. */
@@ -55,16 +62,13 @@ void pp_ring_reset(pp_ring *r)
     if (!r->cells)
         return;
     sem_init(&r->wake, 0, 0); /* the parent's consumer may have been waiting on it */
-    if (r->wiped_on_fork) { /* all zero here: set up on first use */
-        atomic_store(&r->head, 0);
-        r->tail = 0;
-        atomic_store(&r->drained, 0);
-        r->stale = 1;
+    if (r->wiped_on_fork) { /* all zero here: ready from position 0 */
+        set_up(r);
         return;
     }
     size_t head = atomic_load(&r->head);
     for (size_t pos = r->tail; pos != head; pos++)
-        atomic_store_explicit(&r->cells[pos & r->mask].seq, pos + r->mask + 1, memory_order_relaxed);
+        set_seq(r, pos, pos + r->mask + 1, memory_order_relaxed);
     r->tail = head;
     atomic_store(&r->drained, head);
 }
@@ -75,7 +79,7 @@ pp_record *pp_ring_reserve(pp_ring *r, size_t *ticket)
     size_t pos = atomic_load_explicit(&r->head, memory_order_relaxed);
     for (;;) {
         pp_ring_cell *c = &r->cells[pos & r->mask];
-        size_t seq = atomic_load_explicit(&c->seq, memory_order_acquire);
+        size_t seq = seq_of(r, pos, memory_order_acquire);
         intptr_t dif = (intptr_t)seq - (intptr_t)pos;
         if (dif == 0) {
             if (atomic_compare_exchange_weak_explicit(&r->head, &pos, pos + 1,
@@ -96,20 +100,17 @@ pp_record *pp_ring_reserve(pp_ring *r, size_t *ticket)
 /* async-signal-safe */
 void pp_ring_publish(pp_ring *r, size_t ticket)
 {
-    atomic_store_explicit(&r->cells[ticket & r->mask].seq, ticket + 1, memory_order_release);
+    set_seq(r, ticket, ticket + 1, memory_order_release);
 }
 
 pp_record *pp_ring_peek(pp_ring *r)
 {
-    pp_ring_cell *c = &r->cells[r->tail & r->mask];
-    size_t seq = atomic_load_explicit(&c->seq, memory_order_acquire);
-    return seq == r->tail + 1 ? &c->rec : NULL;
+    return seq_of(r, r->tail, memory_order_acquire) == r->tail + 1 ? &r->cells[r->tail & r->mask].rec : NULL;
 }
 
 void pp_ring_pop(pp_ring *r)
 {
-    pp_ring_cell *c = &r->cells[r->tail & r->mask];
-    atomic_store_explicit(&c->seq, r->tail + r->mask + 1, memory_order_release);
+    set_seq(r, r->tail, r->tail + r->mask + 1, memory_order_release);
     r->tail++;
     atomic_store_explicit(&r->drained, r->tail, memory_order_relaxed);
 }

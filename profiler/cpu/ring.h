@@ -45,7 +45,6 @@ typedef struct pp_ring {
     _Atomic size_t drained; /* tail, for producers to see how full the ring is */
     sem_t wake;             /* posted when the ring fills to a quarter */
     int wiped_on_fork;      /* the cells read as zeros in a forked child */
-    int stale;              /* a child's cells are not set up yet (pp_ring_prepare) */
 } pp_ring;
 
 /* Maps `ncells` (a power of two) cells. Returns 0 or PPROF_ENOMEM. */
@@ -59,9 +58,6 @@ void pp_ring_publish(pp_ring *r, size_t ticket);
 /* Empties the ring in a forked child (cells other threads had reserved
  * would never be published), touching as little of it as it can. */
 void pp_ring_reset(pp_ring *r);
-/* Sets the cells up again if a reset left them stale; call before the
- * ring is used (profiling starts). */
-void pp_ring_prepare(pp_ring *r);
 
 /* The next published record, or NULL. Consumer only. */
 pp_record *pp_ring_peek(pp_ring *r);

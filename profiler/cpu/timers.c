@@ -360,7 +360,6 @@ int pp_cpu_enable(int hz, int max_frames)
     pp_mutex_lock(&pp_cpu_reg_lock);
     int rc = pp_cpu_samples_init();
     if (rc == 0) {
-        pp_ring_prepare(&pp_cpu_ring);
         pp_signal_reclaim();
         atomic_store(&pp_cpu_frames, max_frames);
         atomic_fetch_add(&pp_cpu_gen, 1);
