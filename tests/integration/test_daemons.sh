@@ -228,8 +228,10 @@ RSL
     done
     pp_check "rsyslogd: the CPU profile holds its threads' CPU (${total_ms:-0} ms, $own_ms ms counted from /proc; at least 95% less 10 ms for each of its $nthr threads)" \
         awk -v b="${total_ms:-0}" -v w="$own_ms" -v n="$nthr" 'BEGIN { exit !(w > 0 && b >= 0.95 * w - 10 * n) }'
-    pp_check "rsyslogd: no more than 5% not sampled (${not_ms} of ${total_ms:-0} ms)" \
-        awk -v n="$not_ms" -v t="${total_ms:-0}" 'BEGIN { exit !(t > 0 && n <= 0.05 * t) }'
+    # counted whole periods: one 10 ms period beyond the 5% (a window that
+    # caught the flood's end held 170 ms, of which one period not sampled)
+    pp_check "rsyslogd: no more than 5% not sampled, and one period (${not_ms} of ${total_ms:-0} ms)" \
+        awk -v n="$not_ms" -v t="${total_ms:-0}" 'BEGIN { exit !(t > 0 && n <= 0.05 * t + 10) }'
     for i in $(seq 100); do
         lines=$(grep -c 'a line of the flood' "$dir/all.log" 2>/dev/null)
         [ "${lines:-0}" -ge 400000 ] && break
