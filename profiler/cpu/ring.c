@@ -63,6 +63,14 @@ void pp_ring_reset(pp_ring *r)
         return;
     sem_init(&r->wake, 0, 0); /* the parent's consumer may have been waiting on it */
     if (r->wiped_on_fork) { /* all zero here: ready from position 0 */
+        /* Unless fork did not wipe them (qemu's user mode accepts
+         * MADV_WIPEONFORK and does nothing): cell 0, used once the head
+         * passed 0, is never zero again. Then every cell is cleared. */
+        if (atomic_load_explicit(&r->cells[0].seq, memory_order_relaxed) != 0) {
+            r->wiped_on_fork = 0;
+            for (size_t i = 0; i <= r->mask; i++)
+                atomic_store_explicit(&r->cells[i].seq, 0, memory_order_relaxed);
+        }
         set_up(r);
         return;
     }
