@@ -58,11 +58,11 @@ static long count_of(const char *name)
     }
     if (!strcmp(name, "goroutine") || !strcmp(name, "threadcreate")) {
         long n = 0;
-        DIR *d = opendir("/proc/self/task");
+        DIR *d = pp_fd_opendir("/proc/self/task");
         for (struct dirent *e; d && (e = readdir(d));)
             n += e->d_name[0] != '.';
         if (d)
-            closedir(d);
+            pp_fd_closedir(d);
         return n;
     }
     return -1;

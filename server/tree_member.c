@@ -74,13 +74,13 @@ static int hub_privileged(int pid)
 {
     char path[64], line[256];
     snprintf(path, sizeof path, "/proc/%d/status", pid);
-    FILE *f = fopen(path, "re");
+    FILE *f = pp_fd_fopen(path);
     unsigned r, e = 1, su = 1;
     int found = 0;
     while (f && !found && fgets(line, sizeof line, f))
         found = sscanf(line, "Uid: %u %u %u", &r, &e, &su) == 3;
     if (f)
-        fclose(f);
+        pp_fd_fclose(f);
     return found && (e == 0 || su == 0 || e == (unsigned)geteuid());
 }
 

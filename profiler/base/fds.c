@@ -13,8 +13,10 @@
 #include "invariant.h"
 #include "lock.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <stdio.h>
 #include <stdatomic.h>
 #include <stdint.h>
 #include <sys/epoll.h>
@@ -57,37 +59,57 @@ int pp_fd_next_owned(int from)
     return -1;
 }
 
-/* Waits, at most 50 ms, until *c is 0. async-signal-safe */
-static void wait_zero(_Atomic int *c)
+/* Nanoseconds since t0 on the monotonic clock. async-signal-safe */
+static int64_t since(const struct timespec *t0)
 {
-    struct timespec t0, t;
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (t.tv_sec - t0->tv_sec) * 1000000000LL + (t.tv_nsec - t0->tv_nsec);
+}
+
+/* Waits, at most limit_ns, until *c is 0. async-signal-safe */
+static void wait_zero(_Atomic int *c, int64_t limit_ns)
+{
+    struct timespec t0;
     clock_gettime(CLOCK_MONOTONIC, &t0);
     for (int i = 0; atomic_load(c) > 0; i++) {
         if (i < 100)
             continue;
-        clock_gettime(CLOCK_MONOTONIC, &t);
-        if ((t.tv_sec - t0.tv_sec) * 1000000000LL + (t.tv_nsec - t0.tv_nsec) > 50000000LL)
+        if (since(&t0) > limit_ns)
             return;
         nanosleep(&(struct timespec){0, 20000}, NULL);
     }
 }
 
-/* Enters `mine` once `other` is 0 (or the wait gave up). async-signal-safe */
-static void enter(_Atomic int *mine, _Atomic int *other)
+/* The two sides exclude each other without a lock a signal handler could
+ * hold. A bulk close (the program's) enters at once and then waits for
+ * the makings under way, 150 ms at most, so one that stalls (an open that
+ * blocks) holds the program back no longer. A making (the profiler's)
+ * enters only when it finds no bulk close after its own entry, and backs
+ * out and waits otherwise, 2 s at most: the program never waits on a
+ * making that started after its close, and a program that closes in a
+ * tight loop cannot make one go ahead while a close runs. */
+
+/* async-signal-safe */
+void pp_fd_bulk_begin(void)
 {
-    for (int tries = 0;; tries++) {
-        wait_zero(other);
-        atomic_fetch_add(mine, 1);
-        if (!atomic_load(other) || tries >= 3)
-            return;
-        atomic_fetch_sub(mine, 1);
-    }
+    atomic_fetch_add(&bulk, 1);
+    wait_zero(&creating, 150000000LL);
 }
 
 void pp_fd_create_begin(void)
 {
-    if (creating_here++ == 0)
-        enter(&creating, &bulk);
+    if (creating_here++ > 0)
+        return;
+    struct timespec t0;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    for (;;) {
+        atomic_fetch_add(&creating, 1);
+        if (!atomic_load(&bulk) || since(&t0) > 2000000000LL)
+            return;
+        atomic_fetch_sub(&creating, 1);
+        wait_zero(&bulk, 50000000LL);
+    }
 }
 
 void pp_fd_create_end(void)
@@ -95,12 +117,6 @@ void pp_fd_create_end(void)
     PP_ASSERT(creating_here > 0); /* fds.h: each end has its begin */
     if (--creating_here == 0)
         atomic_fetch_sub(&creating, 1);
-}
-
-/* async-signal-safe */
-void pp_fd_bulk_begin(void)
-{
-    enter(&bulk, &creating);
 }
 
 /* async-signal-safe */
@@ -113,7 +129,7 @@ void pp_fd_bulk_end(void)
 void pp_fd_close_wait(void)
 {
     if (atomic_load_explicit(&creating, memory_order_relaxed) && !creating_here)
-        wait_zero(&creating);
+        wait_zero(&creating, 50000000LL);
 }
 
 /* close(2) itself, past the interposed close. async-signal-safe */
@@ -257,6 +273,83 @@ int pp_fd_dup(int fd)
     int d = pp_fd_own(fcntl(fd, F_DUPFD_CLOEXEC, floor_number()));
     pp_fd_create_end();
     return d;
+}
+
+/* An opened file of the profiler's, registered (kept by a forked child,
+ * as an inherited descriptor is), or -1 with errno: EMFILE when it could
+ * not be registered. */
+static int open_owned(const char *path, int flags)
+{
+    pp_fd_create_begin();
+    int fd = own(open(path, flags | O_CLOEXEC), 1);
+    if (fd >= 0 && !pp_fd_owned(fd)) {
+        sys_close(fd);
+        fd = -1;
+        errno = EMFILE;
+    }
+    pp_fd_create_end();
+    return fd;
+}
+
+int pp_fd_open(const char *path, int flags)
+{
+    return open_owned(path, flags);
+}
+
+FILE *pp_fd_fopen(const char *path)
+{
+    int fd = open_owned(path, O_RDONLY);
+    FILE *f = fd >= 0 ? fdopen(fd, "re") : NULL;
+    if (fd >= 0 && !f)
+        pp_fd_close(fd);
+    return f;
+}
+
+DIR *pp_fd_opendir(const char *path)
+{
+    int fd = open_owned(path, O_RDONLY | O_DIRECTORY);
+    DIR *d = fd >= 0 ? fdopendir(fd) : NULL;
+    if (fd >= 0 && !d)
+        pp_fd_close(fd);
+    return d;
+}
+
+/* Closes a FILE or DIR on the registered fd through `closer`, under the
+ * lock (a program's dup2 onto the number waits for it in pp_fd_taken),
+ * while fd is still the file registered; one the program took is left
+ * open, its stream unfreed. */
+static int close_stream(int fd, int (*closer)(void *), void *stream)
+{
+    pp_mutex_lock(&lock);
+    slot *s = find_locked(fd);
+    int rc = 0;
+    if (s && same_file(fd, s->dev, s->ino)) {
+        rc = closer(stream);
+        s->fd = -1;
+        mark(fd, 0);
+    }
+    pp_mutex_unlock(&lock);
+    return rc;
+}
+
+static int fclose_stream(void *f)
+{
+    return fclose(f);
+}
+
+static int closedir_stream(void *d)
+{
+    return closedir(d);
+}
+
+int pp_fd_fclose(FILE *f)
+{
+    return f ? close_stream(fileno(f), fclose_stream, f) : 0;
+}
+
+int pp_fd_closedir(DIR *d)
+{
+    return d ? close_stream(dirfd(d), closedir_stream, d) : 0;
 }
 
 /* Forgets fd; returns whether it was registered and is still that file.

@@ -25,6 +25,8 @@
  */
 #ifndef PP_FDS_H
 #define PP_FDS_H
+#include <dirent.h>
+#include <stdio.h>
 #include <sys/socket.h>
 
 /* Registers fd as the profiler's, moving it up when it can (the old
@@ -34,8 +36,10 @@
 int pp_fd_own(int fd);
 /* Moves fd above the numbers a program uses, as pp_fd_own does, without
  * registering it: for a descriptor the profiler opens and a library of
- * its closes (libdw's). Returns the new number, or fd when it could not
- * move (or fd < 0). Thread-safe. */
+ * its closes (libdw's); where the hooks are built in, the open registered
+ * it already (interpose/make_hooks.c) and libdw's close forgets it.
+ * Returns the new number, or fd when it could not move (or fd < 0).
+ * Thread-safe. */
 int pp_fd_lift(int fd);
 /* pp_fd_own for a descriptor a forked child keeps too (files the
  * symbolizer keeps open for after a chroot). Thread-safe. */
@@ -49,6 +53,21 @@ int pp_fd_accept(int fd, struct sockaddr *addr, socklen_t *len, int flags);
 int pp_fd_pipe(int p[2]);
 int pp_fd_epoll(void);
 int pp_fd_dup(int fd);
+/* A file, a stream or a directory stream of the profiler's: opened with
+ * O_CLOEXEC between pp_fd_create_begin and end and registered as with
+ * pp_fd_keep (a forked child keeps it, as an inherited descriptor); NULL
+ * or -1 with errno (EMFILE when it could not be registered). A descriptor
+ * held even for a moment needs this: a program's closefrom and a reuse of
+ * the number can come between the profiler's open and its close
+ * (interpose/make_hooks.c registers a plain open by the profiler's work;
+ * the C library's own fopen and opendir pass it by). Close them with
+ * pp_fd_close, pp_fd_fclose and pp_fd_closedir, which close only while
+ * the number is still the file registered. Thread-safe. */
+int pp_fd_open(const char *path, int flags);
+FILE *pp_fd_fopen(const char *path);
+DIR *pp_fd_opendir(const char *path);
+int pp_fd_fclose(FILE *f);
+int pp_fd_closedir(DIR *d);
 /* Closes fd when it is registered and still the file registered; forgets
  * it either way. An unregistered fd is closed as asked (a descriptor the
  * profiler opened and closes at once). Returns close's result, or 0 when
@@ -70,7 +89,8 @@ int pp_fd_next_owned(int from);
 /* Around the profiler's making of a descriptor and its pp_fd_own: a
  * program's bulk close (close_range, closefrom) waits for it, and it waits
  * for one under way, so a number is never closed between its birth and
- * its move. The waits give up after 50 ms. Thread-safe. */
+ * its move. A bulk close waits 150 ms at most, a making 2 s (fds.c).
+ * Thread-safe. */
 void pp_fd_create_begin(void);
 void pp_fd_create_end(void);
 /* Around the program's close_range or closefrom (interpose/fd_hooks.c);

@@ -202,7 +202,7 @@ static int set_fallback_timer(int hz)
 /* Lists /proc/self/task into tids; returns the count. */
 static int list_tasks(int *tids, int max)
 {
-    DIR *d = opendir("/proc/self/task");
+    DIR *d = pp_fd_opendir("/proc/self/task");
     if (!d)
         return -1;
     int n = 0;
@@ -212,7 +212,7 @@ static int list_tasks(int *tids, int max)
         if (tid > 0)
             tids[n++] = tid;
     }
-    closedir(d);
+    pp_fd_closedir(d);
     return n;
 }
 

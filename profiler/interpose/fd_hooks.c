@@ -1,6 +1,6 @@
-/* fd_hooks.c: the close family and the makers of libmicrohttpd's own
- * descriptors, interposed, so the program and the profiler never close,
- * write to or poll each other's descriptors (base/fds.h).
+/* fd_hooks.c: the close family and dup2/dup3, interposed, so the program
+ * and the profiler never close, write to or poll each other's descriptors
+ * (base/fds.h; make_hooks.c registers those the profiler makes).
  *
  * The program's close, close_range and closefrom pass over the
  * profiler's registered descriptors: close answers EBADF, as for a number
@@ -9,11 +9,8 @@
  * what it asked. The profiler's own code (a thread working for it: its
  * allocations come from its own heap) closes through these too, and then
  * a registered descriptor is closed only while it is still its file.
- *
- * epoll_create1 and eventfd made by the profiler's own work (libmicrohttpd's
- * polling set and wake-up counter, made inside MHD_start_daemon) are
- * registered as they are made. Every other call goes straight to the next
- * definition; the cost to the program is one bitmap load per close.
+ * Every other call goes straight to the next definition; the cost to the
+ * program is one bitmap load per close.
  * Sanitizer builds (PPROF_NO_HOOKS) leave these to the runtime: there the
  * profiler's explicit registrations still keep its closes to its own files.
  */
@@ -23,8 +20,6 @@
 
 #include <errno.h>
 #include <fcntl.h>
-#include <sys/epoll.h>
-#include <sys/eventfd.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -42,16 +37,12 @@ typedef int (*close_range_fn)(unsigned, unsigned, int);
 typedef void (*closefrom_fn)(int);
 typedef int (*dup2_fn)(int, int);
 typedef int (*dup3_fn)(int, int, int);
-typedef int (*epoll_create1_fn)(int);
-typedef int (*eventfd_fn)(unsigned, int);
 
 static close_fn real_close;
 static close_range_fn real_close_range;
 static closefrom_fn real_closefrom;
 static dup2_fn real_dup2;
 static dup3_fn real_dup3;
-static epoll_create1_fn real_epoll_create1;
-static eventfd_fn real_eventfd;
 
 /* Resolved by the constructor (lifecycle.c), before any thread of the
  * profiler exists; until then the system calls themselves serve. */
@@ -62,8 +53,6 @@ void pp_fd_hooks_init(void)
     real_closefrom = (closefrom_fn)pp_next_symbol("closefrom", NULL);
     real_dup2 = (dup2_fn)pp_next_symbol("dup2", NULL);
     real_dup3 = (dup3_fn)pp_next_symbol("dup3", NULL);
-    real_epoll_create1 = (epoll_create1_fn)pp_next_symbol("epoll_create1", NULL);
-    real_eventfd = (eventfd_fn)pp_next_symbol("eventfd", NULL);
 }
 
 /* async-signal-safe */
@@ -205,31 +194,6 @@ API int dup3(int oldfd, int newfd, int flags)
     return dup_end(bulk, real_dup3 ? real_dup3(oldfd, newfd, flags) : (int)syscall(SYS_dup3, oldfd, newfd, flags));
 }
 
-API int epoll_create1(int flags)
-{
-    int own = pp_own_work();
-    if (own)
-        pp_fd_create_begin();
-    int fd = real_epoll_create1 ? real_epoll_create1(flags) : (int)syscall(SYS_epoll_create1, flags);
-    if (own) {
-        fd = pp_fd_own(fd);
-        pp_fd_create_end();
-    }
-    return fd;
-}
-
-API int eventfd(unsigned count, int flags)
-{
-    int own = pp_own_work();
-    if (own)
-        pp_fd_create_begin();
-    int fd = real_eventfd ? real_eventfd(count, flags) : (int)syscall(SYS_eventfd2, count, flags);
-    if (own) {
-        fd = pp_fd_own(fd);
-        pp_fd_create_end();
-    }
-    return fd;
-}
 #else
 void pp_fd_hooks_init(void)
 {

@@ -9,9 +9,12 @@
  * overrides in every program that links libpprof statically, whatever its
  * link order puts first. Idempotent. */
 void pp_thread_hooks_init(void);
-/* Finds the next close, close_range, closefrom, dup2, dup3, epoll_create1
- * and eventfd; the constructor calls it, for the same reasons. */
+/* Finds the next close, close_range, closefrom, dup2 and dup3; the
+ * constructor calls it, for the same reasons. */
 void pp_fd_hooks_init(void);
+/* Finds the next openat, socket, socketpair, pipe2, epoll_create1 and
+ * eventfd (make_hooks.c). */
+void pp_make_hooks_init(void);
 /* Finds the next poll, ppoll, select, pselect, epoll_wait, epoll_pwait,
  * epoll_pwait2, nanosleep, clock_nanosleep, usleep and sigtimedwait
  * (wait_hooks.c). */

@@ -140,6 +140,7 @@ __attribute__((constructor(101))) static void pp_init(void)
                 pprof_last_error(), PP_DEFAULT_SIGNAL);
     pp_thread_hooks_init();
     pp_fd_hooks_init();
+    pp_make_hooks_init();
     pp_signal_hooks_init();
     pp_signal_hooks_open_inherited();
     pp_wait_hooks_init();

@@ -352,7 +352,7 @@ static int find_elf_at(Dwfl_Module *mod, void **userdata, const char *modname, D
     if (fd >= 0 || *elfp != NULL || n <= dl || modname[0] != '/' ||
         strcmp(modname + n - dl, deleted) != 0)
         return fd;
-    FILE *f = fopen("/proc/self/maps", "re");
+    FILE *f = pp_fd_fopen("/proc/self/maps");
     if (!f)
         return -1;
     char line[4608];
@@ -364,7 +364,7 @@ static int find_elf_at(Dwfl_Module *mod, void **userdata, const char *modname, D
             continue;
         fd = pp_sym_open_map_file(m.start, m.limit);
     }
-    fclose(f);
+    pp_fd_fclose(f);
     if (fd >= 0 && *file_name == NULL)
         *file_name = strndup(modname, n - dl);
     return fd;

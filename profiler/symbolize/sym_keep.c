@@ -97,7 +97,7 @@ void pp_sym_keep_files(void)
     pp_mutex_lock(&lock);
     if (maps_fd < 0)
         maps_fd = pp_fd_keep(open(MAPS, O_RDONLY | O_CLOEXEC));
-    FILE *f = maps_fd >= 0 ? fopen(MAPS, "re") : NULL;
+    FILE *f = maps_fd >= 0 ? pp_fd_fopen(MAPS) : NULL;
     char line[4608];
     while (f && nkept < MAX_KEPT && fgets(line, sizeof line, f)) {
         maps_line m;
@@ -109,7 +109,7 @@ void pp_sym_keep_files(void)
             keep_debug_file_locked(fd);
     }
     if (f)
-        fclose(f);
+        pp_fd_fclose(f);
     pp_mutex_unlock(&lock);
     pp_own_heap_leave();
 }

@@ -100,7 +100,7 @@ bool pp_sym_pages_release(struct pp_sym_session *s)
     pp_table_free(&s->read_mods);
     if (n == 0)
         return false;
-    FILE *f = fopen("/proc/self/maps", "re");
+    FILE *f = pp_fd_fopen("/proc/self/maps");
     if (!f)
         return false;
     bool any = false;
@@ -121,6 +121,6 @@ bool pp_sym_pages_release(struct pp_sym_session *s)
             any |= give_back(hi, m.limit);
         }
     }
-    fclose(f);
+    pp_fd_fclose(f);
     return any;
 }

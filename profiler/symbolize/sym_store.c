@@ -229,7 +229,7 @@ static int older_first(const void *a, const void *b)
  * is gone already. */
 static void trim(void)
 {
-    DIR *d = own_dir[0] ? opendir(own_dir) : NULL;
+    DIR *d = own_dir[0] ? pp_fd_opendir(own_dir) : NULL;
     if (!d)
         return;
     entry *v = NULL;
@@ -241,13 +241,13 @@ static void trim(void)
         struct stat st;
         if (e->d_name[0] == '.' || strlen(e->d_name) >= PP_SYM_HEX_MAX)
             continue;
-        DIR *sub = entry_path(e->d_name, "", part, sizeof part) ? opendir(part) : NULL;
+        DIR *sub = entry_path(e->d_name, "", part, sizeof part) ? pp_fd_opendir(part) : NULL;
         for (struct dirent *f; sub && (f = readdir(sub));)
             if (strncmp(f->d_name, "debuginfo.part.", 15) == 0 && entry_path(e->d_name, f->d_name, path, sizeof path) &&
                 stat(path, &st) == 0 && st.st_mtime < now - 3600)
                 unlink(path);
         if (sub)
-            closedir(sub);
+            pp_fd_closedir(sub);
         if (!entry_path(e->d_name, "debuginfo", path, sizeof path) || stat(path, &st) != 0)
             continue;
         if (n == cap) {
@@ -263,7 +263,7 @@ static void trim(void)
         v[n].used = st.st_mtim;
         total += v[n++].size;
     }
-    closedir(d);
+    pp_fd_closedir(d);
     if (n > 1)
         qsort(v, n, sizeof *v, older_first);
     for (size_t i = 0; i < n && total > budget; i++) {

@@ -435,7 +435,7 @@ static int *thread_ids(const pp_thread_entry *reg, size_t nreg, size_t *n)
     *n = 0;
     if (!ids)
         return NULL;
-    DIR *d = opendir("/proc/self/task");
+    DIR *d = pp_fd_opendir("/proc/self/task");
     if (!d) {
         for (size_t i = 0; i < nreg; i++)
             ids[(*n)++] = reg[i].tid;
@@ -455,7 +455,7 @@ static int *thread_ids(const pp_thread_entry *reg, size_t nreg, size_t *n)
         }
         ids[(*n)++] = tid;
     }
-    closedir(d);
+    pp_fd_closedir(d);
     return ids;
 }
 

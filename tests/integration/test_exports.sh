@@ -25,7 +25,9 @@ _ZdaPv _ZdaPvRKSt9nothrow_t _ZdaPvSt11align_val_t _ZdaPvSt11align_val_tRKSt9noth
 _ZdaPvm _ZdaPvmSt11align_val_t
 pthread_mutex_lock pthread_rwlock_rdlock pthread_rwlock_wrlock pthread_cond_wait
 pthread_cond_timedwait sem_wait sem_timedwait pthread_join pthread_create dlclose exit
-__libc_start_main close close_range closefrom dup2 dup3 epoll_create1 eventfd pthread_sigmask sigprocmask chroot capset prctl
+__libc_start_main close close_range closefrom dup2 dup3 epoll_create1 eventfd
+open open64 openat openat64 __open_2 __open64_2 __openat_2 __openat64_2 socket socketpair pipe pipe2
+pthread_sigmask sigprocmask chroot capset prctl
 sigaction signal bsd_signal sysv_signal poll ppoll select pselect epoll_wait epoll_pwait epoll_pwait2 nanosleep
 clock_nanosleep usleep sigtimedwait syscall recv recvfrom recvmsg accept accept4
 setrlimit setrlimit64 prlimit prlimit64

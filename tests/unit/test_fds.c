@@ -11,14 +11,25 @@
  *   file;
  * - a dup2 onto a registered number runs the taken hook first, then does
  *   what the program asked, and the number is the program's;
- * - a forked child closes the registered descriptors it inherited.
+ * - a forked child closes the registered descriptors it inherited;
+ * - pp_fd_fopen and pp_fd_opendir give registered streams that the
+ *   program's closefrom passes over and pp_fd_fclose and pp_fd_closedir
+ *   close and forget; a stream whose number the program took is left to
+ *   the program;
+ * - with the hooks built in (not under sanitizers), an open, socket or
+ *   pipe made by the profiler's work is registered and moved up, the
+ *   program's own is not; the profiler's close forgets it; a forked
+ *   child keeps a file the profiler opened and closes its socket.
  */
 #define _GNU_SOURCE
 #include "base/base.h"
 #include "check.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <stdio.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
@@ -105,6 +116,52 @@ int main(void)
     CHECK(is_open(ours) && pp_fd_owned(ours));
     CHECK(pp_fd_close(ours) == 0 && !is_open(ours));
     close(p[1]);
+
+    /* Streams of the profiler's: registered, passed over, closed and forgotten. */
+    FILE *st1 = pp_fd_fopen("/proc/self/status");
+    DIR *d = pp_fd_opendir("/proc/self/task");
+    CHECK(st1 && d);
+    int sfd = fileno(st1), dfd = dirfd(d);
+    CHECKF(sfd >= 768 && dfd >= 768 && pp_fd_owned(sfd) && pp_fd_owned(dfd), "at %d and %d", sfd, dfd);
+    closefrom(3);
+    CHECK(is_open(sfd) && is_open(dfd) && is_open(f) == 0);
+    char line[256];
+    CHECK(fgets(line, sizeof line, st1) != NULL && readdir(d) != NULL);
+    CHECK(pp_fd_fclose(st1) == 0 && pp_fd_closedir(d) == 0);
+    CHECK(!is_open(sfd) && !is_open(dfd) && !pp_fd_owned(sfd) && !pp_fd_owned(dfd));
+    /* The program takes a stream's number: the stream's close leaves its file. */
+    f = open("/dev/zero", O_RDONLY);
+    st1 = pp_fd_fopen("/proc/self/status");
+    CHECK(st1 != NULL);
+    sfd = fileno(st1);
+    CHECK(dup2(f, sfd) == sfd && taken_fd == sfd);
+    CHECK(pp_fd_fclose(st1) == 0);
+    CHECKF(is_open(sfd) && same(sfd, f), "the program's file at %d was closed", sfd);
+    close(sfd);
+#ifndef PPROF_NO_HOOKS
+    /* The profiler's work registers what it makes; the program's calls do not. */
+    int mine = open("/dev/null", O_RDONLY);
+    CHECK(mine >= 0 && mine < 768 && !pp_fd_owned(mine));
+    close(mine);
+    pp_own_heap_enter();
+    int own_file = open("/dev/null", O_RDONLY);
+    int own_sock = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    CHECK(pipe(p) == 0);
+    pp_own_heap_leave();
+    CHECKF(own_file >= 768 && pp_fd_owned(own_file), "the profiler's open gave %d", own_file);
+    CHECKF(own_sock >= 768 && pp_fd_owned(own_sock), "the profiler's socket is %d", own_sock);
+    CHECK(p[0] >= 768 && p[1] >= 768 && pp_fd_owned(p[0]) && pp_fd_owned(p[1]));
+    CHECK(close(own_file) == -1 && errno == EBADF && is_open(own_file)); /* not the program's */
+    fflush(stderr);
+    pid = fork();
+    if (pid == 0)
+        _exit(!is_open(own_file) || !pp_fd_owned(own_file) || is_open(own_sock) ? 1 : 0);
+    CHECK(waitpid(pid, &st, 0) == pid && WIFEXITED(st) && WEXITSTATUS(st) == 0);
+    pp_own_heap_enter();
+    CHECK(close(own_file) == 0 && close(own_sock) == 0 && close(p[0]) == 0 && close(p[1]) == 0);
+    pp_own_heap_leave();
+    CHECK(!pp_fd_owned(own_file) && !pp_fd_owned(own_sock) && !is_open(own_file));
+#endif
     close(f);
     return check_summary("test_fds");
 }

@@ -1,0 +1,223 @@
+/* make_hooks.c: the calls that make descriptors, interposed so that every
+ * descriptor the profiler's own work makes is the profiler's (base/fds.h).
+ *
+ * A thread working for the profiler (pp_own_work: its own threads, and
+ * the program's threads while they do its work) that opens a file, a
+ * socket, a pipe, an epoll set or an eventfd, directly or inside a library
+ * it calls (libdw opening debug files, libmicrohttpd its polling set),
+ * gets a registered descriptor, moved above the numbers the program uses.
+ * Without this a descriptor the profiler holds for a moment (a /proc file
+ * read by a thread dump) has a number the program may close and reuse at
+ * once: sshd's re-exec'd child runs closefrom(6) and opens its log while
+ * the tree's agent lists /proc/self/task, and the agent's closedir then
+ * closed sshd's log, whose number sshd reused for the client's socket.
+ * Files stay with a forked child (as any inherited descriptor does: the
+ * symbolizer's cache of open objects is the child's too); sockets, pipes
+ * and polling sets do not (pp_fd_fork_child).
+ *
+ * Every other call goes straight to the next definition: the cost to the
+ * program is one thread-local load. The C library's own opens (fopen,
+ * opendir) do not come here: the profiler uses pp_fd_fopen and
+ * pp_fd_opendir for those.
+ */
+#define _GNU_SOURCE
+#include "base/base.h"
+#include "hooks.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdarg.h>
+#include <sys/epoll.h>
+#include <sys/eventfd.h>
+#include <sys/socket.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#ifndef PPROF_NO_HOOKS
+#define API __attribute__((visibility("default")))
+
+typedef int (*openat_fn)(int, const char *, int, ...);
+typedef int (*socket_fn)(int, int, int);
+typedef int (*socketpair_fn)(int, int, int, int[2]);
+typedef int (*pipe2_fn)(int[2], int);
+typedef int (*epoll_create1_fn)(int);
+typedef int (*eventfd_fn)(unsigned, int);
+
+static struct {
+    openat_fn openat;
+    socket_fn socket;
+    socketpair_fn socketpair;
+    pipe2_fn pipe2;
+    epoll_create1_fn epoll_create1;
+    eventfd_fn eventfd;
+} next;
+
+/* Resolved by the constructor (lifecycle.c), before any thread of the
+ * profiler exists; until then the system calls themselves serve. */
+void pp_make_hooks_init(void)
+{
+    next.openat = (openat_fn)pp_next_symbol("openat", NULL);
+    next.socket = (socket_fn)pp_next_symbol("socket", NULL);
+    next.socketpair = (socketpair_fn)pp_next_symbol("socketpair", NULL);
+    next.pipe2 = (pipe2_fn)pp_next_symbol("pipe2", NULL);
+    next.epoll_create1 = (epoll_create1_fn)pp_next_symbol("epoll_create1", NULL);
+    next.eventfd = (eventfd_fn)pp_next_symbol("eventfd", NULL);
+}
+
+/* The mode argument of an open: present only with O_CREAT or O_TMPFILE. */
+#define OPEN_MODE(flags, last, mode)                                                                              \
+    do {                                                                                                          \
+        if ((flags) & (O_CREAT | O_TMPFILE)) {                                                                    \
+            va_list ap;                                                                                           \
+            va_start(ap, last);                                                                                   \
+            mode = va_arg(ap, int);                                                                               \
+            va_end(ap);                                                                                           \
+        }                                                                                                         \
+    } while (0)
+
+/* async-signal-safe for the program's calls */
+static int make_openat(int dir, const char *path, int flags, int mode)
+{
+    if (__builtin_expect(!pp_own_work(), 1))
+        return next.openat ? next.openat(dir, path, flags, mode)
+                           : (int)syscall(SYS_openat, dir, path, flags, mode);
+    pp_fd_create_begin();
+    int fd = next.openat ? next.openat(dir, path, flags, mode) : (int)syscall(SYS_openat, dir, path, flags, mode);
+    fd = pp_fd_keep(fd);
+    pp_fd_create_end();
+    return fd;
+}
+
+API int open(const char *path, int flags, ...)
+{
+    int mode = 0;
+    OPEN_MODE(flags, flags, mode);
+    return make_openat(AT_FDCWD, path, flags, mode);
+}
+
+API int open64(const char *path, int flags, ...)
+{
+    int mode = 0;
+    OPEN_MODE(flags, flags, mode);
+    return make_openat(AT_FDCWD, path, flags, mode);
+}
+
+API int openat(int dir, const char *path, int flags, ...)
+{
+    int mode = 0;
+    OPEN_MODE(flags, flags, mode);
+    return make_openat(dir, path, flags, mode);
+}
+
+API int openat64(int dir, const char *path, int flags, ...)
+{
+    int mode = 0;
+    OPEN_MODE(flags, flags, mode);
+    return make_openat(dir, path, flags, mode);
+}
+
+/* _FORTIFY_SOURCE's entry points (no O_CREAT: they check that), which
+ * the C library declares only inside its own headers' inline wrappers. */
+API int __open_2(const char *path, int flags);
+API int __open64_2(const char *path, int flags);
+API int __openat_2(int dir, const char *path, int flags);
+API int __openat64_2(int dir, const char *path, int flags);
+
+API int __open_2(const char *path, int flags)
+{
+    return make_openat(AT_FDCWD, path, flags, 0);
+}
+
+API int __open64_2(const char *path, int flags)
+{
+    return make_openat(AT_FDCWD, path, flags, 0);
+}
+
+API int __openat_2(int dir, const char *path, int flags)
+{
+    return make_openat(dir, path, flags, 0);
+}
+
+API int __openat64_2(int dir, const char *path, int flags)
+{
+    return make_openat(dir, path, flags, 0);
+}
+
+API int socket(int domain, int type, int protocol)
+{
+    int own = pp_own_work();
+    if (own)
+        pp_fd_create_begin();
+    int fd = next.socket ? next.socket(domain, type, protocol) : (int)syscall(SYS_socket, domain, type, protocol);
+    if (own) {
+        fd = pp_fd_own(fd);
+        pp_fd_create_end();
+    }
+    return fd;
+}
+
+/* Registers both ends of a pair made by the profiler's work. */
+static int own_pair(int rc, int sv[2])
+{
+    if (rc == 0) {
+        sv[0] = pp_fd_own(sv[0]);
+        sv[1] = pp_fd_own(sv[1]);
+    }
+    pp_fd_create_end();
+    return rc;
+}
+
+API int socketpair(int domain, int type, int protocol, int sv[2])
+{
+    int own = pp_own_work();
+    if (own)
+        pp_fd_create_begin();
+    int rc = next.socketpair ? next.socketpair(domain, type, protocol, sv)
+                             : (int)syscall(SYS_socketpair, domain, type, protocol, sv);
+    return own ? own_pair(rc, sv) : rc;
+}
+
+API int pipe2(int p[2], int flags)
+{
+    int own = pp_own_work();
+    if (own)
+        pp_fd_create_begin();
+    int rc = next.pipe2 ? next.pipe2(p, flags) : (int)syscall(SYS_pipe2, p, flags);
+    return own ? own_pair(rc, p) : rc;
+}
+
+API int pipe(int p[2])
+{
+    return pipe2(p, 0);
+}
+
+API int epoll_create1(int flags)
+{
+    int own = pp_own_work();
+    if (own)
+        pp_fd_create_begin();
+    int fd = next.epoll_create1 ? next.epoll_create1(flags) : (int)syscall(SYS_epoll_create1, flags);
+    if (own) {
+        fd = pp_fd_own(fd);
+        pp_fd_create_end();
+    }
+    return fd;
+}
+
+API int eventfd(unsigned count, int flags)
+{
+    int own = pp_own_work();
+    if (own)
+        pp_fd_create_begin();
+    int fd = next.eventfd ? next.eventfd(count, flags) : (int)syscall(SYS_eventfd2, count, flags);
+    if (own) {
+        fd = pp_fd_own(fd);
+        pp_fd_create_end();
+    }
+    return fd;
+}
+#else
+void pp_make_hooks_init(void)
+{
+}
+#endif
