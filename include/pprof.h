@@ -390,7 +390,9 @@ typedef struct pprof_recorder pprof_recorder;
  * Thread-safe; one thread at a time per recorder. */
 PPROF_API int pprof_recorder_start(pprof_recorder *r);
 /* Ends the window and returns its profile in *out (symbolized), or discards
- * it when out is NULL. Thread-safe; one thread at a time per recorder. */
+ * it when out is NULL. A stop that fails (PPROF_ENOMEM) still ends the
+ * window and the recorder's sampling; only the profile is lost. Thread-safe;
+ * one thread at a time per recorder. */
 PPROF_API int pprof_recorder_stop(pprof_recorder *r, pprof_profile **out);
 /* Returns the profile of the window so far and begins the next window with
  * no gap: every sample lands in exactly one window. Thread-safe; one thread

@@ -88,11 +88,11 @@ static int contention_start(pprof_recorder *r)
 static int contention_end(pprof_recorder *r, int reopen, pprof_profile **out)
 {
     contention_recorder *c = (contention_recorder *)r;
-    pp_store_snap now;
+    pp_store_snap now = {0};
     int rc = pp_store_snap_take(table_of(c), &now);
-    if (rc)
+    if (rc && reopen)
         return rc;
-    pprof_profile *p = out ? build(c, &c->snap, &now) : NULL;
+    pprof_profile *p = out && !rc ? build(c, &c->snap, &now) : NULL;
     pp_recorder_window_end(r, p, reopen);
     pp_store_snap_free(&c->snap);
     if (reopen) {
@@ -102,6 +102,8 @@ static int contention_end(pprof_recorder *r, int reopen, pprof_profile **out)
         pp_contention_leave(c->block, c->turned_on);
         c->turned_on = 0;
     }
+    if (rc) /* a stop without its profile still ends the sampling */
+        return rc;
     if (out && !p)
         return pp_fail(PPROF_ENOMEM);
     return out ? pp_recorder_finish(r, p, out) : 0;

@@ -160,12 +160,17 @@ static int alloc_end(pprof_recorder *r, int reopen, pprof_profile **out)
 {
     heap_recorder *h = (heap_recorder *)r;
     pp_heap_snap *now = calloc(1, sizeof *now);
-    if (!now || pp_heap_snap_take(now) != 0) {
+    int failed = !now || pp_heap_snap_take(now) != 0;
+    if (failed) {
         free(now);
-        return pp_fail(PPROF_ENOMEM);
+        now = NULL;
+        if (reopen)
+            return pp_fail(PPROF_ENOMEM);
     }
     pprof_profile *p = NULL;
-    if (out && h->peak) {
+    if (failed) {
+        /* a stop without its profile still ends the window and its peak */
+    } else if (out && h->peak) {
         p = peak_profile(h->slot);
     } else if (out && h->window_live) { /* on a copy: `now` is the next window's base */
         pp_heap_snap live = {malloc((now->n ? now->n : 1) * sizeof *now->c), now->n};
@@ -186,7 +191,7 @@ static int alloc_end(pprof_recorder *r, int reopen, pprof_profile **out)
     h->snap = reopen ? now : NULL;
     if (!reopen)
         snap_free(now);
-    if (out && !p)
+    if ((out || failed) && !p)
         return pp_fail(PPROF_ENOMEM);
     return pp_recorder_finish(r, p, out);
 }

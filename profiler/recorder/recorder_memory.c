@@ -52,18 +52,18 @@ static pprof_profile *window(const pprof_profile *start, const pprof_profile *en
 static int memory_end(pprof_recorder *r, int reopen, pprof_profile **out)
 {
     memory_recorder *m = (memory_recorder *)r;
-    pprof_profile *now;
-    int rc = pp_memory_build(&now);
-    if (rc)
-        return rc;
+    pprof_profile *now = NULL;
+    int failed = pp_memory_build(&now);
+    if (failed && reopen)
+        return failed;
     pp_own_heap_enter();
-    pprof_profile *p = out ? window(m->start, now) : NULL;
-    pp_recorder_window_end(r, p, reopen);
+    pprof_profile *p = out && !failed ? window(m->start, now) : NULL;
+    pp_recorder_window_end(r, p, reopen); /* a stop without its profile still ends the window */
     pprof_profile_free(m->start);
     m->start = reopen ? now : NULL;
     if (!reopen)
         pprof_profile_free(now);
-    rc = out && !p ? pp_fail(PPROF_ENOMEM) : pp_recorder_finish(r, p, out);
+    int rc = failed ? failed : out && !p ? pp_fail(PPROF_ENOMEM) : pp_recorder_finish(r, p, out);
     pp_own_heap_leave();
     return rc;
 }

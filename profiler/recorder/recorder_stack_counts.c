@@ -167,17 +167,17 @@ static int counts_start(pprof_recorder *r)
 static int counts_end(pprof_recorder *r, int reopen, pprof_profile **out)
 {
     counts_recorder *c = (counts_recorder *)r;
-    int rc;
+    int rc = 0;
     pprof_profile *now = take(c, &rc);
-    if (!now)
+    if (!now && reopen)
         return rc;
-    pprof_profile *diff = out ? new_count_profile(c) : NULL;
+    pprof_profile *diff = out && now ? new_count_profile(c) : NULL; /* a stop without one still ends */
     if (diff) {
         rc = pp_profile_add_profile(diff, now, 1);
         if (rc == 0)
             rc = pp_profile_add_profile(diff, c->snap, -1);
         pp_profile_drop_zero(diff);
-    } else if (out) {
+    } else if (out && now) {
         rc = pp_fail(PPROF_ENOMEM);
     }
     pp_recorder_window_end(r, diff, reopen);
