@@ -257,7 +257,8 @@ PPROF_API void pprof_profile_free(pprof_profile *p);
  * and the string tables become one. The sample types must be the same
  * (else PPROF_EINVAL, with the input named in pprof_last_error()); period
  * and period type are the first input's, the time the earliest, the
- * duration the longest, and the comments are all of them, each once. */
+ * duration the longest, and the comments are all of them, each once.
+ * Fields profile.proto does not define are left out. */
 typedef struct pprof_merge_input {
     const void *data;          /* NULL with len 0: no profile, only the comment */
     size_t len;

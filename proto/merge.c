@@ -111,12 +111,24 @@ int pp_gunzip(const unsigned char *in, size_t len, unsigned char **out, size_t *
 /* Appends to m->arr a copy of the message *src, made in the arena; the
  * copy, or NULL when out of memory. */
 #define APPEND_COPY(m, arr, n, cap, src) append_copy((m), (void ***)&(m)->arr, &(m)->n, &(m)->cap, (src), sizeof *(src))
+/* A copied message leaves the input's unknown fields behind: protobuf-c
+ * reads a field numbered 0 written in two bytes (80 00) but writes it in
+ * one (00), which it then refuses to read, so a member's stray field
+ * would make the merge unreadable. */
+static void drop_unknown(void *msg)
+{
+    ProtobufCMessage *base = msg;
+    base->n_unknown_fields = 0;
+    base->unknown_fields = NULL;
+}
+
 static void *append_copy(merger *m, void ***arr, size_t *n, size_t *cap, const void *src, size_t size)
 {
     void *d = pp_arena_alloc(&m->arena, size);
     if (!d || pp_reserve(arr, cap, *n, sizeof **arr) < 0)
         return NULL;
     memcpy(d, src, size);
+    drop_unknown(d);
     (*arr)[(*n)++] = d;
     return d;
 }
@@ -268,10 +280,12 @@ static int add_locations(merger *m, const Profile *p, const pp_merge_tops *base)
         Perftools__Profiles__Line **lines = (Perftools__Profiles__Line **)(d + 1);
         Perftools__Profiles__Line *ln = (Perftools__Profiles__Line *)(lines + s->n_line + 1);
         *d = *s;
+        drop_unknown(d);
         d->id += base->location;
         d->mapping_id = s->mapping_id ? s->mapping_id + base->mapping : 0;
         for (size_t k = 0; k < s->n_line; k++) {
             ln[k] = *s->line[k];
+            drop_unknown(&ln[k]);
             ln[k].function_id = s->line[k]->function_id ? s->line[k]->function_id + base->function : 0;
             lines[k] = &ln[k];
         }
@@ -326,11 +340,13 @@ static int add_samples(merger *m, const Profile *p, uint64_t loc0, Perftools__Pr
         Perftools__Profiles__Label **l = (Perftools__Profiles__Label **)(ids + s->n_location_id + 1);
         Perftools__Profiles__Label *lab = (Perftools__Profiles__Label *)(l + nl + 1);
         *d = *s;
+        drop_unknown(d);
         for (size_t k = 0; k < s->n_location_id; k++)
             ids[k] = s->location_id[k] + loc0;
         d->location_id = ids;
         for (size_t k = 0; k < s->n_label; k++) {
             lab[k] = *s->label[k];
+            drop_unknown(&lab[k]);
             if ((lab[k].key = in_str(m, p, s->label[k]->key)) < 0 || (lab[k].str = in_str(m, p, s->label[k]->str)) < 0 ||
                 (lab[k].num_unit = in_str(m, p, s->label[k]->num_unit)) < 0)
                 return pp_error_detail(PPROF_EINVAL, "a label names a string that is not there");
