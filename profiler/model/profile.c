@@ -423,17 +423,7 @@ fail:
     return pp_fail(PPROF_ENOMEM);
 }
 
-int pp_profile_finish(pprof_profile *p)
-{
-    return pp_profile_finish_how(p, PPROF_SYMBOLIZE_DEFAULT);
-}
-
-int pp_profile_finish_how(pprof_profile *p, pprof_symbolize how)
-{
-    return pp_profile_finish_leaving(p, how, NULL);
-}
-
-int pp_profile_finish_leaving(pprof_profile *p, pprof_symbolize how, const char *leave_maps)
+int pp_profile_finish(pprof_profile *p, pprof_symbolize how, const char *leave_maps)
 {
     if (!p || !p->b || how < PPROF_SYMBOLIZE_DEFAULT || how > PPROF_SYMBOLIZE_NONE)
         return pp_fail(PPROF_EINVAL);

@@ -168,16 +168,13 @@ const char *pp_profile_intern(pprof_profile *p, const char *s);
 int pp_profile_name_addresses(pprof_profile *p, const pp_table *am, uint32_t nloc, pprof_symbolize how,
                               const char *leave_maps);
 
-/* Symbolizes (as LIBPPROF_SYMBOLIZE says) and freezes the profile.
- * Returns 0 or PPROF_ENOMEM. */
-int pp_profile_finish(pprof_profile *p);
-/* The same, symbolized as `how` says (pprof.h's pprof_symbolize; DEFAULT:
- * as LIBPPROF_SYMBOLIZE says). */
-int pp_profile_finish_how(pprof_profile *p, pprof_symbolize how);
-/* The same, but the addresses in files that another process maps too, as
- * leave_maps (its /proc/<pid>/maps text; NULL: none) says, keep their
- * mapping and no names, and a comment says how many: a tree's member
- * answering its hub, which names them (symbolize/sym_shared.c). */
-int pp_profile_finish_leaving(pprof_profile *p, pprof_symbolize how, const char *leave_maps);
+/* Symbolizes the profile as `how` says (pprof.h's pprof_symbolize;
+ * DEFAULT: as LIBPPROF_SYMBOLIZE says) and freezes it. The addresses in
+ * files that another process maps too, as leave_maps (its
+ * /proc/<pid>/maps text; NULL: none) says, keep their mapping and no
+ * names, and a comment says how many: a tree's member answering its hub,
+ * which names them (symbolize/sym_shared.c). Returns 0, PPROF_EINVAL or
+ * PPROF_ENOMEM. */
+int pp_profile_finish(pprof_profile *p, pprof_symbolize how, const char *leave_maps);
 
 #endif

@@ -64,7 +64,7 @@ int pp_recorder_finish(const pprof_recorder *r, pprof_profile *p, pprof_profile 
         *out = p;
         return 0;
     }
-    int rc = pp_profile_finish_leaving(p, r->symbolize, r->leave_maps);
+    int rc = pp_profile_finish(p, r->symbolize, r->leave_maps);
     if (rc) {
         pprof_profile_free(p);
         *out = NULL;

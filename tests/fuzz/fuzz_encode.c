@@ -101,7 +101,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         if (pp_profile_add(p, pcs, npcs, values, labels, nl) != 0)
             break;
     }
-    if (pp_profile_finish_how(p, PPROF_SYMBOLIZE_NONE) == 0) {
+    if (pp_profile_finish(p, PPROF_SYMBOLIZE_NONE, NULL) == 0) {
         pprof_buffer gz = {0};
         if (pprof_profile_write(p, PPROF_FORMAT_PROTO_GZIP, pprof_writer_buffer(&gz)) != 0)
             FAIL("the profile could not be written");

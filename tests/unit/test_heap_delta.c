@@ -91,7 +91,7 @@ static size_t count_fake(const pprof_profile *p)
 static pprof_profile *build(const pp_heap_snap *base, const pp_heap_snap *now, int flags)
 {
     pprof_profile *p = pp_heap_build(base, now, RATE, flags);
-    CHECK(p && pp_profile_finish(p) == 0);
+    CHECK(p && pp_profile_finish(p, PPROF_SYMBOLIZE_DEFAULT, NULL) == 0);
     return p;
 }
 

@@ -50,7 +50,7 @@ int main(void)
         uint64_t st[] = {a, 0x1000 + i};
         CHECK(pp_profile_add(p, st, 2, v1, NULL, 0) == 0);
     }
-    CHECK(pp_profile_finish(p) == 0);
+    CHECK(pp_profile_finish(p, PPROF_SYMBOLIZE_DEFAULT, NULL) == 0);
 
     size_t n;
     const pprof_sample *s = pprof_profile_samples(p, &n);
@@ -93,7 +93,7 @@ int main(void)
     extern char _start[];
     p = pp_profile_new(types, 2, (pprof_value_type){"cpu", "nanoseconds"}, 1);
     uint64_t st[] = {a, (uint64_t)(uintptr_t)_start + 1};
-    CHECK(p && pp_profile_add(p, st, 2, v1, NULL, 0) == 0 && pp_profile_finish(p) == 0);
+    CHECK(p && pp_profile_add(p, st, 2, v1, NULL, 0) == 0 && pp_profile_finish(p, PPROF_SYMBOLIZE_DEFAULT, NULL) == 0);
     const pprof_location *ls = loc_named(p, "_start");
     la = loc_named(p, "alpha_function");
     m = pprof_profile_mappings(p, &nm);
@@ -110,7 +110,7 @@ int main(void)
     CHECK(!strcmp(pp_frame_name(leaf), "[a leaf (with parentheses)]") && !strcmp(pp_frame_name(PP_PC_LOST), "[lost samples]"));
     p = pp_profile_new(types, 2, (pprof_value_type){"cpu", "nanoseconds"}, 1);
     uint64_t named[] = {a, leaf, root};
-    CHECK(p && pp_profile_add(p, named, 3, v1, NULL, 0) == 0 && pp_profile_finish(p) == 0);
+    CHECK(p && pp_profile_add(p, named, 3, v1, NULL, 0) == 0 && pp_profile_finish(p, PPROF_SYMBOLIZE_DEFAULT, NULL) == 0);
     const pprof_location *lr = loc_named(p, "[memory: a root]"), *ll = loc_named(p, "[a leaf (with parentheses)]");
     CHECK(lr && ll && lr->mapping_id == 0 && ll->mapping_id == 0 && lr->address == 0 && loc_named(p, "alpha_function"));
     pprof_profile_free(p);

@@ -197,7 +197,7 @@ static void test_names(void)
         CHECKF(pcs[1] != 0 && pcs[1] <= PP_PC_PSEUDO_MAX, "a pseudo-frame for \"%s\"", end_name(want[i].end));
         CHECK(pp_profile_add(p, pcs, 2, &v, NULL, 0) == 0);
     }
-    CHECK(p && pp_profile_finish(p) == 0);
+    CHECK(p && pp_profile_finish(p, PPROF_SYMBOLIZE_DEFAULT, NULL) == 0);
     size_t n = 0;
     const pprof_sample *s = p ? pprof_profile_samples(p, &n) : NULL;
     CHECKF(n == k, "%zu samples", n);
