@@ -14,6 +14,10 @@
  * is ready. A call the program's own signal breaks keeps its EINTR.
  */
 #define _GNU_SOURCE
+/* These define poll, recv and the rest themselves: the C library's
+ * _FORTIFY_SOURCE inline wrappers of the same names (a distribution's
+ * default flags) would clash with their attributes. */
+#undef _FORTIFY_SOURCE
 #include "hooks.h"
 #include "unwind/unwind.h"
 #include "wait_hooks.h"

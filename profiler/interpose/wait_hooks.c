@@ -26,6 +26,10 @@
  * wrapper: restart.c enters them again exactly.
  */
 #define _GNU_SOURCE
+/* These define poll, recv and the rest themselves: the C library's
+ * _FORTIFY_SOURCE inline wrappers of the same names (a distribution's
+ * default flags) would clash with their attributes. */
+#undef _FORTIFY_SOURCE
 #include "base/base.h"
 #include "signals/signals.h"
 #include "hooks.h"
