@@ -291,11 +291,6 @@ static int open_owned(const char *path, int flags)
     return fd;
 }
 
-int pp_fd_open(const char *path, int flags)
-{
-    return open_owned(path, flags);
-}
-
 FILE *pp_fd_fopen(const char *path)
 {
     int fd = open_owned(path, O_RDONLY);

@@ -53,17 +53,16 @@ int pp_fd_accept(int fd, struct sockaddr *addr, socklen_t *len, int flags);
 int pp_fd_pipe(int p[2]);
 int pp_fd_epoll(void);
 int pp_fd_dup(int fd);
-/* A file, a stream or a directory stream of the profiler's: opened with
+/* A stream or a directory stream of the profiler's: opened with
  * O_CLOEXEC between pp_fd_create_begin and end and registered as with
- * pp_fd_keep (a forked child keeps it, as an inherited descriptor); NULL
- * or -1 with errno (EMFILE when it could not be registered). A descriptor
+ * pp_fd_keep (a forked child keeps it, as an inherited descriptor), or
+ * NULL with errno (EMFILE when it could not be registered). A descriptor
  * held even for a moment needs this: a program's closefrom and a reuse of
  * the number can come between the profiler's open and its close
  * (interpose/make_hooks.c registers a plain open by the profiler's work;
  * the C library's own fopen and opendir pass it by). Close them with
- * pp_fd_close, pp_fd_fclose and pp_fd_closedir, which close only while
- * the number is still the file registered. Thread-safe. */
-int pp_fd_open(const char *path, int flags);
+ * pp_fd_fclose and pp_fd_closedir, which close only while the number is
+ * still the file registered. Thread-safe. */
 FILE *pp_fd_fopen(const char *path);
 DIR *pp_fd_opendir(const char *path);
 int pp_fd_fclose(FILE *f);

@@ -75,17 +75,34 @@ void pp_make_hooks_init(void)
         }                                                                                                         \
     } while (0)
 
+/* Begins a making when the caller works for the profiler; returns
+ * whether it does. async-signal-safe for the program's calls */
+static int make_begin(void)
+{
+    int own = pp_own_work();
+    if (__builtin_expect(own, 0))
+        pp_fd_create_begin();
+    return own;
+}
+
+/* Registers fd when the profiler's work made it (kept by a forked child
+ * with `keep`) and ends the making. async-signal-safe for the program's
+ * calls */
+static int made(int own, int fd, int keep)
+{
+    if (__builtin_expect(!own, 1))
+        return fd;
+    fd = keep ? pp_fd_keep(fd) : pp_fd_own(fd);
+    pp_fd_create_end();
+    return fd;
+}
+
 /* async-signal-safe for the program's calls */
 static int make_openat(int dir, const char *path, int flags, int mode)
 {
-    if (__builtin_expect(!pp_own_work(), 1))
-        return next.openat ? next.openat(dir, path, flags, mode)
-                           : (int)syscall(SYS_openat, dir, path, flags, mode);
-    pp_fd_create_begin();
+    int own = make_begin();
     int fd = next.openat ? next.openat(dir, path, flags, mode) : (int)syscall(SYS_openat, dir, path, flags, mode);
-    fd = pp_fd_keep(fd);
-    pp_fd_create_end();
-    return fd;
+    return made(own, fd, 1);
 }
 
 API int open(const char *path, int flags, ...)
@@ -145,20 +162,16 @@ API int __openat64_2(int dir, const char *path, int flags)
 
 API int socket(int domain, int type, int protocol)
 {
-    int own = pp_own_work();
-    if (own)
-        pp_fd_create_begin();
-    int fd = next.socket ? next.socket(domain, type, protocol) : (int)syscall(SYS_socket, domain, type, protocol);
-    if (own) {
-        fd = pp_fd_own(fd);
-        pp_fd_create_end();
-    }
-    return fd;
+    int own = make_begin();
+    return made(own, next.socket ? next.socket(domain, type, protocol) : (int)syscall(SYS_socket, domain, type, protocol),
+                0);
 }
 
 /* Registers both ends of a pair made by the profiler's work. */
-static int own_pair(int rc, int sv[2])
+static int made_pair(int own, int rc, int sv[2])
 {
+    if (!own)
+        return rc;
     if (rc == 0) {
         sv[0] = pp_fd_own(sv[0]);
         sv[1] = pp_fd_own(sv[1]);
@@ -169,21 +182,17 @@ static int own_pair(int rc, int sv[2])
 
 API int socketpair(int domain, int type, int protocol, int sv[2])
 {
-    int own = pp_own_work();
-    if (own)
-        pp_fd_create_begin();
-    int rc = next.socketpair ? next.socketpair(domain, type, protocol, sv)
-                             : (int)syscall(SYS_socketpair, domain, type, protocol, sv);
-    return own ? own_pair(rc, sv) : rc;
+    int own = make_begin();
+    return made_pair(own,
+                     next.socketpair ? next.socketpair(domain, type, protocol, sv)
+                                     : (int)syscall(SYS_socketpair, domain, type, protocol, sv),
+                     sv);
 }
 
 API int pipe2(int p[2], int flags)
 {
-    int own = pp_own_work();
-    if (own)
-        pp_fd_create_begin();
-    int rc = next.pipe2 ? next.pipe2(p, flags) : (int)syscall(SYS_pipe2, p, flags);
-    return own ? own_pair(rc, p) : rc;
+    int own = make_begin();
+    return made_pair(own, next.pipe2 ? next.pipe2(p, flags) : (int)syscall(SYS_pipe2, p, flags), p);
 }
 
 API int pipe(int p[2])
@@ -193,28 +202,14 @@ API int pipe(int p[2])
 
 API int epoll_create1(int flags)
 {
-    int own = pp_own_work();
-    if (own)
-        pp_fd_create_begin();
-    int fd = next.epoll_create1 ? next.epoll_create1(flags) : (int)syscall(SYS_epoll_create1, flags);
-    if (own) {
-        fd = pp_fd_own(fd);
-        pp_fd_create_end();
-    }
-    return fd;
+    int own = make_begin();
+    return made(own, next.epoll_create1 ? next.epoll_create1(flags) : (int)syscall(SYS_epoll_create1, flags), 0);
 }
 
 API int eventfd(unsigned count, int flags)
 {
-    int own = pp_own_work();
-    if (own)
-        pp_fd_create_begin();
-    int fd = next.eventfd ? next.eventfd(count, flags) : (int)syscall(SYS_eventfd2, count, flags);
-    if (own) {
-        fd = pp_fd_own(fd);
-        pp_fd_create_end();
-    }
-    return fd;
+    int own = make_begin();
+    return made(own, next.eventfd ? next.eventfd(count, flags) : (int)syscall(SYS_eventfd2, count, flags), 0);
 }
 #else
 void pp_make_hooks_init(void)
