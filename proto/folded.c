@@ -25,7 +25,7 @@ typedef struct fbuf {
 
 static void fbuf_put(fbuf *b, const char *s, size_t n)
 {
-    if (b->oom)
+    if (b->oom || n == 0) /* an empty name before the buffer exists */
         return;
     if (b->n + n > b->cap) {
         size_t cap = b->cap ? b->cap * 2 : 65536;
