@@ -231,10 +231,14 @@ static int own(int fd, int keep)
     return fd;
 }
 
+/* The makers below call the kernel directly: the interposed calls
+ * (interpose/make_hooks.c) would register what a thread working for the
+ * profiler makes, and own() would do it a second time. */
+
 int pp_fd_socket(int domain, int type, int protocol)
 {
     pp_fd_create_begin();
-    int fd = pp_fd_own(socket(domain, type, protocol));
+    int fd = pp_fd_own((int)syscall(SYS_socket, domain, type, protocol));
     pp_fd_create_end();
     return fd;
 }
@@ -250,7 +254,7 @@ int pp_fd_accept(int lfd, struct sockaddr *addr, socklen_t *len, int flags)
 int pp_fd_pipe(int p[2])
 {
     pp_fd_create_begin();
-    int rc = pipe2(p, O_CLOEXEC);
+    int rc = (int)syscall(SYS_pipe2, p, O_CLOEXEC);
     if (rc == 0) {
         p[0] = pp_fd_own(p[0]);
         p[1] = pp_fd_own(p[1]);
@@ -281,7 +285,7 @@ int pp_fd_dup(int fd)
 static int open_owned(const char *path, int flags)
 {
     pp_fd_create_begin();
-    int fd = own(open(path, flags | O_CLOEXEC), 1);
+    int fd = own((int)syscall(SYS_openat, AT_FDCWD, path, flags | O_CLOEXEC), 1);
     if (fd >= 0 && !pp_fd_owned(fd)) {
         sys_close(fd);
         fd = -1;
@@ -309,46 +313,8 @@ DIR *pp_fd_opendir(const char *path)
     return d;
 }
 
-/* Closes a FILE or DIR on the registered fd through `closer`, under the
- * lock (a program's dup2 onto the number waits for it in pp_fd_taken),
- * while fd is still the file registered; one the program took is left
- * open, its stream unfreed. */
-static int close_stream(int fd, int (*closer)(void *), void *stream)
-{
-    pp_mutex_lock(&lock);
-    slot *s = find_locked(fd);
-    int rc = 0;
-    if (s && same_file(fd, s->dev, s->ino)) {
-        rc = closer(stream);
-        s->fd = -1;
-        mark(fd, 0);
-    }
-    pp_mutex_unlock(&lock);
-    return rc;
-}
-
-static int fclose_stream(void *f)
-{
-    return fclose(f);
-}
-
-static int closedir_stream(void *d)
-{
-    return closedir(d);
-}
-
-int pp_fd_fclose(FILE *f)
-{
-    return f ? close_stream(fileno(f), fclose_stream, f) : 0;
-}
-
-int pp_fd_closedir(DIR *d)
-{
-    return d ? close_stream(dirfd(d), closedir_stream, d) : 0;
-}
-
-/* Forgets fd; returns whether it was registered and is still that file.
- * Under the lock. */
+/* Forgets fd; returns whether it was registered (-1: it was not) and is
+ * still that file. Under the lock. */
 static int forget_locked(int fd)
 {
     slot *s = find_locked(fd);
@@ -361,16 +327,56 @@ static int forget_locked(int fd)
     return ours;
 }
 
+/* The one way the profiler closes: under the lock (a program's dup2 onto
+ * the number waits for it in pp_fd_taken), `closer` closes fd, or the
+ * stream on it, while fd is still the file registered, and fd is
+ * forgotten. A number the program took is left to it (a stream's memory
+ * with it); one never registered is closed when `unregistered` says so. */
+static int close_registered(int fd, int (*closer)(int, void *), void *stream, int unregistered)
+{
+    pp_mutex_lock(&lock);
+    slot *s = find_locked(fd);
+    int ours = s ? same_file(fd, s->dev, s->ino) : unregistered;
+    int rc = ours ? closer(fd, stream) : 0;
+    if (s) {
+        s->fd = -1;
+        mark(fd, 0);
+    }
+    pp_mutex_unlock(&lock);
+    return rc;
+}
+
+static int close_fd(int fd, void *unused)
+{
+    (void)unused;
+    return sys_close(fd);
+}
+
+static int close_file(int fd, void *f)
+{
+    (void)fd;
+    return fclose(f);
+}
+
+static int close_dir(int fd, void *d)
+{
+    (void)fd;
+    return closedir(d);
+}
+
+int pp_fd_fclose(FILE *f)
+{
+    return f ? close_registered(fileno(f), close_file, f, 0) : 0;
+}
+
+int pp_fd_closedir(DIR *d)
+{
+    return d ? close_registered(dirfd(d), close_dir, d, 0) : 0;
+}
+
 int pp_fd_close(int fd)
 {
-    if (fd < 0)
-        return 0;
-    pp_mutex_lock(&lock);
-    int ours = forget_locked(fd);
-    pp_mutex_unlock(&lock);
-    if (ours == 0)
-        return 0; /* the number is the program's now: leave it be */
-    return sys_close(fd);
+    return fd < 0 ? 0 : close_registered(fd, close_fd, NULL, 1);
 }
 
 int pp_fd_still_own(int fd)
