@@ -2,6 +2,7 @@
  * shutdown, narrow and exec hooks (see process.h and lock.h). */
 #include "lock.h"
 #include "error.h"
+#include "own_labels.h"
 #include "process.h"
 #include "pprof.h"
 
@@ -177,7 +178,9 @@ int pp_spawn_detached(void *(*fn)(void *), void *arg, pthread_t *out)
     pp_sigmask_exact(SIG_SETMASK, &all, &old);
     pthread_t t;
     pp_own_heap_enter(); /* the thread is the profiler's: its allocations too */
+    pprof_labels *prev = pp_own_labels_begin(); /* and its samples: wall and CPU profiles leave it out */
     int rc = pthread_create(&t, &attr, fn, arg);
+    pp_own_labels_end(prev);
     pp_own_heap_leave();
     pp_sigmask_exact(SIG_SETMASK, &old, NULL);
     pthread_attr_destroy(&attr);
