@@ -387,7 +387,8 @@ typedef struct pprof_recorder pprof_recorder;
 
 /* Begins a window: from now on the recorder collects samples. Fails with
  * PPROF_EBUSY if it is running, PPROF_ERATE if its rate differs from the
- * rate in force of a kind whose recorders share one rate (all but CPU).
+ * rate in force of a kind whose recorders share one rate (all but CPU and
+ * wall-clock).
  * Thread-safe; one thread at a time per recorder. */
 PPROF_API int pprof_recorder_start(pprof_recorder *r);
 /* Ends the window and returns its profile in *out (symbolized), or discards
@@ -558,8 +559,10 @@ typedef enum pprof_wall_state {
 typedef struct pprof_wall_config {
     /* Samples per second of wall time per thread (1..PPROF_WALL_MAX_HZ).
      * 0: the rate in force if wall recorders are running, else 99 (as
-     * fgprof). A rate that differs from the rate in force fails with
-     * PPROF_ERATE. */
+     * fgprof). Recorders at different rates share one sampler at the
+     * highest rate running: a recorder's samples then come faster than
+     * it asked, each with its exact share of wall time, and its profile
+     * says so in a comment. */
     int64_t hz;
     pprof_wall_state state;
     /* 1: sample and period types as fgprof writes them (above). */

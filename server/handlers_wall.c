@@ -2,7 +2,8 @@
  *
  *   wall?seconds=N     every thread's time, running or waiting, over N
  *                      seconds (default 30, capped as profile is);
- *                      &hz= (default 99, or the rate in force),
+ *                      &hz= (default 99, or the rate in force; the
+ *                      sampler runs at the highest rate asked for),
  *                      &state=off-cpu|on-cpu (only waiting / only running
  *                      samples), every output parameter of profile
  *   wall?last=N        the wall-clock history (LIBPPROF_HISTORY_WALL=1),
@@ -28,13 +29,6 @@ static int wall_params(pp_req *q, pprof_wall_config *cfg)
         long long hz;
         if (pp_parse_int(v, strlen(v), &hz) != 0 || hz < 1 || hz > PPROF_WALL_MAX_HZ) {
             pp_reply_error(q, 400, "invalid value for \"hz\" - must be from 1 to %d", PPROF_WALL_MAX_HZ);
-            return -1;
-        }
-        pprof_wall_stats st;
-        pprof_wall_stats_get(&st);
-        if (st.hz && st.hz != hz) {
-            pp_reply_error(q, 409, "wall profiling is running at %lld Hz; ask for that rate or none",
-                           (long long)st.hz);
             return -1;
         }
         cfg->hz = hz;

@@ -63,7 +63,7 @@
 
 pthread_mutex_t pp_history_mu = PTHREAD_MUTEX_INITIALIZER;
 static sem_t wake;          /* the thread's: a trigger, or the stop */
-static int cpu_hz; /* LIBPPROF_HISTORY_HZ */
+static int cpu_hz, wall_hz; /* LIBPPROF_HISTORY_HZ, LIBPPROF_HISTORY_WALL_HZ */
 
 static int make_cpu(pprof_recorder **r)
 {
@@ -72,7 +72,7 @@ static int make_cpu(pprof_recorder **r)
 
 static int make_wall(pprof_recorder **r)
 {
-    return pprof_wall_recorder_new(NULL, r);
+    return pprof_wall_recorder_new(&(pprof_wall_config){.hz = wall_hz}, r);
 }
 
 static int make_allocs(pprof_recorder **r)
@@ -463,6 +463,7 @@ void pp_history_init(void)
     int span_ms = pp_env_int("LIBPPROF_HISTORY_SPAN_MS", 100, 1, 3600000);
     wall_on = pp_env_int("LIBPPROF_HISTORY_WALL", 0, 0, 1);
     cpu_hz = pp_env_int("LIBPPROF_HISTORY_HZ", 19, 1, PPROF_CPU_MAX_HZ);
+    wall_hz = pp_env_int("LIBPPROF_HISTORY_WALL_HZ", PPROF_WALL_DEFAULT_HZ, 1, PPROF_WALL_MAX_HZ);
     const char *dir = pp_env_text("LIBPPROF_HISTORY_DUMP_DIR", dump_dir_ok,
                                   "an absolute path of a directory this process can write to", "no dumps");
     dump_keep = pp_env_int("LIBPPROF_HISTORY_DUMPS", 10, 1, 10000);

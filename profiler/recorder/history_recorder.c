@@ -40,9 +40,10 @@ static void rate_text(const pp_series *k, char *buf, size_t size)
 {
     switch (k->kind) {
     case PPROF_HISTORY_CPU:
-        snprintf(buf, size, "taken at %lld Hz or more (while other CPU profiles ran)", (long long)k->rate);
+    case PPROF_HISTORY_WALL:
+        snprintf(buf, size, "taken at %lld Hz or more (while other %s profiles ran)", (long long)k->rate,
+                 k->kind == PPROF_HISTORY_CPU ? "CPU" : "wall");
         break;
-    case PPROF_HISTORY_WALL: snprintf(buf, size, "taken at %lld Hz", (long long)k->rate); break;
     case PPROF_HISTORY_ALLOCS: snprintf(buf, size, "sampled every %lld bytes on average", (long long)k->rate); break;
     case PPROF_HISTORY_MUTEX: snprintf(buf, size, "1 in %lld contentions sampled", (long long)k->rate); break;
     default: snprintf(buf, size, "block rate %lld ns", (long long)k->rate); break;

@@ -3,9 +3,10 @@
  * A window is a pprof_profile builder that the wall sampler (wall/) adds
  * samples to; closing one is a swap in the sampler, which first counts
  * every pending sample into the windows attached, so snapshots leave no
- * gap and count nothing twice. Several wall recorders share one sampler
- * and its rate, as CPU recorders do: the first sets it, later ones join
- * it (rate 0 or the same rate) or fail with PPROF_ERATE.
+ * gap and count nothing twice. Several wall recorders share one sampler,
+ * as CPU recorders do: it runs at the highest rate they ask for (rate 0
+ * joins the rate in force), and each window's profile keeps its own
+ * period and says when its samples came faster.
  */
 #define _GNU_SOURCE
 #include "recorder.h"
@@ -39,10 +40,8 @@ static pprof_profile *new_wall_window(const wall_recorder *c, int hz)
 static int wall_start(pprof_recorder *r)
 {
     wall_recorder *c = (wall_recorder *)r;
-    int hz = pp_wall_hz();
-    if (hz && c->cfg.hz && c->cfg.hz != hz)
-        return pp_error_detail(PPROF_ERATE, "wall profiling is running at %d Hz; ask for %d or 0", hz, hz);
-    hz = c->cfg.hz ? (int)c->cfg.hz : hz ? hz : PPROF_WALL_DEFAULT_HZ;
+    int hz = c->cfg.hz ? (int)c->cfg.hz : pp_wall_hz();
+    hz = hz ? hz : PPROF_WALL_DEFAULT_HZ;
     c->w.state = (int)c->cfg.state;
     c->w.profile = new_wall_window(c, hz);
     if (!c->w.profile)

@@ -38,6 +38,7 @@
 #include <signal.h>
 #include <stdatomic.h>
 #include <stddef.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/syscall.h>
@@ -578,32 +579,75 @@ static void count_pending_locked(void)
     flush_all();
 }
 
+/* w counts in the sampler's periods from now on (wall_lock held). */
+static void window_at_rate(pp_wall_window *w)
+{
+    w->period_ns = 1000000000ll / rate;
+    if (!w->hz_max || rate > w->hz_max)
+        w->hz_max = rate;
+    if (!w->hz_min || rate < w->hz_min)
+        w->hz_min = rate;
+}
+
+/* Makes hz the sampler's rate while windows are attached (wall_lock held,
+ * every pending count flushed at the old rate): the new periods begin
+ * where the last one counted ended, so none is lost or counted twice
+ * (the sampler's wake planned at the old rate counts those it missed). */
+static void set_rate_locked(int hz)
+{
+    if (running && slot_ns) {
+        slot_t0 += (slot_k + 1) * slot_ns;
+        slot_k = -1;
+        slot_ns = 1000000000ll / hz;
+    }
+    rate = hz;
+    for (int i = 0; i < pp_wall_nwins; i++)
+        window_at_rate(pp_wall_wins[i]);
+}
+
 int pp_wall_attach(pp_wall_window *w, int hz)
 {
     static pthread_once_t once = PTHREAD_ONCE_INIT;
     pthread_once(&once, init_once);
     pp_mutex_lock(&wall_lock);
     int rc = 0;
-    if (pp_wall_nwins && hz && hz != rate) {
-        rc = pp_error_detail(PPROF_ERATE, "wall profiling is running at %d Hz; ask for %d or 0", rate, rate);
-        goto out;
-    }
     if (pp_wall_nwins == PP_WALL_MAX_WINDOWS) {
         rc = pp_error_detail(PPROF_ELIMIT, "at most %d wall profiles at once", PP_WALL_MAX_WINDOWS);
         goto out;
     }
+    w->hz = hz ? hz : pp_wall_nwins ? rate : PP_WALL_DEFAULT_HZ;
+    w->hz_min = w->hz_max = 0;
     if (!pp_wall_nwins) {
-        rate = hz ? hz : PP_WALL_DEFAULT_HZ;
+        rate = w->hz;
         trace_id = pp_env_trace_id_label();
     }
     if (!running && (rc = start_locked()) != 0)
         goto out;
     count_pending_locked(); /* what was ticked before belongs to the windows already attached */
-    w->period_ns = 1000000000ll / rate;
     pp_wall_wins[pp_wall_nwins++] = w;
+    if (w->hz > rate)
+        set_rate_locked(w->hz);
+    else
+        window_at_rate(w);
 out:
     pp_mutex_unlock(&wall_lock);
     return rc;
+}
+
+/* Says in p at what rates its samples were taken when that was not only
+ * w's own (another window asked for more). */
+static void say_rates(const pp_wall_window *w, pprof_profile *p)
+{
+    if (!p || !w->hz_max || (w->hz_min == w->hz && w->hz_max == w->hz))
+        return;
+    char text[200];
+    if (w->hz_min == w->hz_max)
+        snprintf(text, sizeof text, "samples taken at %d Hz, not %d: another profile asked for more", w->hz_max,
+                 w->hz);
+    else
+        snprintf(text, sizeof text, "samples taken at %d to %d Hz: other profiles asked for more for a while; "
+                 "the nanoseconds are exact, samples/count counts the samples", w->hz_min, w->hz_max);
+    pp_profile_add_comment(p, text);
 }
 
 pprof_profile *pp_wall_swap(pp_wall_window *w, pprof_profile *next)
@@ -611,13 +655,19 @@ pprof_profile *pp_wall_swap(pp_wall_window *w, pprof_profile *next)
     pp_mutex_lock(&wall_lock);
     count_pending_locked();
     pprof_profile *p = w->profile;
+    say_rates(w, p);
     w->profile = next;
-    if (!next)
+    w->hz_min = w->hz_max = rate;
+    if (!next) {
+        int top = 0;
         for (int i = 0; i < pp_wall_nwins; i++)
-            if (pp_wall_wins[i] == w) {
-                pp_wall_wins[i] = pp_wall_wins[--pp_wall_nwins];
-                break;
-            }
+            if (pp_wall_wins[i] == w)
+                pp_wall_wins[i--] = pp_wall_wins[--pp_wall_nwins];
+            else if (pp_wall_wins[i]->hz > top)
+                top = pp_wall_wins[i]->hz;
+        if (top && top < rate)
+            set_rate_locked(top);
+    }
     pp_mutex_unlock(&wall_lock);
     return p;
 }

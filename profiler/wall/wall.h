@@ -48,27 +48,33 @@
 enum { PP_WALL_ALL = 0, PP_WALL_OFF_CPU = 1, PP_WALL_ON_CPU = 2 };
 
 /* A running wall recorder's window as the sampler fills it: each sample
- * adds (periods, periods x period_ns). */
+ * adds (periods, periods x period_ns), in periods of the sampler's rate. */
 typedef struct pp_wall_window {
-    int64_t period_ns;      /* set by pp_wall_attach */
+    int64_t period_ns;      /* the sampler's period now (the sampler's lock) */
+    int hz;                 /* the rate the window asked for (pp_wall_attach) */
+    int hz_min, hz_max;     /* the sampler's rates since its profile was set */
     int state;              /* PP_WALL_* */
     pprof_profile *profile; /* unfinished; replaced by pp_wall_swap */
 } pp_wall_window;
 
-/* Attaches w (its profile set) to the sampler at `hz` (0: the rate in
- * force, else PP_WALL_DEFAULT_HZ), starting the sampler thread if none
- * runs. A different rate from the one in force fails with PPROF_ERATE.
- * Returns 0 or a PPROF_E* code. Thread-safe. */
+/* Attaches w (its profile set) to the sampler, asking for `hz` (0: the
+ * rate in force, else PP_WALL_DEFAULT_HZ), starting the sampler thread
+ * if none runs. The sampler runs at the highest rate its windows ask
+ * for, so a window may get more samples than it asked for (each with
+ * its exact share of wall time; pp_wall_swap's profile says so), never
+ * fewer. Returns 0 or a PPROF_E* code. Thread-safe. */
 int pp_wall_attach(pp_wall_window *w, int hz);
 /* Counts every pending sample into the attached windows, then makes
- * `next` w's profile and returns the one it replaces; with next NULL, w
- * is detached (the sampler stops with its last window). Thread-safe. */
+ * `next` w's profile and returns the one it replaces, with a comment
+ * when its samples were taken at rates other than w's; with next NULL,
+ * w is detached (the sampler slows to the highest rate still asked for,
+ * and stops with its last window). Thread-safe. */
 pprof_profile *pp_wall_swap(pp_wall_window *w, pprof_profile *next);
 /* Counts every pending sample into the attached windows and calls fn
  * with w's profile under the sampler's lock (the sampler waits
  * meanwhile); fn's result. Thread-safe. */
 int pp_wall_peek(pp_wall_window *w, int (*fn)(const pprof_profile *p, void *arg), void *arg);
-/* The rate in force, 0 when no window is attached. Thread-safe. */
+/* The sampler's rate, 0 when no window is attached. Thread-safe. */
 int pp_wall_hz(void);
 /* The sampler's counters. Thread-safe. */
 void pp_wall_stats_fill(pprof_wall_stats *out);

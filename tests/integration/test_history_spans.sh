@@ -25,7 +25,17 @@
 #   without it: slow_request_work a minority (the program's other threads
 #     wait all along);
 #   hz= or state= with last=: a 400; wall?last= where only the CPU's
-#     history is kept: a 404 that says how to keep it.
+#     history is kept: a 404 that says how to keep it;
+#   wall?seconds=3&hz=400 asked 8 s in, beside the history's 99 Hz: a
+#     200 sampled at 400 Hz (its samples per second of wall time within
+#     2% of 400: the sampler at 99 Hz would give 99), and wall time
+#     counted exactly in both: the program's threads (3, as /proc lists
+#     them; libpprof's, its history thread too, are left out) each
+#     counted all along, so wall ns / duration is their number within 2%
+#     in the 400 Hz window and in wall?last=60 (the history's slices
+#     across both rate changes:
+#     a period lost or counted twice at each change is 0.3%; a slice
+#     counted at the wrong period, 4 times too much or too little).
 # Usage: test_history_spans.sh BUILD_DIR
 . "$(dirname "$0")/lib.sh"
 pp_init "$1"
@@ -40,7 +50,13 @@ WPID=$PID
 wport=$(pp_wait_line "$TMP/sleeps.out" '^port=[0-9]+' 10 "$WPID" | cut -d= -f2) ||
     pp_give_up "prog_spans_linked sleep did not serve" sleeps
 WURL=http://127.0.0.1:$wport/debug/pprof
-sleep 25
+sleep 8
+nthr=0 # the program's threads, libpprof's left out
+for t in /proc/"$WPID"/task/*; do
+    [[ "$(cat "$t/comm" 2>/dev/null)" =~ $PP_OWN_THREADS ]] || nthr=$((nthr + 1))
+done
+w400=$(curl -sS --max-time 30 -o "$TMP/w400.pb.gz" -w '%{http_code}' "$WURL/wall?seconds=3&hz=400")
+sleep 14
 curl -sS --max-time 30 -o "$TMP/slow.pb.gz" "$URL/profile?last=60&min_span_ms=200"
 own=$(grep '^slow_cpu_ns=' "$TMP/spans.out" | tail -1)
 curl -sS --max-time 30 -o "$TMP/all.pb.gz" "$URL/profile?last=60"
@@ -79,6 +95,22 @@ judge() {
 }
 judge CPU "$TMP/slow.pb.gz" "$TMP/all.pb.gz" "${own#slow_cpu_ns=}" "history: CPU samples"
 judge wall "$TMP/wslow.pb.gz" "$TMP/wall.pb.gz" "${wown#slow_wall_ns=}" "history: wall samples"
+# rawsum FILE: "SAMPLES NANOSECONDS DURATION_S" of a wall profile
+rawsum() {
+    pp_pprof -raw "$1" 2>/dev/null | awk '
+        /^Duration: / { d = $2 }
+        /^ +[0-9]+ +[0-9]+: / { c += $1; n += $2 }
+        END { printf "%.0f %.0f %s\n", c, n, d }'
+}
+read -r c400 n400 d400 <<<"$(rawsum "$TMP/w400.pb.gz")"
+pp_check "wall?seconds=3&hz=400 beside the history at 99 Hz: 200 ($w400)" test "$w400" = 200
+pp_check "wall?seconds=3&hz=400: $c400 samples in $n400 ns of wall time, 400 a second within 2%" \
+    within 2 "$(awk -v c="$c400" -v n="$n400" 'BEGIN { if (n > 0) print c * 1e9 / n }')" 400
+pp_check "wall?seconds=3&hz=400: $n400 ns over ${d400} s, its $nthr threads within 2%" \
+    within 2 "$(awk -v n="$n400" -v d="$d400" 'BEGIN { if (d > 0) print n / d / 1e9 }')" "$nthr"
+read -r chist nhist dhist <<<"$(rawsum "$TMP/wall.pb.gz")"
+pp_check "wall?last=60 across the 400 Hz window: $nhist ns over ${dhist} s, $nthr threads within 2%" \
+    within 2 "$(awk -v n="$nhist" -v d="$dhist" 'BEGIN { if (d > 0) print n / d / 1e9 }')" "$nthr"
 for q in "$WURL/wall?last=60&hz=5|400|do not apply to the history" \
     "$WURL/wall?last=60&state=off-cpu|400|do not apply to the history" \
     "$URL/wall?last=60|404|LIBPPROF_HISTORY_WALL=1"; do
