@@ -116,19 +116,20 @@ void pp_own_heap_fork_child(void);
  * before are still told apart when freed. Thread-safe. */
 void pp_heap_stop_sampling(void);
 
+/* The next allocator's free or memalign is not its malloc's object's
+ * (found by pp_next_resolve): sampling stays off for good
+ * (pprof_heap_rate says 0), said once on stderr. malloc-safe */
+void pp_heap_unpaired(const char *object);
+/* Whether that happened. malloc-safe */
+int pp_heap_is_unpaired(void);
+
 /* --- sampling (heap_sample.c) --- */
 /* Bytes until the calling thread's next sample; the hooks' fast path is
  * `if ((pp_heap_left -= size) > 0)`. Initial-exec TLS. */
-extern PP_HEAP_HIDDEN __thread int64_t pp_heap_left;
+extern PP_HEAP_HIDDEN __thread int64_t pp_heap_left; /* heap_guard.c */
 /* Slow path: called when pp_heap_left went to 0 or below. Returns 1 when
  * this allocation of `size` bytes is to be sampled. malloc-safe */
 int pp_heap_should_sample(size_t size);
-/* The next allocator's free or memalign is not its malloc's object's
- * (heap_next.c): sampling stays off for good, said once on stderr.
- * malloc-safe */
-void pp_heap_unpaired(const char *object);
-/* Whether that happened. */
-int pp_heap_is_unpaired(void);
 /* Records a sampled object (stack of the hooked function's caller, whose
  * return address is `caller`). Returns 0, or -1 when the tables are full
  * (the object is then not tracked). malloc-safe */
@@ -140,8 +141,12 @@ int pp_heap_sampled(void *p, size_t size, uint64_t caller);
  * sampled, and the table releases it with the next allocator's free once
  * its free is counted (the caller must not). Preserves errno. malloc-safe */
 int pp_heap_freed(void *p);
-/* Re-entry guard: allocations made while it is raised are never sampled
- * (a forwarded operator new calling malloc, the profiler's own work). */
+/* Re-entry guard (heap_guard.c): allocations made while it is raised are
+ * never sampled (a forwarded operator new calling malloc, the profiler's
+ * own work); pp_heap_left stays at PP_HEAP_NOT_STARTED meanwhile.
+ * malloc-safe */
+#define PP_HEAP_NOT_STARTED (INT64_MAX / 2)
+extern PP_HEAP_HIDDEN __thread int pp_heap_guarded; /* raised */
 void pp_heap_guard_enter(int64_t *saved);
 void pp_heap_guard_leave(const int64_t *saved);
 
@@ -220,7 +225,8 @@ static inline void pp_heap_map_set(uint32_t g, unsigned bit, int set)
     else
         atomic_fetch_and_explicit(&pp_heap_map[g >> 2], (uint8_t)~m, memory_order_relaxed);
 }
-/* Marks [from, from + len) PP_MAP_OWN. malloc-safe */
+/* Marks [from, from + len) PP_MAP_OWN (heap_guard.c, which holds the
+ * map). malloc-safe */
 void pp_heap_map_own(uintptr_t from, size_t len);
 /* 1 if p may be in the live table (a lock-free look at its bucket; the
  * objects of one granule share a bucket). malloc-safe */
@@ -269,6 +275,9 @@ int pp_heap_age_snap(int64_t born_from, int64_t born_until, pp_heap_snap *s);
  * (-1 when none is free) and its end; a record's live objects at the
  * slot's peak, with the peak's estimate and time (CLOCK_REALTIME ns). */
 void pp_heap_peak_change(const pp_rec *r, int delta);
+/* The sampling rate the estimate unsamples at (heap_sample.c sets it when
+ * a rate is chosen; a stop keeps it). malloc-safe */
+void pp_heap_peak_set_rate(int64_t r);
 int pp_heap_peak_begin_locked(void);
 int pp_heap_peak_restart_locked(int slot); /* begins a window's slot again: 0, or -1 when it is not one */
 void pp_heap_peak_end_locked(int slot);
@@ -296,8 +305,12 @@ void pp_heap_table_stats_get(pp_heap_table_stats *s);
 void pp_heap_fork_prepare(void);
 void pp_heap_fork_parent(void);
 void pp_heap_fork_child(void);
-/* heap_sample.c's part of it: a new seed and countdown. async-signal-safe */
+/* heap_sample.c's part of it, after pp_heap_fork_child: a new seed and
+ * countdown. async-signal-safe */
 void pp_heap_sample_fork_child(void);
+/* The sampler's counts of samples recorded and of those the tables had
+ * no room for (pprof_heap_stats_get, in heap_profile.c). */
+void pp_heap_sample_counts(uint64_t *sampled, uint64_t *unrecorded);
 
 /* --- profiles (heap_profile.c) --- */
 #define PP_HEAP_RAW 1          /* values not unsampled (debug=1) */

@@ -31,6 +31,7 @@
 #include <errno.h>
 #include <stdatomic.h>
 #include <string.h>
+#include <sys/uio.h>
 #include <unistd.h>
 
 pp_next_alloc pp_next;
@@ -164,6 +165,24 @@ void pp_next_object(uintptr_t *lo, uintptr_t *hi, int *glibc)
     *lo = ready ? malloc_lo : 0;
     *hi = ready ? malloc_hi : 0;
     *glibc = ready && next_glibc;
+}
+
+static _Atomic int unpaired; /* the next allocator cannot take sampled objects */
+
+/* malloc-safe (one write to stderr) */
+void pp_heap_unpaired(const char *object)
+{
+    static const char a[] = "libpprof: heap profiling is off: ", b[] = " defines malloc without its own free or memalign\n";
+    atomic_store(&unpaired, 1);
+    struct iovec v[3] = {{(void *)a, sizeof a - 1}, {(void *)object, strlen(object)}, {(void *)b, sizeof b - 1}};
+    ssize_t w = writev(2, v, 3);
+    (void)w;
+}
+
+/* malloc-safe */
+int pp_heap_is_unpaired(void)
+{
+    return atomic_load_explicit(&unpaired, memory_order_relaxed);
 }
 
 /* malloc-safe: the caller's allocations are served from the bootstrap

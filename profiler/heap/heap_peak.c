@@ -20,6 +20,7 @@
 #include "base/base.h"
 
 #include <math.h>
+#include <stdatomic.h>
 #include <sys/mman.h>
 #include <time.h>
 
@@ -42,6 +43,13 @@ static slot slots[PP_HEAP_PEAK_SLOTS] = {{1, 1, 0, 0}};
 static uint32_t last_epoch = 1;
 static double live_bytes;
 static saved *kept; /* [slot][seq], pp_map'd on first use */
+static _Atomic int64_t rate; /* the sampling rate the live objects were sampled at */
+
+/* malloc-safe */
+void pp_heap_peak_set_rate(int64_t r)
+{
+    atomic_store_explicit(&rate, r, memory_order_relaxed);
+}
 
 /* async-signal-safe */
 static int64_t now_real(void)
@@ -54,10 +62,10 @@ static int64_t now_real(void)
 /* The bytes one sampled object of `size` stands for. malloc-safe */
 static double weight(uint64_t size)
 {
-    int64_t rate = pprof_heap_rate();
-    if (rate <= 1 || !size)
+    int64_t r = atomic_load_explicit(&rate, memory_order_relaxed);
+    if (r <= 1 || !size)
         return (double)size;
-    return (double)size / (1.0 - exp(-(double)size / (double)rate));
+    return (double)size / (1.0 - exp(-(double)size / (double)r));
 }
 
 /* malloc-safe; lock held */

@@ -29,6 +29,9 @@
  * within one of the sum of the estimates. Records are distinct (stack,
  * labels, size), so samples are appended without merging, their stacks
  * read in place (records never move).
+ *
+ * pprof_heap_stats_get is here too: it reads the sampler, the tables and
+ * the profiler's own live heap, above all of them.
  */
 #include "heap.h"
 #include "labels/labels.h"
@@ -166,6 +169,17 @@ static int append_records(pprof_profile *p, const pp_heap_snap *base, const pp_h
     return 0;
 }
 
+/* Says in p why it is empty when no allocation ever reached the hooks
+ * (checked after p's own allocations, which reach them when they bind). */
+static pprof_profile *say_unhooked(pprof_profile *p)
+{
+    if (p && !pp_next_ready())
+        pp_profile_add_comment(p, "no allocation has reached libpprof's malloc: it is not the program's here "
+                                  "(libpprof loaded with dlopen, or a build without its hooks), so nothing is "
+                                  "sampled; preload libpprof (LD_PRELOAD) or link it to profile allocations");
+    return p;
+}
+
 pprof_profile *pp_heap_build(const pp_heap_snap *base, const pp_heap_snap *now, int64_t rate, int flags)
 {
     int change = (flags & PP_HEAP_INUSE_CHANGE) != 0, only = (flags & PP_HEAP_INUSE_ONLY) != 0;
@@ -178,7 +192,7 @@ pprof_profile *pp_heap_build(const pp_heap_snap *base, const pp_heap_snap *now, 
         pprof_profile_free(p);
         return NULL;
     }
-    return p;
+    return say_unhooked(p);
 }
 
 pprof_profile *pp_heap_build_labelled(const pp_heap_snap *const *snaps, const char *key, const char *const *values,
@@ -192,5 +206,24 @@ pprof_profile *pp_heap_build_labelled(const pp_heap_snap *const *snaps, const ch
             p = NULL;
         }
     }
-    return p;
+    return say_unhooked(p);
+}
+
+/* Thread-safe. */
+void pprof_heap_stats_get(pprof_heap_stats *out)
+{
+    if (!out)
+        return;
+    memset(out, 0, sizeof *out); /* reserved included */
+    pp_heap_table_stats ts;
+    pp_heap_table_stats_get(&ts);
+    out->rate = pprof_heap_rate();
+    pp_heap_sample_counts(&out->sampled, &out->unrecorded);
+    out->records = ts.records;
+    out->live_sampled = ts.live;
+    out->table_bytes = ts.table_bytes;
+    out->live_table_bytes = ts.live_bytes;
+    out->frees_unseen = ts.deferred_lost;
+    out->own_inuse_bytes = pp_heap_own_inuse(out->rate);
+    pp_own_heap_stats(&out->own_heap_bytes, &out->own_heap_mapped, &out->own_heap_fallbacks);
 }

@@ -13,7 +13,7 @@
  * different rates cannot be unsampled together). Allocations made before
  * the constructor runs are not sampled.
  *
- * A sampled allocation marks its granule in pp_heap_map (heap_table.c), so
+ * A sampled allocation marks its granule in pp_heap_map (heap_guard.c), so
  * a free looks in the live table only for pointers there. The sample
  * records the caller's stack (every frame a call site) and the thread's
  * label set as the cumulative table keeps it. None of this calls malloc.
@@ -31,17 +31,13 @@
 #include <stdatomic.h>
 #include <string.h>
 #include <sys/syscall.h>
-#include <sys/uio.h>
 #include <unistd.h>
 #include <time.h>
 #include <unistd.h>
 
-#define NOT_STARTED (INT64_MAX / 2) /* countdown under the re-entry guard */
 #define RECHECK (1 << 20)            /* countdown while off: look for a new rate */
 
-__thread int64_t pp_heap_left;
 static __thread uint64_t rng;      /* 0 until the thread's first slow path */
-static __thread int guarded;
 
 static _Atomic int64_t rate;       /* 0: not started or off */
 static _Atomic int64_t epoch = 1;  /* bumped when the rate changes */
@@ -70,34 +66,14 @@ static int64_t draw(int64_t r)
         return 0;
     double u = ((next_random() >> 11) + 1) * (1.0 / 9007199254740993.0); /* (0, 1] */
     double d = -log(u) * (double)r;
-    return d >= (double)NOT_STARTED ? NOT_STARTED : (int64_t)d + 1;
-}
-
-/* malloc-safe */
-static _Atomic int unpaired; /* the next allocator cannot take sampled objects */
-static void set_rate(int64_t r);
-
-/* malloc-safe (one write to stderr) */
-void pp_heap_unpaired(const char *object)
-{
-    static const char a[] = "libpprof: heap profiling is off: ", b[] = " defines malloc without its own free or memalign\n";
-    atomic_store(&unpaired, 1);
-    set_rate(0);
-    struct iovec v[3] = {{(void *)a, sizeof a - 1}, {(void *)object, strlen(object)}, {(void *)b, sizeof b - 1}};
-    ssize_t w = writev(2, v, 3);
-    (void)w;
-}
-
-int pp_heap_is_unpaired(void)
-{
-    return atomic_load(&unpaired);
+    return d >= (double)PP_HEAP_NOT_STARTED ? PP_HEAP_NOT_STARTED : (int64_t)d + 1;
 }
 
 int pp_heap_should_sample(size_t size)
 {
-    if (guarded)
+    if (pp_heap_guarded)
         return 0;
-    if (atomic_load_explicit(&unpaired, memory_order_relaxed)) {
+    if (pp_heap_is_unpaired()) {
         pp_heap_left = RECHECK; /* back to the fast path */
         return 0;
     }
@@ -124,24 +100,8 @@ void pp_heap_sample_fork_child(void)
 {
     rng = 0;
     int64_t r = atomic_load_explicit(&rate, memory_order_relaxed);
-    if (!guarded && r && seen_epoch == atomic_load_explicit(&epoch, memory_order_relaxed))
+    if (!pp_heap_guarded && r && seen_epoch == atomic_load_explicit(&epoch, memory_order_relaxed))
         pp_heap_left = draw(r);
-}
-
-/* malloc-safe */
-void pp_heap_guard_enter(int64_t *saved)
-{
-    saved[0] = pp_heap_left;
-    saved[1] = guarded;
-    guarded = 1;
-    pp_heap_left = NOT_STARTED;
-}
-
-/* malloc-safe */
-void pp_heap_guard_leave(const int64_t *saved)
-{
-    pp_heap_left = saved[0];
-    guarded = (int)saved[1];
 }
 
 /* malloc-safe */
@@ -181,8 +141,10 @@ int pp_heap_freed(void *p)
 static void set_rate(int64_t r)
 {
     atomic_store(&rate, r);
+    if (r > 0)
+        pp_heap_peak_set_rate(r); /* a stop keeps the rate the live objects were sampled at */
     atomic_fetch_add(&epoch, 1);
-    if (!guarded)
+    if (!pp_heap_guarded)
         pp_heap_left = 0;
 }
 
@@ -198,7 +160,7 @@ void pp_heap_init(void)
     static const char *const units[] = {"allocated", "requested", NULL};
     pp_heap_bytes_requested = pp_env_word("LIBPPROF_HEAP_BYTES", units, 0, "allocated") == 1;
     int r = pp_env_int("LIBPPROF_HEAP_RATE", PPROF_HEAP_DEFAULT_RATE, 0, INT_MAX);
-    if (!atomic_load(&rate) && !atomic_load(&unpaired))
+    if (!atomic_load(&rate) && !pp_heap_is_unpaired())
         set_rate(r);
 }
 
@@ -226,24 +188,11 @@ int pprof_heap_set_rate(int64_t r)
 
 int64_t pprof_heap_rate(void)
 {
-    return atomic_load(&rate);
+    return pp_heap_is_unpaired() ? 0 : atomic_load(&rate);
 }
 
-void pprof_heap_stats_get(pprof_heap_stats *out)
+void pp_heap_sample_counts(uint64_t *sampled, uint64_t *unrecorded)
 {
-    if (!out)
-        return;
-    memset(out, 0, sizeof *out); /* reserved included */
-    pp_heap_table_stats ts;
-    pp_heap_table_stats_get(&ts);
-    out->rate = atomic_load(&rate);
-    out->sampled = atomic_load(&n_sampled);
-    out->unrecorded = atomic_load(&n_unrecorded);
-    out->records = ts.records;
-    out->live_sampled = ts.live;
-    out->table_bytes = ts.table_bytes;
-    out->live_table_bytes = ts.live_bytes;
-    out->frees_unseen = ts.deferred_lost;
-    out->own_inuse_bytes = pp_heap_own_inuse(out->rate);
-    pp_own_heap_stats(&out->own_heap_bytes, &out->own_heap_mapped, &out->own_heap_fallbacks);
+    *sampled = atomic_load(&n_sampled);
+    *unrecorded = atomic_load(&n_unrecorded);
 }

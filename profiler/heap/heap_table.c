@@ -52,7 +52,6 @@ static pp_store recs = PP_STORE_INIT(1ull << 30, 1u << 17);
 static live_node *nodes;           /* reserved LIVE_MAX */
 static uint32_t nodes_used, free_nodes;
 _Atomic uint32_t pp_live_buckets[LIVE_BUCKETS];
-_Atomic uint8_t pp_heap_map[1u << (32 - PP_GRANULE_SHIFT - 2)];
 static _Atomic uint64_t nlive;
 
 /* Deferred frees: the objects, linked through their first
@@ -107,13 +106,6 @@ static void unmark(const void *p)
         if (pp_granule((const void *)nodes[i - 1].ptr) == g)
             return;
     pp_heap_map_set(g, PP_MAP_SAMPLED, 0);
-}
-
-/* malloc-safe */
-void pp_heap_map_own(uintptr_t from, size_t len)
-{
-    for (uintptr_t a = from & ~(uintptr_t)((1u << PP_GRANULE_SHIFT) - 1); a < from + len; a += 1u << PP_GRANULE_SHIFT)
-        pp_heap_map_set(pp_granule((const void *)a), PP_MAP_OWN, 1);
 }
 
 /* Unlinks p's node (lock held); returns its record or 0. malloc-safe */
@@ -473,5 +465,4 @@ void pp_heap_fork_child(void)
 {
     pp_store_fork_child(&recs);
     pp_heap_guard_leave(fork_guard);
-    pp_heap_sample_fork_child();
 }

@@ -114,6 +114,7 @@ static void fork_child(void)
     pp_fd_fork_child(); /* first: no handler may meet the parent's descriptors */
     pp_own_heap_fork_child();
     pp_heap_fork_child();
+    pp_heap_sample_fork_child(); /* after the table's: its guard is down */
     pp_memory_fork_child();
     pp_model_fork_child();
     pp_threads_fork_child();

@@ -10,7 +10,7 @@
 #     condition waits once bound to glibc's 2.2.5 versions here, and its
 #     scheduler spun through the window);
 #   - heap: 200, a profile go tool pprof reads (empty: malloc is the C
-#     library's);
+#     library's), whose comment says so and names dlopen;
 #   - SIGTERM: the program ends normally (0, "done").
 # Usage: test_dlopen.sh BUILD_DIR
 . "$(dirname "$0")/lib.sh"
@@ -45,6 +45,8 @@ code=$(curl -s -o "$TMP/heap.pb.gz" -w '%{http_code}' --max-time 10 "$base/heap"
 pp_pprof -top -sample_index=alloc_space "$TMP/heap.pb.gz" >"$TMP/heap.top" 2>&1
 pp_note "heap: $code; $(grep -m1 -E 'Total|Showing' "$TMP/heap.top"); comments: $(pp_pprof -comments "$TMP/heap.pb.gz" 2>/dev/null | tr '\n' ' ')"
 pp_check "heap: 200, a profile go tool pprof reads ($code)" eval 'test "$code" = 200 && grep -q "^Type: alloc_space" "$TMP/heap.top"'
+pp_check "heap: its comment says why it is empty (malloc is not libpprof's: dlopen)" \
+    sh -c "timeout 120 go tool pprof -comments '$TMP/heap.pb.gz' 2>/dev/null | grep -q 'loaded with dlopen'"
 
 kill -TERM "$PID"
 pp_wait_gone "$PID" 100 0.1
