@@ -38,7 +38,6 @@
 #include <signal.h>
 #include <stdatomic.h>
 #include <stddef.h>
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/syscall.h>
@@ -634,28 +633,12 @@ out:
     return rc;
 }
 
-/* Says in p at what rates its samples were taken when that was not only
- * w's own (another window asked for more). */
-static void say_rates(const pp_wall_window *w, pprof_profile *p)
-{
-    if (!p || !w->hz_max || (w->hz_min == w->hz && w->hz_max == w->hz))
-        return;
-    char text[200];
-    if (w->hz_min == w->hz_max)
-        snprintf(text, sizeof text, "samples taken at %d Hz, not %d: another profile asked for more", w->hz_max,
-                 w->hz);
-    else
-        snprintf(text, sizeof text, "samples taken at %d to %d Hz: other profiles asked for more for a while; "
-                 "the nanoseconds are exact, samples/count counts the samples", w->hz_min, w->hz_max);
-    pp_profile_add_comment(p, text);
-}
-
 pprof_profile *pp_wall_swap(pp_wall_window *w, pprof_profile *next)
 {
     pp_mutex_lock(&wall_lock);
     count_pending_locked();
     pprof_profile *p = w->profile;
-    say_rates(w, p);
+    pp_wall_say_rates(w, p);
     w->profile = next;
     w->hz_min = w->hz_max = rate;
     if (!next) {
