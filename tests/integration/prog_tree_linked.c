@@ -13,7 +13,9 @@
  * ends the workers and exits.
  *
  * With PROG_TREE_WORKER_UID=N the workers drop to user and group N as
- * they start, as a daemon's workers do.
+ * they start, as a daemon's workers do. With PROG_TREE_DELAY_MS=N they
+ * wait N ms before their work (test_history_tree: a forked child's
+ * history starts a second after the fork).
  *
  * With --collect DIR it does not serve: pprof_tree_start makes it the hub,
  * and on SIGUSR2 it writes pprof_tree_collect's "heap" and
@@ -99,6 +101,9 @@ static void worker(int i)
     pprof_label l = {"worker", v};
     pprof_labels *set;
     pprof_labels_new(&l, 1, &set);
+    const char *delay = getenv("PROG_TREE_DELAY_MS");
+    if (delay)
+        usleep((useconds_t)atoi(delay) * 1000);
     pprof_do(set, worker_keep, (void *)(uintptr_t)i);
     pprof_do(set, worker_contend, (void *)(uintptr_t)i);
     worker_burn();
