@@ -301,9 +301,12 @@ PPROF_API const pprof_label *pprof_labels_pairs(const pprof_labels *set, size_t 
 
 /* Runs fn(arg) with the calling thread's current set merged with `add`
  * (add's values override), then restores the previous set, as Go's
- * pprof.Do. Nests freely. Returns 0, or a code if the merge failed (then
- * fn is not run). Thread-safe: it changes the calling thread's set alone,
- * and fn runs on the calling thread. */
+ * pprof.Do. Nests freely. With the history on (LIBPPROF_HISTORY), the
+ * outermost call on a thread is also a unit of work, timed for the
+ * history's slow-requests filter (pprof_history_config.min_span_ns); its
+ * samples carry no label for it. Returns 0, or a code if the merge failed
+ * (then fn is not run). Thread-safe: it changes the calling thread's set
+ * alone, and fn runs on the calling thread. */
 PPROF_API int pprof_do(const pprof_labels *add, void (*fn)(void *arg), void *arg);
 
 /* The calling thread's current set, with a new reference (NULL for none):
@@ -501,9 +504,10 @@ typedef struct pprof_history_config {
      * reaches now). */
     int64_t from_unix_ns, until_unix_ns;
     /* When not 0: only the samples taken inside spans (pprof_trace_enter)
-     * that lasted min_span_ns or more, decided from each span's end: where
-     * the time of the slow requests went. At least LIBPPROF_HISTORY_SPAN_MS
-     * (100 ms; shorter spans are not timed), else PPROF_EINVAL. */
+     * or units of work (pprof_do calls) that lasted min_span_ns or more,
+     * decided from each one's end: where the time of the slow requests
+     * went. At least LIBPPROF_HISTORY_SPAN_MS (100 ms; shorter ones are
+     * not timed), else PPROF_EINVAL. */
     int64_t min_span_ns;
     /* Which samples (min_span: CPU and wall only). */
     pprof_history_kind kind;

@@ -182,7 +182,10 @@ int pprof_do(const pprof_labels *add, void (*fn)(void *), void *arg)
             return rc;
     }
     pprof_labels *prev = swap_current(set);
+    int64_t t0 = 0;
+    uint64_t unit = pp_unit_begin(&t0); /* timed for the history's min_span (span_times.c) */
     fn(arg);
+    pp_unit_end(unit, t0);
     pprof_labels_unref(swap_current(prev));
     return 0;
 }

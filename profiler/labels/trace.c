@@ -10,9 +10,10 @@
  * Every change is also written to the thread's OpenTelemetry record
  * (otel/). Thread dumps and the wall sampler read a waiting thread's
  * context from outside it through the address of its pointer
- * (pp_trace_slot; threads/ copies it with process_vm_readv). With the
- * history's slow-span filter on, entering and leaving also time the span
- * (span_times.c).
+ * (pp_trace_slot; threads/ copies it with process_vm_readv), and the
+ * thread's unit of work (a pprof_do call, span_times.c) in the word after
+ * it. With the history's slow-span filter on, entering and leaving also
+ * time the span (span_times.c).
  */
 #include "labels.h"
 #include "base/base.h"
@@ -21,7 +22,11 @@
 #include <stdlib.h>
 #include <string.h>
 
-static __thread const pprof_trace_context *cur;
+/* The current context, then the unit of work: pp_trace_slot's layout. */
+static __thread struct {
+    const pprof_trace_context *cur;
+    uint64_t unit;
+} tls;
 
 /* A thread's inherited context: a copy, with the span name copied too. */
 static __thread struct {
@@ -32,9 +37,9 @@ static __thread struct {
 /* async-signal-safe */
 const pprof_trace_context *pprof_trace_enter(const pprof_trace_context *ctx)
 {
-    const pprof_trace_context *prev = cur;
+    const pprof_trace_context *prev = tls.cur;
     __atomic_signal_fence(__ATOMIC_SEQ_CST);
-    cur = ctx;
+    tls.cur = ctx;
     __atomic_signal_fence(__ATOMIC_SEQ_CST);
     pp_otel_thread_trace(ctx);
     pp_span_times_enter(ctx);
@@ -44,9 +49,9 @@ const pprof_trace_context *pprof_trace_enter(const pprof_trace_context *ctx)
 /* async-signal-safe */
 void pprof_trace_leave(const pprof_trace_context *previous)
 {
-    pp_span_times_leave(cur);
+    pp_span_times_leave(tls.cur);
     __atomic_signal_fence(__ATOMIC_SEQ_CST);
-    cur = previous;
+    tls.cur = previous;
     __atomic_signal_fence(__ATOMIC_SEQ_CST);
     pp_otel_thread_trace(previous);
 }
@@ -54,14 +59,15 @@ void pprof_trace_leave(const pprof_trace_context *previous)
 /* async-signal-safe */
 const pprof_trace_context *pprof_trace_current(void)
 {
-    return cur;
+    return tls.cur;
 }
 
 /* async-signal-safe */
 void pp_trace_capture(pp_trace_snap *out)
 {
-    const pprof_trace_context *c = cur;
+    const pprof_trace_context *c = tls.cur;
     out->on = 0;
+    out->unit = tls.unit;
     if (!c)
         return;
     uint8_t any = 0;
@@ -96,35 +102,58 @@ void pp_trace_adopt(const pp_trace_snap *t)
 
 void *const *pp_trace_slot(void)
 {
-    return (void *const *)&cur;
+    return (void *const *)&tls.cur;
 }
 
-size_t pp_trace_labels(const void *set, const pp_trace_snap *t, int trace_id, pp_trace_text *text,
-                       pprof_label **out)
+/* async-signal-safe */
+uint64_t pp_trace_unit(void)
+{
+    return tls.unit;
+}
+
+/* async-signal-safe */
+void pp_trace_set_unit(uint64_t unit)
+{
+    __atomic_signal_fence(__ATOMIC_SEQ_CST);
+    tls.unit = unit;
+    __atomic_signal_fence(__ATOMIC_SEQ_CST);
+}
+
+size_t pp_trace_labels(const void *set, const pp_trace_snap *t, int what, pp_trace_text *text, pprof_label **out)
 {
     const pprof_label *pairs = NULL;
     size_t n = set ? pp_labels_pairs(set, &pairs) : 0;
-    return pp_trace_pairs(pairs, n, t, trace_id, text, out);
+    return pp_trace_pairs(pairs, n, t, what, text, out);
 }
 
-size_t pp_trace_pairs(const pprof_label *pairs, size_t n, const pp_trace_snap *t, int trace_id, pp_trace_text *text,
+size_t pp_trace_pairs(const pprof_label *pairs, size_t n, const pp_trace_snap *t, int what, pp_trace_text *text,
                       pprof_label **out)
 {
     *out = NULL;
-    if (!t->on) {
+    int unit = what & PP_TRACE_UNIT_LABEL && t->unit;
+    if (!t->on && !unit) {
         *out = (pprof_label *)pairs;
         return n;
     }
     /* The span's pairs, sorted by key as a set's are. */
-    pprof_label span[3];
+    pprof_label span[4];
     size_t ns = 0;
-    pp_hex_encode(text->span_id, t->span_id, sizeof t->span_id);
-    span[ns++] = (pprof_label){"span_id", text->span_id};
-    if (t->span_name[0])
-        span[ns++] = (pprof_label){"span_name", t->span_name};
-    if (trace_id) {
-        pp_hex_encode(text->trace_id, t->trace_id, sizeof t->trace_id);
-        span[ns++] = (pprof_label){"trace_id", text->trace_id};
+    if (unit) {
+        uint8_t be[8];
+        for (int i = 0; i < 8; i++)
+            be[i] = (uint8_t)(t->unit >> (8 * (7 - i)));
+        pp_hex_encode(text->unit, be, sizeof be);
+        span[ns++] = (pprof_label){PP_UNIT_KEY, text->unit};
+    }
+    if (t->on) {
+        pp_hex_encode(text->span_id, t->span_id, sizeof t->span_id);
+        span[ns++] = (pprof_label){"span_id", text->span_id};
+        if (t->span_name[0])
+            span[ns++] = (pprof_label){"span_name", t->span_name};
+        if (what & PP_TRACE_ID_LABEL) {
+            pp_hex_encode(text->trace_id, t->trace_id, sizeof t->trace_id);
+            span[ns++] = (pprof_label){"trace_id", text->trace_id};
+        }
     }
     pprof_label *m = text->pairs;
     if (n + ns > sizeof text->pairs / sizeof *text->pairs &&

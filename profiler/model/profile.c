@@ -199,44 +199,63 @@ int pp_profile_add_num(pprof_profile *p, const uint64_t *pcs, size_t npcs, const
 /* Adds src's samples that `keep` keeps (NULL: all) to dst, value k of src
  * times sign as dst's value first + k where bit k of mask is set (0
  * elsewhere). */
+/* Adds src's samples that keep() keeps (NULL: all) to dst, their labels
+ * keyed `drop` (NULL: none) left out. */
 static int add_samples(pprof_profile *dst, const pprof_profile *src, int64_t sign, size_t first, uint32_t mask,
-                       int (*keep)(const pprof_sample *s, void *arg), void *arg)
+                       int (*keep)(const pprof_sample *s, void *arg), void *arg, const char *drop)
 {
     if (!dst || !src || !src->b || first + src->ntypes > dst->ntypes || dst->ntypes > 16)
         return pp_fail(PPROF_EINVAL);
     int64_t v[16] = {0};
-    for (size_t i = 0; i < src->nsamples; i++) {
+    pprof_label some[64], *kept = some;
+    size_t cap = sizeof some / sizeof *some;
+    int rc = 0;
+    for (size_t i = 0; rc == 0 && i < src->nsamples; i++) {
         const pprof_sample *s = &src->samples[i];
         if (keep && !keep(s, arg))
             continue;
         for (size_t k = 0; k < src->ntypes; k++)
             v[first + k] = mask >> k & 1 ? sign * s->values[k] : 0;
-        int rc = pp_profile_add_num(dst, src->b->pcs[i], src->b->npcs[i], v, s->labels, s->nlabels, s->num_labels,
-                                    s->nnum_labels);
-        if (rc)
-            return rc;
+        size_t n = 0;
+        if (drop && s->nlabels > cap) {
+            if (kept != some)
+                free(kept);
+            if (!(kept = malloc(s->nlabels * sizeof *kept))) {
+                kept = some;
+                rc = pp_fail(PPROF_ENOMEM);
+                break;
+            }
+            cap = s->nlabels;
+        }
+        for (size_t k = 0; drop && k < s->nlabels; k++)
+            if (strcmp(s->labels[k].key, drop))
+                kept[n++] = s->labels[k];
+        rc = pp_profile_add_num(dst, src->b->pcs[i], src->b->npcs[i], v, drop ? kept : s->labels,
+                                drop ? n : s->nlabels, s->num_labels, s->nnum_labels);
     }
-    return 0;
+    if (kept != some)
+        free(kept);
+    return rc;
 }
 
 int pp_profile_add_profile(pprof_profile *dst, const pprof_profile *src, int64_t sign)
 {
     if (!dst || !src || dst->ntypes != src->ntypes)
         return pp_fail(PPROF_EINVAL);
-    return add_samples(dst, src, sign, 0, UINT32_MAX, NULL, NULL);
+    return add_samples(dst, src, sign, 0, UINT32_MAX, NULL, NULL, NULL);
 }
 
 int pp_profile_add_profile_at(pprof_profile *dst, const pprof_profile *src, int64_t sign, size_t first)
 {
-    return add_samples(dst, src, sign, first, UINT32_MAX, NULL, NULL);
+    return add_samples(dst, src, sign, first, UINT32_MAX, NULL, NULL, NULL);
 }
 
 int pp_profile_add_profile_if(pprof_profile *dst, const pprof_profile *src, int (*keep)(const pprof_sample *s, void *arg),
-                              void *arg)
+                              void *arg, const char *drop)
 {
     if (!dst || !src || dst->ntypes != src->ntypes)
         return pp_fail(PPROF_EINVAL);
-    return add_samples(dst, src, 1, 0, UINT32_MAX, keep, arg);
+    return add_samples(dst, src, 1, 0, UINT32_MAX, keep, arg, drop);
 }
 
 pprof_profile *pp_profile_new_like(const pprof_profile *src)
@@ -251,7 +270,7 @@ int pp_profile_add_values(pprof_profile *dst, const pprof_profile *src, int64_t 
 {
     if (!dst || !src || dst->ntypes != src->ntypes)
         return pp_fail(PPROF_EINVAL);
-    return add_samples(dst, src, sign, 0, mask, NULL, NULL);
+    return add_samples(dst, src, sign, 0, mask, NULL, NULL, NULL);
 }
 
 void pp_profile_drop_zero(pprof_profile *p)

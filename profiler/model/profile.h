@@ -152,10 +152,11 @@ void pp_profile_drop_zero(pprof_profile *p);
 
 /* Adds a free-form comment (copied). */
 int pp_profile_add_comment(pprof_profile *p, const char *comment);
-/* Adds the samples of src (still building) that keep() keeps to dst, which
- * has the same sample types. 0, PPROF_EINVAL or PPROF_ENOMEM. */
+/* Adds the samples of src (still building) that keep() keeps (NULL: all)
+ * to dst, which has the same sample types, leaving out their labels keyed
+ * `drop` (NULL: none). 0, PPROF_EINVAL or PPROF_ENOMEM. */
 int pp_profile_add_profile_if(pprof_profile *dst, const pprof_profile *src, int (*keep)(const pprof_sample *s, void *arg),
-                              void *arg);
+                              void *arg, const char *drop);
 /* About the memory p holds (its arena and arrays), in bytes. */
 size_t pp_profile_bytes(const pprof_profile *p);
 /* The profile's own copy of s (interned), or NULL when out of memory. */

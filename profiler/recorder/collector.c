@@ -49,20 +49,20 @@ void pp_collector_lock(void) { pp_mutex_lock(&col_lock); }
 void pp_collector_unlock(void) { pp_mutex_unlock(&col_lock); }
 
 /* Adds a sample of `count` periods at `hz` to every open window, with the
- * labels of its set and its span (windows differ in whether trace_id is
- * one); hz 0: `ns` of CPU time not sampled, counted in each window's own
- * periods. */
+ * labels of its set and its span (windows differ in whether trace_id and
+ * the unit of work are among them); hz 0: `ns` of CPU time not sampled,
+ * counted in each window's own periods. */
 static void add_to_all(const uint64_t *pcs, size_t npcs, uint64_t count, int hz, uint64_t ns,
                        const void *labels, const pp_trace_snap *trace)
 {
     int at_exit = npcs && pcs[npcs - 1] == PP_PC_AT_EXIT;
-    pp_trace_text text[2] = {{.heap = NULL}, {.heap = NULL}};
-    pprof_label *pairs[2];
-    size_t npairs[2] = {0, 0};
-    int made[2] = {0, 0};
+    pp_trace_text text[4] = {{.heap = NULL}, {.heap = NULL}, {.heap = NULL}, {.heap = NULL}};
+    pprof_label *pairs[4];
+    size_t npairs[4] = {0, 0, 0, 0};
+    int made[4] = {0, 0, 0, 0};
     for (int i = 0; i < nactive; i++) {
         pp_cpu_window *w = active[i];
-        int t = w->trace_id != 0;
+        int t = (w->trace_id ? PP_TRACE_ID_LABEL : 0) | (w->units ? PP_TRACE_UNIT_LABEL : 0);
         if (!made[t]) {
             npairs[t] = pp_trace_labels(labels, trace, t, &text[t], &pairs[t]);
             made[t] = 1;
@@ -78,8 +78,8 @@ static void add_to_all(const uint64_t *pcs, size_t npcs, uint64_t count, int hz,
             w->at_exit_ns += v[1];
         pp_profile_add(w->profile, pcs, npcs, v, npairs[t] ? pairs[t] : NULL, npairs[t]);
     }
-    pp_trace_text_free(&text[0]);
-    pp_trace_text_free(&text[1]);
+    for (int t = 0; t < 4; t++)
+        pp_trace_text_free(&text[t]);
 }
 
 size_t pp_collector_drain_locked(void)

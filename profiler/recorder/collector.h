@@ -13,6 +13,7 @@ typedef struct pp_cpu_window {
     int64_t ns, at_exit_ns; /* its CPU time, and that of threads counted at their exit (PP_PC_AT_EXIT) */
     int64_t period_ns;      /* of hz */
     int trace_id;           /* samples under a trace context carry trace_id */
+    int units;              /* samples in a unit of work carry PP_UNIT_KEY (the history's) */
     pprof_profile *profile; /* unfinished; replaced under the collector lock */
 } pp_cpu_window;
 

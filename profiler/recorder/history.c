@@ -67,12 +67,12 @@ static int cpu_hz, wall_hz; /* LIBPPROF_HISTORY_HZ, LIBPPROF_HISTORY_WALL_HZ */
 
 static int make_cpu(pprof_recorder **r)
 {
-    return pprof_cpu_recorder_new(&(pprof_cpu_config){.hz = cpu_hz}, r);
+    return pp_cpu_recorder_new_units(cpu_hz, r);
 }
 
 static int make_wall(pprof_recorder **r)
 {
-    return pprof_wall_recorder_new(&(pprof_wall_config){.hz = wall_hz}, r);
+    return pp_wall_recorder_new_units(wall_hz, r);
 }
 
 static int make_allocs(pprof_recorder **r)
@@ -149,7 +149,7 @@ static void fold_into_base(pp_series *k, const pprof_profile *raw)
     if (rc == 0)
         rc = pp_profile_add_values(sum, raw, 1, k->end_values);
     if (rc == 0)
-        rc = pp_profile_add_profile_if(next, sum, nonzero, &sum->ntypes);
+        rc = pp_profile_add_profile_if(next, sum, nonzero, &sum->ntypes, NULL);
     pprof_profile_free(sum);
     if (rc) {
         pprof_profile_free(next);

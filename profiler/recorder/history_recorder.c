@@ -11,10 +11,12 @@
  * at the span's end: the series' base (the state where its oldest slice
  * begins) plus the changes of every slice up to the span's end.
  *
- * Slow spans only (min_span, CPU and wall): spans are timed from start-up
- * (labels/span_times.c), and only the samples whose span_id label names
- * a span that lasted that long are kept, decided from the spans' ends at
- * the moment it is asked.
+ * Slow spans only (min_span, CPU and wall): spans and units of work
+ * (pprof_do calls) are timed from start-up (labels/span_times.c), and
+ * only the samples whose span_id or PP_UNIT_KEY label names a span or a
+ * unit that lasted that long are kept, decided from their ends at the
+ * moment it is asked. The unit's label, which only the history's own
+ * windows carry, is left out of the profile either way.
  */
 #define _GNU_SOURCE
 #include "history.h"
@@ -72,37 +74,49 @@ typedef struct span {
     pprof_profile *p;
     const history_recorder *h;
     int64_t first, last;      /* Unix ns: what the slices added cover */
-    pp_table slow;            /* with min_span: the IDs of the spans that lasted that long */
-    size_t nslow;
+    pp_table slow, slow_units; /* with min_span: the IDs of the spans and units that lasted that long */
+    size_t nslow, nslow_units;
 } span;
 
 typedef struct slow_id {
     uint64_t key;
 } slow_id;
 
-static void note_slow(uint64_t id, int64_t end_ns, void *arg)
+static void note_slow(uint64_t id, int unit, int64_t end_ns, void *arg)
 {
     (void)end_ns;
     span *sp = arg;
-    sp->nslow += pp_table_add(&sp->slow, id) != NULL;
+    if (unit)
+        sp->nslow_units += pp_table_add(&sp->slow_units, id) != NULL;
+    else
+        sp->nslow += pp_table_add(&sp->slow, id) != NULL;
 }
 
-/* Whether sample s was taken inside one of the slow spans. */
+/* The ID a label's 16 hex digits give; 0 for any other value. */
+static uint64_t hex_id(const char *v)
+{
+    uint64_t id = 0;
+    if (strlen(v) != 16)
+        return 0;
+    for (int k = 0; k < 16; k++) {
+        int c = (unsigned char)v[k], d = c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'f' ? c - 'a' + 10 : -1;
+        if (d < 0)
+            return 0;
+        id = id << 4 | (uint64_t)d;
+    }
+    return id;
+}
+
+/* Whether sample s was taken inside one of the slow spans or units. */
 static int in_slow_span(const pprof_sample *s, void *arg)
 {
     const span *sp = arg;
     for (size_t i = 0; i < s->nlabels; i++) {
-        const char *v = s->labels[i].value;
-        if (strcmp(s->labels[i].key, "span_id") != 0 || strlen(v) != 16)
-            continue;
-        uint64_t id = 0;
-        for (int k = 0; k < 16; k++) {
-            int c = (unsigned char)v[k], d = c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'f' ? c - 'a' + 10 : -1;
-            if (d < 0)
-                return 0;
-            id = id << 4 | (uint64_t)d;
-        }
-        return pp_table_find(&sp->slow, id) != NULL;
+        const char *k = s->labels[i].key;
+        if (!strcmp(k, "span_id") && pp_table_find(&sp->slow, hex_id(s->labels[i].value)))
+            return 1;
+        if (!strcmp(k, PP_UNIT_KEY) && pp_table_find(&sp->slow_units, hex_id(s->labels[i].value)))
+            return 1;
     }
     return 0;
 }
@@ -133,7 +147,7 @@ static int add_slice(span *sp, const pprof_profile *raw, int64_t start, int64_t 
         return 0;
     if (!sp->p && !(sp->p = pp_profile_new_like(raw)))
         return pp_fail(PPROF_ENOMEM);
-    return h->min_span ? pp_profile_add_profile_if(sp->p, raw, in_slow_span, sp) : pp_profile_add_profile(sp->p, raw, 1);
+    return pp_profile_add_profile_if(sp->p, raw, h->min_span ? in_slow_span : NULL, sp, PP_UNIT_KEY);
 }
 
 static int add_open(const pprof_profile *w, int64_t dur_ns, void *arg)
@@ -153,7 +167,7 @@ static int history_write_to(pprof_recorder *r, pprof_profile **out)
 {
     history_recorder *h = (history_recorder *)r;
     pp_series *k = h->k;
-    span sp = {.h = h, .slow = PP_TABLE_INIT(slow_id)};
+    span sp = {.h = h, .slow = PP_TABLE_INIT(slow_id), .slow_units = PP_TABLE_INIT(slow_id)};
     pp_own_heap_enter();
     if (h->min_span)
         pp_span_times_each(h->min_span, note_slow, &sp);
@@ -176,6 +190,7 @@ static int history_write_to(pprof_recorder *r, pprof_profile **out)
     int64_t first = sp.first, last = sp.last;
     pthread_mutex_unlock(&pp_history_mu);
     pp_table_free(&sp.slow);
+    pp_table_free(&sp.slow_units);
     pp_own_heap_leave();
     if (rc == 0 && !p)
         rc = pp_fail(PPROF_ENOMEM);
@@ -192,8 +207,9 @@ static int history_write_to(pprof_recorder *r, pprof_profile **out)
     describe(p, h, oldest);
     if (h->min_span) {
         char note[200];
-        snprintf(note, sizeof note, "history: only the samples of the %zu spans that lasted %lld ms or more", sp.nslow,
-                 (long long)(h->min_span / 1000000));
+        snprintf(note, sizeof note,
+                 "history: only the samples of the %zu spans and %zu units of work (pprof_do) that lasted %lld ms or more",
+                 sp.nslow, sp.nslow_units, (long long)(h->min_span / 1000000));
         pp_profile_add_comment(p, note);
     }
     return pp_recorder_finish(r, p, out);

@@ -279,3 +279,11 @@ int pprof_cpu_recorder_new(const pprof_cpu_config *cfg, pprof_recorder **out)
     *out = &r->base;
     return 0;
 }
+
+int pp_cpu_recorder_new_units(int hz, pprof_recorder **out)
+{
+    int rc = pprof_cpu_recorder_new(&(pprof_cpu_config){.hz = hz}, out);
+    if (rc == 0)
+        ((cpu_recorder *)*out)->w.units = 1;
+    return rc;
+}

@@ -134,3 +134,11 @@ int pprof_wall_recorder_new(const pprof_wall_config *cfg, pprof_recorder **out)
     *out = &r->base;
     return 0;
 }
+
+int pp_wall_recorder_new_units(int hz, pprof_recorder **out)
+{
+    int rc = pprof_wall_recorder_new(&(pprof_wall_config){.hz = hz}, out);
+    if (rc == 0)
+        ((wall_recorder *)*out)->w.units = 1;
+    return rc;
+}

@@ -231,6 +231,9 @@ static void copy_trace(void *const *slot, pp_trace_snap *out)
     uint64_t at;
     pprof_trace_context c;
     out->on = 0;
+    out->unit = 0;
+    if (slot && !peek((uint64_t)(uintptr_t)(slot + 1), &out->unit)) /* the unit of work after it (labels.h) */
+        out->unit = 0;
     if (!slot || !peek((uint64_t)(uintptr_t)slot, &at) || !at || !peek_bytes(at, &c, sizeof c))
         return;
     uint8_t any = 0;
@@ -355,11 +358,12 @@ int pp_thread_walk_waiting(int tid, pp_thread_stack *t, void *const *slot, void 
     /* Labels read while the thread ran on may belong to a set being freed,
      * a span to a scope that ended: keep them only if it is still in the
      * same call. */
-    if ((t->nlabels || t->trace.on) && (read_file(path, line, sizeof line) <= 0 || strcmp(line, orig))) {
+    if ((t->nlabels || t->trace.on || t->trace.unit) && (read_file(path, line, sizeof line) <= 0 || strcmp(line, orig))) {
         free_labels(t->labels, t->nlabels);
         t->labels = NULL;
         t->nlabels = 0;
         t->trace.on = 0;
+        t->trace.unit = 0;
         return 2;
     }
     return 1;

@@ -69,12 +69,18 @@ void pp_wall_flush_thread(wthread *t)
     for (; k < t->rec.nlabels && n < 65; k++)
         if (strcmp(t->rec.labels[k].key, "thread_state"))
             l[n++] = t->rec.labels[k];
+    /* the same without the unit of work, for the windows that do not keep it */
+    pprof_label lu[70];
+    size_t nu = 0;
+    for (size_t i = 0; i < n; i++)
+        if (strcmp(l[i].key, PP_UNIT_KEY))
+            lu[nu++] = l[i];
     for (int i = 0; i < pp_wall_nwins; i++) {
         pp_wall_window *w = pp_wall_wins[i];
         if ((w->state == PP_WALL_OFF_CPU && ON_CPU(t->rec.nr)) || (w->state == PP_WALL_ON_CPU && !ON_CPU(t->rec.nr)))
             continue;
         int64_t v[2] = {(int64_t)t->pending, (int64_t)t->pending * w->period_ns};
-        pp_profile_add(w->profile, t->rec.pcs, (size_t)t->rec.npcs, v, l, n);
+        pp_profile_add(w->profile, t->rec.pcs, (size_t)t->rec.npcs, v, w->units ? l : lu, w->units ? n : nu);
     }
     COUNT(ST_SAMPLES, t->pending);
     t->pending = 0;
@@ -118,12 +124,11 @@ pprof_label *pp_wall_copy_pairs(const pprof_label *p, size_t n, size_t *out_n)
     return l;
 }
 
-pprof_label *pp_wall_span_pairs(const pprof_label *p, size_t n, const pp_trace_snap *t, int trace_id,
-                                size_t *out_n)
+pprof_label *pp_wall_span_pairs(const pprof_label *p, size_t n, const pp_trace_snap *t, int what, size_t *out_n)
 {
     pp_trace_text text = {.heap = NULL};
     pprof_label *pairs;
-    size_t np = pp_trace_pairs(p, n, t, trace_id, &text, &pairs);
+    size_t np = pp_trace_pairs(p, n, t, what, &text, &pairs);
     pprof_label *l = pp_wall_copy_pairs(pairs, np, out_n);
     pp_trace_text_free(&text);
     return l;

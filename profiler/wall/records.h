@@ -58,10 +58,9 @@ void pp_wall_set_rec(wthread *t, wrec *r);
 /* Owned, sorted copies of n pairs (NULL, 0 when out of memory). */
 pprof_label *pp_wall_copy_pairs(const pprof_label *p, size_t n, size_t *out_n);
 /* Owned copies of n pairs sorted by key with span t's merged in, and
- * trace_id when `trace_id` (as pp_trace_pairs merges them; NULL, 0 when
- * out of memory). */
-pprof_label *pp_wall_span_pairs(const pprof_label *p, size_t n, const pp_trace_snap *t, int trace_id,
-                                size_t *out_n);
+ * what `what` asks for (as pp_trace_pairs merges them; NULL, 0 when out
+ * of memory). */
+pprof_label *pp_wall_span_pairs(const pprof_label *p, size_t n, const pp_trace_snap *t, int what, size_t *out_n);
 /* Adds a comment to w's outgoing profile p when its samples were taken
  * at rates other than w's own. */
 void pp_wall_say_rates(const pp_wall_window *w, pprof_profile *p);

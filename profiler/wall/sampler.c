@@ -70,7 +70,7 @@ int pp_wall_nwins;
 static int rate;          /* in force while windows are attached */
 static int running;       /* the sampler thread exists */
 static int self_tid;
-static int trace_id;
+static int span_what;      /* pp_trace_pairs' what: the unit always (records.c drops it for windows without units) */
 static uint64_t sampler_ns_done;
 
 static wthread **th;      /* the known threads */
@@ -279,7 +279,7 @@ static int look_waiting(wthread *t)
                                 waits) */
         r.labels = pp_wall_copy_pairs(t->rec.labels, t->rec.nlabels, &r.nlabels);
     else
-        r.labels = pp_wall_span_pairs(st.labels, st.nlabels, &st.trace, trace_id, &r.nlabels);
+        r.labels = pp_wall_span_pairs(st.labels, st.nlabels, &st.trace, span_what, &r.nlabels);
     pp_thread_stack_free_labels(&st);
     pp_wall_set_rec(t, &r);
     return 1;
@@ -326,7 +326,7 @@ static void take_answers(wthread **who, pp_wall_answer *a, int n, const char *on
         memcpy(r.pcs, a[i].pcs, (size_t)r.npcs * sizeof *r.pcs);
         const pprof_label *pairs = NULL;
         size_t np = a[i].labels ? pp_labels_pairs(a[i].labels, &pairs) : 0;
-        r.labels = pp_wall_span_pairs(pairs, np, &a[i].trace, trace_id, &r.nlabels);
+        r.labels = pp_wall_span_pairs(pairs, np, &a[i].trace, span_what, &r.nlabels);
         if (a[i].labels)
             pp_labels_unref(a[i].labels);
         pp_wall_set_rec(t, &r);
@@ -618,7 +618,7 @@ int pp_wall_attach(pp_wall_window *w, int hz)
     w->hz_min = w->hz_max = 0;
     if (!pp_wall_nwins) {
         rate = w->hz;
-        trace_id = pp_env_trace_id_label();
+        span_what = (pp_env_trace_id_label() ? PP_TRACE_ID_LABEL : 0) | PP_TRACE_UNIT_LABEL;
     }
     if (!running && (rc = start_locked()) != 0)
         goto out;

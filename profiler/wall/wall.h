@@ -54,6 +54,7 @@ typedef struct pp_wall_window {
     int hz;                 /* the rate the window asked for (pp_wall_attach) */
     int hz_min, hz_max;     /* the sampler's rates since its profile was set */
     int state;              /* PP_WALL_* */
+    int units;              /* samples in a unit of work keep PP_UNIT_KEY (the history's) */
     pprof_profile *profile; /* unfinished; replaced by pp_wall_swap */
 } pp_wall_window;
 

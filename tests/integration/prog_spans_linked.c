@@ -1,13 +1,15 @@
-/* prog_spans_linked.c: a service whose requests are spans, one in 50 of
- * them slow, for test_history_spans.sh.
+/* prog_spans_linked.c: a service whose requests are spans (or pprof_do
+ * units of work), one in 50 of them slow, for test_history_spans.sh.
  *
- *   prog_spans_linked [FAST_MS [SLOW_MS [EVERY [burn|sleep]]]]   (10, 300, 50, burn)
+ *   prog_spans_linked [FAST_MS [SLOW_MS [EVERY [burn|sleep [span|do]]]]]   (10, 300, 50, burn, span)
  *
  * Serves /debug/pprof/ on 127.0.0.1, any free port (port=P on stdout).
  * One worker thread handles requests in a loop, each inside its own
  * trace context (pprof_trace_enter, a new span ID each): request number k
  * burns SLOW_MS of CPU in slow_request_work() when k % EVERY == 0, else
- * FAST_MS in fast_request_work(). Every second it prints "slow_cpu_ns=N
+ * FAST_MS in fast_request_work(). With do, each request is a pprof_do
+ * call under the label request=handle instead, outside any span. Every
+ * second it prints "slow_cpu_ns=N
  * fast_cpu_ns=M" (its thread's CPU time in each, since start). With
  * sleep, both functions sleep instead of burning, and the lines say
  * "slow_wall_ns=N fast_wall_ns=M" (the time each took). The first slow
@@ -27,7 +29,8 @@
 #include <string.h>
 #include <time.h>
 
-static int fast_ms = 10, slow_ms = 300, every = 50, sleeps;
+static int fast_ms = 10, slow_ms = 300, every = 50, sleeps, units;
+static pprof_labels *request_labels;
 static _Atomic int64_t slow_ns, fast_ns;
 static volatile double sink;
 
@@ -72,25 +75,37 @@ __attribute__((noinline)) static void fast_request_work(void)
     fast_ns += sleeps ? rest(fast_ms) : burn(fast_ms);
 }
 
+/* Request number k (a pointer to it). */
+static void handle(void *arg)
+{
+    uint64_t k = *(const uint64_t *)arg;
+    if (k % (uint64_t)every == 0) {
+        slow_request_work();
+        if (k == (uint64_t)every) {
+            struct timespec t;
+            clock_gettime(CLOCK_REALTIME, &t);
+            printf("first_slow_end=%lld\n", (long long)t.tv_sec * 1000000000 + t.tv_nsec);
+            fflush(stdout);
+        }
+    } else
+        fast_request_work();
+}
+
 static void *worker(void *arg)
 {
     (void)arg;
     for (uint64_t k = 1;; k++) {
+        if (units) {
+            if (pprof_do(request_labels, handle, &k))
+                abort();
+            continue;
+        }
         pprof_trace_context span = {.trace_flags = 1, .span_name = "request"};
         span.trace_id[15] = 1;
         for (int i = 0; i < 8; i++)
             span.span_id[i] = (uint8_t)(k >> (8 * (7 - i)));
         const pprof_trace_context *prev = pprof_trace_enter(&span);
-        if (k % (uint64_t)every == 0) {
-            slow_request_work();
-            if (k == (uint64_t)every) {
-                struct timespec t;
-                clock_gettime(CLOCK_REALTIME, &t);
-                printf("first_slow_end=%lld\n", (long long)t.tv_sec * 1000000000 + t.tv_nsec);
-                fflush(stdout);
-            }
-        } else
-            fast_request_work();
+        handle(&k);
         pprof_trace_leave(prev);
     }
     return NULL;
@@ -125,6 +140,10 @@ int main(int argc, char **argv)
         every = atoi(argv[3]);
     if (argc > 4)
         sleeps = !strcmp(argv[4], "sleep");
+    if (argc > 5)
+        units = !strcmp(argv[5], "do");
+    if (pprof_labels_new(&(pprof_label){"request", "handle"}, 1, &request_labels))
+        return 1;
     sigset_t set;
     serve_prepare(&set, NULL, 0);
     pprof_server_config cfg = {.addr = "127.0.0.1:0"};

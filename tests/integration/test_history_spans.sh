@@ -16,6 +16,13 @@
 #     38% expected; under 50% is 12 deviations);
 #   min_span_ms under LIBPPROF_HISTORY_SPAN_MS (100), or without last,
 #     from or until: a 400 with its reason.
+# The same program with its requests as pprof_do units of work (label
+# request=handle, no span), burning and (with LIBPPROF_HISTORY_WALL=1)
+# sleeping: the same bounds with min_span_ms=200 in the CPU and the wall
+# profile, the comment counts the units, and no profile carries the
+# unit's label (pprof.unit: the history's windows keep it to choose the
+# samples, and leave it out of what they write), while request=handle
+# stays. A waiting thread's unit is read from outside it.
 # The same program with LIBPPROF_HISTORY_WALL=1, its requests sleeping
 # (300 ms in slow_request_work one in 50, else 1 ms), wall?last=60:
 #   with min_span_ms=200: slow_request_work at least 90% of the profile,
@@ -50,6 +57,15 @@ WPID=$PID
 wport=$(pp_wait_line "$TMP/sleeps.out" '^port=[0-9]+' 10 "$WPID" | cut -d= -f2) ||
     pp_give_up "prog_spans_linked sleep did not serve" sleeps
 WURL=http://127.0.0.1:$wport/debug/pprof
+pp_start units env LIBPPROF_HISTORY=120 "$PROG" 10 300 50 burn do
+UPID=$PID
+uport=$(pp_wait_line "$TMP/units.out" '^port=[0-9]+' 10 "$UPID" | cut -d= -f2) ||
+    pp_give_up "prog_spans_linked do did not serve" units
+UURL=http://127.0.0.1:$uport/debug/pprof
+pp_start usleeps env LIBPPROF_HISTORY=120 LIBPPROF_HISTORY_WALL=1 "$PROG" 1 300 50 sleep do
+uwport=$(pp_wait_line "$TMP/usleeps.out" '^port=[0-9]+' 10 "$PID" | cut -d= -f2) ||
+    pp_give_up "prog_spans_linked sleep do did not serve" usleeps
+UWURL=http://127.0.0.1:$uwport/debug/pprof
 sleep 8
 nthr=0 # the program's threads, libpprof's left out
 for t in /proc/"$WPID"/task/*; do
@@ -63,6 +79,12 @@ curl -sS --max-time 30 -o "$TMP/all.pb.gz" "$URL/profile?last=60"
 curl -sS --max-time 30 -o "$TMP/wslow.pb.gz" "$WURL/wall?last=60&min_span_ms=200"
 wown=$(grep '^slow_wall_ns=' "$TMP/sleeps.out" | tail -1 | sed 's/ .*//')
 curl -sS --max-time 30 -o "$TMP/wall.pb.gz" "$WURL/wall?last=60"
+curl -sS --max-time 30 -o "$TMP/uslow.pb.gz" "$UURL/profile?last=60&min_span_ms=200"
+uown=$(grep '^slow_cpu_ns=' "$TMP/units.out" | tail -1 | sed 's/ .*//')
+curl -sS --max-time 30 -o "$TMP/uall.pb.gz" "$UURL/profile?last=60"
+curl -sS --max-time 30 -o "$TMP/uwslow.pb.gz" "$UWURL/wall?last=60&min_span_ms=200"
+uwown=$(grep '^slow_wall_ns=' "$TMP/usleeps.out" | tail -1 | sed 's/ .*//')
+curl -sS --max-time 30 -o "$TMP/uwall.pb.gz" "$UWURL/wall?last=60"
 
 # cum NAME FILE: the cumulative ms of NAME in a CPU profile
 cum() {
@@ -86,7 +108,7 @@ judge() {
         pp_in_range "${slow:-0}" "$(awk -v o="$own_ms" 'BEGIN { print o * 0.85 }')" "$(awk -v o="$own_ms" 'BEGIN { print o * 1.15 }')"
     go tool pprof -comments "$2" >"$TMP/comments" 2>/dev/null
     pp_check "$what, min_span_ms=200: the comments say '$5' and name the filter" \
-        sh -c "grep -q '$5' '$TMP/comments' && grep -q 'spans that lasted 200 ms or more' '$TMP/comments'"
+        sh -c "grep -q '$5' '$TMP/comments' && grep -q 'that lasted 200 ms or more' '$TMP/comments'"
     aslow=$(cum slow_request_work "$3")
     atot=$(total "$3")
     pp_check "$what, unfiltered: slow_request_work ${aslow:-?} ms of ${atot:-?} ms, a minority" \
@@ -95,6 +117,13 @@ judge() {
 }
 judge CPU "$TMP/slow.pb.gz" "$TMP/all.pb.gz" "${own#slow_cpu_ns=}" "history: CPU samples"
 judge wall "$TMP/wslow.pb.gz" "$TMP/wall.pb.gz" "${wown#slow_wall_ns=}" "history: wall samples"
+judge "CPU, pprof_do units" "$TMP/uslow.pb.gz" "$TMP/uall.pb.gz" "${uown#slow_cpu_ns=}" "[1-9][0-9]* units of work"
+judge "wall, pprof_do units" "$TMP/uwslow.pb.gz" "$TMP/uwall.pb.gz" "${uwown#slow_wall_ns=}" "[1-9][0-9]* units of work"
+for f in uslow uall uwslow uwall; do
+    go tool pprof -tags "$TMP/$f.pb.gz" >"$TMP/$f.tags" 2>/dev/null
+    pp_check "$f: request=handle among the tags, pprof.unit not" \
+        sh -c "grep -q 'handle' '$TMP/$f.tags' && ! grep -q 'pprof.unit' '$TMP/$f.tags'"
+done
 # rawsum FILE: "SAMPLES NANOSECONDS DURATION_S" of a wall profile
 rawsum() {
     pp_pprof -raw "$1" 2>/dev/null | awk '

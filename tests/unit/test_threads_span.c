@@ -10,7 +10,8 @@
  * length would fail on; one across two pages; "" for none), nothing for a
  * trace ID of all zeros, for no context or without a slot. A name that
  * cannot be read at all gives the span with no name. pp_trace_pairs
- * merges the span into copied pairs as pp_trace_labels does into a set.
+ * merges the span into copied pairs as pp_trace_labels does into a set,
+ * and a unit of work's label only when asked for.
  */
 #define _GNU_SOURCE
 #include "pprof.h"
@@ -171,6 +172,20 @@ static void pairs(void)
     CHECK(n == 3 && out == in);
     n = pp_trace_labels(NULL, &t, 1, &text, &out);
     CHECK(n == 0);
+    /* a unit of work: its label only when asked for, first by key */
+    t.unit = 0x1234;
+    n = pp_trace_pairs(in, 3, &t, PP_TRACE_ID_LABEL, &text, &out);
+    CHECK(n == 3 && out == in);
+    n = pp_trace_pairs(in, 3, &t, PP_TRACE_UNIT_LABEL, &text, &out);
+    CHECKF(n == 4 && !strcmp(out[1].key, PP_UNIT_KEY) && !strcmp(out[1].value, "0000000000001234") &&
+               !strcmp(out[0].key, "a") && !strcmp(out[3].key, "z"),
+           "%zu pairs, the second %s=%s", n, n > 1 ? out[1].key : "", n > 1 ? out[1].value : "");
+    pp_trace_text_free(&text);
+    t.on = 1;
+    n = pp_trace_pairs(in, 3, &t, PP_TRACE_UNIT_LABEL, &text, &out);
+    CHECKF(n == 5 && !strcmp(out[1].key, PP_UNIT_KEY) && !strcmp(out[2].key, "span_id"), "%zu pairs with the span",
+           n);
+    pp_trace_text_free(&text);
 }
 
 int main(void)
