@@ -6,8 +6,8 @@
  * return-address column of the call-frame information, the registers of a
  * signal's context (pc, stack pointer, frame pointer, link register), the
  * capture of the current function's registers, the frame-pointer record's
- * layout, and the stripping of pointer-authentication bits from return
- * addresses. arch.c holds what reads instructions: whether a return
+ * layout, the stripping of pointer-authentication bits from return
+ * addresses, and the processor's counter (a cheap stamp). arch.c holds what reads instructions: whether a return
  * address follows a call, the kernel's signal-return trampoline, and a
  * system call that a signal broke and that can be entered again.
  *

@@ -62,6 +62,15 @@ static inline uint64_t pp_arch_strip_ra(uint64_t ra)
     return x30;
 }
 
+/* The virtual counter (cntvct_el0), which the kernel's clock reads too: a
+ * cheap stamp. async-signal-safe */
+static inline uint64_t pp_arch_counter(void)
+{
+    uint64_t v;
+    __asm__ volatile("isb\n\tmrs %0, cntvct_el0" : "=r"(v));
+    return v;
+}
+
 /* The registers of this point in this function: the pc of a label, sp,
  * x29, x30 and the callee-saved x19-x28 a caller's rules may restore.
  * Others are left as they are (0: no rule of a call site needs them).

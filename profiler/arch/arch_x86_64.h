@@ -49,6 +49,15 @@ static inline uint64_t pp_arch_strip_ra(uint64_t ra)
     return ra;
 }
 
+/* The processor's time-stamp counter: a cheap stamp, which the kernel's
+ * clock reads too when its clocksource is tsc. async-signal-safe */
+static inline uint64_t pp_arch_counter(void)
+{
+    uint32_t lo, hi;
+    __asm__ volatile("rdtsc" : "=a"(lo), "=d"(hi));
+    return (uint64_t)hi << 32 | lo;
+}
+
 /* The registers of this point in this function: the pc of a label, the
  * stack and frame pointers, and the callee-saved registers a caller's
  * rules may restore. Others are left as they are (0: no rule of a call

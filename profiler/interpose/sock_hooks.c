@@ -7,7 +7,10 @@
  * recvmsg, accept and accept4 fail with EINTR instead, whatever the
  * handler's flags, and the time they had waited is lost: called again,
  * they would wait the whole timeout once more. Each wrapper notes when
- * the call began (wait_hooks.h's frame); when the profiling signal broke
+ * the call began (wait_hooks.h's stamp: the processor's counter, as most
+ * calls are never broken and most sockets have no timeout, a clock read
+ * on every call cost a busy server more than the rest of the wrapper;
+ * bench/RESULTS.md); when the profiling signal broke
  * the call, it reads the socket's timeout and waits for the socket to be
  * readable for the time that remains (poll, itself wrapped), then calls
  * again, or gives the timeout's EAGAIN once no time remains and nothing
@@ -56,13 +59,13 @@ void pp_sock_hooks_init(void)
  * 1 to call again (the socket is readable, or it has no timeout), 0 when
  * the socket's timeout has run out with nothing to read (errno EAGAIN, the
  * timeout's). async-signal-safe */
-PP_HIDDEN_FRAME static int again(int fd, int64_t start)
+PP_HIDDEN_FRAME static int again(int fd, uint64_t start)
 {
     struct timeval tv;
     socklen_t len = sizeof tv;
     if (getsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, &len) || (tv.tv_sec == 0 && tv.tv_usec == 0))
         return 1; /* no timeout of its own: as the kernel would restart it */
-    int64_t left = (int64_t)tv.tv_sec * NS + (int64_t)tv.tv_usec * 1000 - (pp_now_ns(CLOCK_MONOTONIC) - start);
+    int64_t left = (int64_t)tv.tv_sec * NS + (int64_t)tv.tv_usec * 1000 - pp_wait_since_ns(start);
     struct pollfd p = {fd, POLLIN, 0};
     int ms = left <= 0 ? 0 : (int)((left + 999999) / 1000000);
     int rc = poll(&p, 1, ms); /* wrapped: only the program's signal breaks it */
@@ -79,7 +82,7 @@ PP_HIDDEN_FRAME static int again(int fd, int64_t start)
 #define SOCK_WAIT(type, fd, call)                                                                                 \
     do {                                                                                                          \
         wait_frame f;                                                                                             \
-        int64_t start = pp_now_ns(CLOCK_MONOTONIC);                                                              \
+        uint64_t start = wait_stamp();                                                                            \
         wait_enter(&f);                                                                                           \
         type rc;                                                                                                  \
         while (wait_broken((rc = (call)) < 0) && again(fd, start))                                               \

@@ -37,9 +37,11 @@
 #include "wait_hooks.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
 #include <stdint.h>
+#include <string.h>
 #include <sys/epoll.h>
 #include <sys/select.h>
 #include <time.h>
@@ -72,8 +74,56 @@ static clock_nanosleep_fn real_clock_nanosleep;
 static usleep_fn real_usleep;
 static sigtimedwait_fn real_sigtimedwait;
 
+int pp_wait_counter;
+static uint64_t counter0; /* the counter and the clock at start-up */
+static int64_t clock0;
+
+/* Whether the kernel's clock is the processor's counter: arm64's always
+ * is; x86-64's when its clocksource is tsc (then the TSC runs at one
+ * rate, the same on every CPU). */
+static int counter_is_clock(void)
+{
+#ifdef __aarch64__
+    return 1;
+#else
+    char buf[16] = "";
+    int fd = open("/sys/devices/system/clocksource/clocksource0/current_clocksource", O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return 0;
+    ssize_t n = read(fd, buf, sizeof buf - 1);
+    close(fd);
+    return n == 4 && !memcmp(buf, "tsc\n", 4);
+#endif
+}
+
+/* Stamps are the counter from here on, converted by its rate since now. */
+static void stamps_init(void)
+{
+    if (!counter_is_clock())
+        return;
+    counter0 = pp_arch_counter();
+    clock0 = pp_now_ns(CLOCK_MONOTONIC);
+    pp_wait_counter = 1;
+}
+
+/* async-signal-safe */
+int64_t pp_wait_since_ns(uint64_t stamp)
+{
+    if (stamp & WAIT_STAMP_NS) {
+        int64_t d = pp_now_ns(CLOCK_MONOTONIC) - (int64_t)(stamp & ~WAIT_STAMP_NS);
+        return d > 0 ? d : 0;
+    }
+    uint64_t c = pp_arch_counter() & ~WAIT_STAMP_NS;
+    int64_t now = pp_now_ns(CLOCK_MONOTONIC);
+    if (c <= stamp || c <= counter0 || now <= clock0)
+        return 0;
+    /* the counter's rate, measured over the whole time since start-up */
+    return (int64_t)((double)(c - stamp) * (double)(now - clock0) / (double)(c - counter0));
+}
+
 void pp_wait_hooks_init(void)
 {
+    stamps_init();
     real_poll = (poll_fn)pp_next_symbol("poll", NULL);
     real_ppoll = (ppoll_fn)pp_next_symbol("ppoll", NULL);
     real_select = (select_fn)pp_next_symbol("select", NULL);

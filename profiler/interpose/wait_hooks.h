@@ -2,6 +2,7 @@
  * library's (wait_hooks.c, sock_hooks.c; see signals/restart.c). */
 #ifndef PP_WAIT_HOOKS_H
 #define PP_WAIT_HOOKS_H
+#include "arch/arch.h"
 #include "base/base.h"
 #include "signals/signals.h"
 
@@ -10,6 +11,21 @@
 #include <time.h>
 
 #define NS 1000000000LL
+
+/* When a wait began, for a wrapper that needs it only when the wait is
+ * broken (sock_hooks.c): the processor's counter where the kernel's clock
+ * reads it too (pp_wait_counter, set once at start-up), a few cycles
+ * with no memory touched; else CLOCK_MONOTONIC's nanoseconds, with the top
+ * bit set. async-signal-safe */
+#define WAIT_STAMP_NS (1ull << 63)
+extern int pp_wait_counter;
+static inline uint64_t wait_stamp(void)
+{
+    return pp_wait_counter ? pp_arch_counter() & ~WAIT_STAMP_NS
+                           : (uint64_t)pp_now_ns(CLOCK_MONOTONIC) | WAIT_STAMP_NS;
+}
+/* The nanoseconds since `stamp`, rounded down. async-signal-safe */
+int64_t pp_wait_since_ns(uint64_t stamp);
 
 /* A wrapped wait in progress: the outer one's broken flag, kept. */
 typedef struct {
