@@ -1,0 +1,34 @@
+/* onethread.c: an LD_PRELOAD shim with no hooks at all (pg_perf.sh's
+ * onethread arm): it keeps one idle thread in every process, started by a
+ * constructor and again in every forked child, as libpprof's member
+ * thread does, to measure what being multi-threaded alone costs a service
+ * (glibc's cancellation points and malloc leave their single-thread
+ * paths; the kernel takes references on a shared descriptor table). */
+#include <pthread.h>
+#include <signal.h>
+#include <unistd.h>
+
+static void *idle(void *arg)
+{
+    (void)arg;
+    for (;;)
+        pause();
+    return NULL;
+}
+
+static void start(void)
+{
+    sigset_t all, old;
+    sigfillset(&all);
+    pthread_sigmask(SIG_SETMASK, &all, &old); /* the thread blocks every signal */
+    pthread_t t;
+    if (pthread_create(&t, NULL, idle, NULL) == 0)
+        pthread_detach(t);
+    pthread_sigmask(SIG_SETMASK, &old, NULL);
+}
+
+__attribute__((constructor)) static void init(void)
+{
+    pthread_atfork(NULL, NULL, start);
+    start();
+}
