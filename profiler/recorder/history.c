@@ -33,8 +33,8 @@
  *
  * Fork: the lock is not held across fork (a fork never waits for a merge);
  * the child resets everything it guards. A child starts a history of its
- * own, a second after the fork
- * (most children exec before), from a thread started in the fork's child
+ * own, 50 ms after the fork (a child that execs does so before, and pays
+ * no sampler), from a thread started in the fork's child
  * handler (as a tree's member starts its agent); the parent's slices stay
  * behind unreferenced in the child's copy of the own heap (freeing them
  * would copy their pages), its recorders too (the child has no collector).
@@ -60,6 +60,7 @@
 #include <unistd.h>
 
 #define SLICE_S 5
+#define FORK_DELAY_MS 50 /* a forked child's history starts this long after the fork */
 
 pthread_mutex_t pp_history_mu = PTHREAD_MUTEX_INITIALIZER;
 static sem_t wake;          /* the thread's: a trigger, or the stop */
@@ -373,10 +374,10 @@ static void rest_until(int64_t until_ns)
 
 static void *history_main(void *arg)
 {
-    int delay_s = (int)(intptr_t)arg;
+    int delay_ms = (int)(intptr_t)arg;
     pthread_setname_np(pthread_self(), "pprof-history");
-    int64_t next = pp_now_ns(CLOCK_MONOTONIC) + delay_s * 1000000000ll;
-    while (delay_s && !atomic_load(&stopping) && pp_now_ns(CLOCK_MONOTONIC) < next)
+    int64_t next = pp_now_ns(CLOCK_MONOTONIC) + delay_ms * 1000000ll;
+    while (delay_ms && !atomic_load(&stopping) && pp_now_ns(CLOCK_MONOTONIC) < next)
         rest_until(next);
     pthread_mutex_lock(&pp_history_mu);
     bool running = false;
@@ -442,9 +443,9 @@ static void stop(void)
     sem_post(&wake);
 }
 
-static void spawn(int delay_s)
+static void spawn(int delay_ms)
 {
-    if (pp_spawn_detached(history_main, (void *)(intptr_t)delay_s, NULL) != 0)
+    if (pp_spawn_detached(history_main, (void *)(intptr_t)delay_ms, NULL) != 0)
         for (int i = 0; i < PP_HISTORY_KINDS; i++)
             snprintf(kinds[i].why_off, sizeof kinds[i].why_off, "its thread could not start");
 }
@@ -514,7 +515,7 @@ void pp_history_fork_child(void)
         kinds[i].rate = 0;
     }
     if (pp_history_keep_ns && !atomic_load(&stopping))
-        spawn(1);
+        spawn(FORK_DELAY_MS);
 }
 
 /* async-signal-safe */

@@ -15,7 +15,7 @@
  * With PROG_TREE_WORKER_UID=N the workers drop to user and group N as
  * they start, as a daemon's workers do. With PROG_TREE_DELAY_MS=N they
  * wait N ms before their work (test_history_tree: a forked child's
- * history starts a second after the fork).
+ * history starts 50 ms after the fork).
  *
  * With --collect DIR it does not serve: pprof_tree_start makes it the hub,
  * and on SIGUSR2 it writes pprof_tree_collect's "heap" and
