@@ -3,7 +3,8 @@
  * It knows nothing of libpprof (test_waits.sh preloads it, and runs it
  * without as the control). One thread per kind waits for something that
  * never comes, with a timeout of MS milliseconds, again and again for
- * SECONDS; a second thread per kind burns a little CPU between its waits
+ * SECONDS (poll_inf and epoll_inf: with no timeout, for a timerfd of
+ * their own that fires MS milliseconds after the wait began); a second thread per kind burns a little CPU between its waits
  * (so that profilers find it running and signal it). Each wait's result
  * and time are checked against what the call promises: a timeout result
  * (0, or ETIMEDOUT/EAGAIN where the call says so), never EINTR, never
@@ -29,14 +30,17 @@
 #include <sys/select.h>
 #include <sys/socket.h>
 #include <sys/syscall.h>
+#include <sys/timerfd.h>
 #include <time.h>
 #include <unistd.h>
 
 enum { POLL, PPOLL, SELECT, PSELECT, EPOLL_WAIT, EPOLL_PWAIT, EPOLL_PWAIT2, NANOSLEEP, NANOSLEEP_REM,
-       CLOCK_NANOSLEEP, USLEEP, FUTEX, SEM_TIMEDWAIT, COND_TIMEDWAIT, SIGTIMEDWAIT, RECV_TIMEO, NKINDS };
+       CLOCK_NANOSLEEP, USLEEP, FUTEX, SEM_TIMEDWAIT, COND_TIMEDWAIT, SIGTIMEDWAIT, RECV_TIMEO, POLL_INF,
+       EPOLL_INF, NKINDS };
 static const char *names[NKINDS] = {"poll", "ppoll", "select", "pselect", "epoll_wait", "epoll_pwait",
                                     "epoll_pwait2", "nanosleep", "nanosleep_rem", "clock_nanosleep", "usleep",
-                                    "futex", "sem_timedwait", "cond_timedwait", "sigtimedwait", "recv_timeo"};
+                                    "futex", "sem_timedwait", "cond_timedwait", "sigtimedwait", "recv_timeo",
+                                    "poll_inf", "epoll_inf"};
 
 typedef struct {
     _Atomic long waits, eintr, wrong, early, late, over_max;
@@ -63,6 +67,35 @@ static struct timespec add_ns(struct timespec t, int64_t ns)
 {
     int64_t v = (int64_t)t.tv_sec * 1000000000 + t.tv_nsec + ns;
     return (struct timespec){v / 1000000000, v % 1000000000};
+}
+
+/* The calling thread's timerfd, armed to fire in MS ms, and an epoll
+ * set that holds it (made on first use); -1 when they cannot be made. */
+static int arm_timer(int *epfd)
+{
+    static __thread int tfd = -1, tep = -1;
+    if (tfd < 0) {
+        struct epoll_event ev = {.events = EPOLLIN};
+        tfd = timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC);
+        tep = epoll_create1(EPOLL_CLOEXEC);
+        if (tfd < 0 || tep < 0 || epoll_ctl(tep, EPOLL_CTL_ADD, tfd, &ev))
+            return -1;
+    }
+    struct itimerspec its = {{0, 0}, {0, (long)ms * 1000000}};
+    if (timerfd_settime(tfd, 0, &its, NULL))
+        return -1;
+    *epfd = tep;
+    return tfd;
+}
+
+/* A wait with no timeout that ended with rc: 1 when its timer fired (and
+ * was read), 0 for another result, -1 for EINTR. */
+static int fired(int rc, int tfd)
+{
+    uint64_t n;
+    if (rc < 0)
+        return errno == EINTR ? -1 : 0;
+    return rc == 1 && read(tfd, &n, sizeof n) == (ssize_t)sizeof n && n == 1;
 }
 
 /* One wait of kind k. Returns 1 when the result is the timeout's, 0 for
@@ -139,6 +172,15 @@ static int wait_once(int k)
         char c;
         rc = (int)recv(sock[0], &c, 1, 0);
         return rc < 0 && (errno == EAGAIN || errno == EWOULDBLOCK) ? 1 : rc < 0 && errno == EINTR ? -1 : 0;
+    }
+    case POLL_INF:
+    case EPOLL_INF: {
+        int tep, tfd = arm_timer(&tep);
+        if (tfd < 0)
+            return 0;
+        struct pollfd tp = {tfd, POLLIN, 0};
+        rc = k == POLL_INF ? poll(&tp, 1, -1) : epoll_wait(tep, &ev, 1, -1);
+        return fired(rc, tfd);
     }
     }
     return 0;
