@@ -127,6 +127,7 @@ static void *srv_uri_log(void *cls, const char *uri, struct MHD_Connection *c)
 {
     (void)cls;
     (void)c;
+    pp_own_thread_started(); /* libmicrohttpd's thread is the profiler's (dlopen: base/process.h) */
     const char *qm = strchr(uri, '?');
     return pp_mhd_req_new(qm ? qm + 1 : NULL, &srv.parked);
 }
@@ -164,6 +165,7 @@ static void srv_connection(void *cls, struct MHD_Connection *c, void **socket_co
     (void)cls;
     (void)c;
     (void)socket_context;
+    pp_own_thread_started(); /* libmicrohttpd's thread is the profiler's (dlopen: base/process.h) */
     if (toe == MHD_CONNECTION_NOTIFY_CLOSED)
         atomic_fetch_sub(&srv.mhd_live, 1);
 }
@@ -237,6 +239,7 @@ static void *acceptor_main(void *arg)
 {
     (void)arg;
     pthread_setname_np(pthread_self(), "pprof-accept");
+    pp_own_thread_started();
     pp_accept_state st = {0};
     int next_deadline = -1;
     for (;;) {

@@ -175,6 +175,7 @@ static void reap_gone_locked(void)
 static void *finisher_main(void *arg)
 {
     pthread_setname_np(pthread_self(), "pprof-finish");
+    pp_own_thread_started();
     pprof_labels_unref(pp_own_labels_begin()); /* no request's labels */
     pp_own_heap_enter(); /* its memory is the profiler's, for its life */
     pthread_mutex_lock(&mu);
@@ -187,6 +188,7 @@ static void *scheduler_main(void *unused)
 {
     (void)unused;
     pthread_setname_np(pthread_self(), "pprof-sched");
+    pp_own_thread_started();
     pprof_labels_unref(pp_own_labels_begin()); /* not its creator's request labels */
     pp_own_heap_enter(); /* its memory, and its finishers', is the profiler's */
     int64_t next_check = 0;

@@ -6,8 +6,10 @@
 #include "process.h"
 #include "pprof.h"
 
+#include <errno.h>
 #include <stdatomic.h>
 #include <stddef.h>
+#include <stdlib.h>
 #include <pthread.h>
 #include <signal.h>
 #include <time.h>
@@ -168,6 +170,34 @@ void pp_own_thread_mask(sigset_t *set)
         sigdelset(set, open[i]);
 }
 
+static void (*_Atomic own_thread_hook)(void);
+
+void pp_own_thread_hook_set(void (*fn)(void))
+{
+    atomic_store(&own_thread_hook, fn);
+}
+
+void pp_own_thread_started(void)
+{
+    void (*fn)(void) = atomic_load(&own_thread_hook);
+    if (fn)
+        fn();
+}
+
+/* What a spawned thread runs. */
+typedef struct spawned {
+    void *(*fn)(void *);
+    void *arg;
+} spawned;
+
+static void *spawned_main(void *p)
+{
+    spawned s = *(spawned *)p;
+    free(p); /* the own heap's, as the thread's allocations are */
+    pp_own_thread_started();
+    return s.fn(s.arg);
+}
+
 int pp_spawn_detached(void *(*fn)(void *), void *arg, pthread_t *out)
 {
     pthread_attr_t attr;
@@ -179,7 +209,14 @@ int pp_spawn_detached(void *(*fn)(void *), void *arg, pthread_t *out)
     pthread_t t;
     pp_own_heap_enter(); /* the thread is the profiler's: its allocations too */
     pprof_labels *prev = pp_own_labels_begin(); /* and its samples: wall and CPU profiles leave it out */
-    int rc = pthread_create(&t, &attr, fn, arg);
+    spawned *s = malloc(sizeof *s);
+    int rc = s ? 0 : ENOMEM;
+    if (s) {
+        *s = (spawned){fn, arg};
+        rc = pthread_create(&t, &attr, spawned_main, s);
+        if (rc)
+            free(s);
+    }
     pp_own_labels_end(prev);
     pp_own_heap_leave();
     pp_sigmask_exact(SIG_SETMASK, &old, NULL);

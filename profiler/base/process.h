@@ -71,9 +71,16 @@ void pp_profiling_signal_set(int sig);
 void pp_own_thread_mask(sigset_t *set);
 /* Starts fn(arg) on a detached thread of the profiler's own (its
  * allocations come from the own heap) with pp_own_thread_mask's mask;
- * *t (when not NULL) gets the thread. Returns 0 or PPROF_ESYS.
- * Thread-safe. */
+ * *t (when not NULL) gets the thread, which calls pp_own_thread_started
+ * first. Returns 0 or PPROF_ESYS. Thread-safe. */
 int pp_spawn_detached(void *(*fn)(void *), void *arg, pthread_t *t);
+/* Said by each thread of the profiler's at its start (and by the server's
+ * libmicrohttpd thread at its first connection): the function that
+ * threads/ sets (pp_own_thread_hook_set) registers it as the profiler's
+ * when the pthread_create override did not (libpprof loaded with
+ * dlopen), so that thread dumps leave it out. Thread-safe. */
+void pp_own_thread_started(void);
+void pp_own_thread_hook_set(void (*fn)(void));
 /* pthread_sigmask exactly as asked: the interposed one (interpose/
  * signal_hooks.c) keeps the profiling signal open when a program blocks
  * signals wholesale, and passes calls made while pp_sigmask_exact_depth

@@ -46,9 +46,12 @@ static pp_mutex reg_lock = PP_MUTEX_INIT;
 static pp_thread_entry registry[PP_MAX_REGISTERED];
 static int reg_high; /* slots in use are below this */
 
+static __thread int registered; /* the calling thread has an entry (or the registry was full) */
+
 /* Registers the calling thread (tid, labels and trace slots, creation stack). */
 static void register_self(const uint64_t *create, int ncreate, int own)
 {
+    registered = 1;
     int tid = (int)syscall(SYS_gettid), free_slot = -1;
     pp_mutex_lock(&reg_lock);
     for (int i = 0; i < reg_high; i++) {
@@ -185,10 +188,22 @@ static void on_exit_key(void *v)
     pp_labels_thread_exit();
 }
 
+/* A thread of the profiler's that the pthread_create override did not
+ * register (libpprof loaded with dlopen): registered as the profiler's
+ * own now, and left at its exit (pp_own_thread_started). */
+static void adopt_own(void)
+{
+    if (registered)
+        return;
+    register_self(NULL, 0, 1);
+    pthread_setspecific(exit_key, (void *)1);
+}
+
 static void make_key(void)
 {
     pthread_key_create(&exit_key, on_exit_key);
     pp_cpu_set_thread_lister(list_registered);
+    pp_own_thread_hook_set(adopt_own);
 }
 
 void pp_threads_init(void)

@@ -4,6 +4,11 @@
 # its overrides binds, neither for the program nor for libpprof's own calls
 # (docs/architecture.md, "Overrides and the profiler's own calls"):
 #   - the server starts and the index, cmdline and goroutine answer;
+#   - goroutine?debug=2 leaves libpprof's own threads out, as with the
+#     preload: its summary line names them (its acceptor, its
+#     libmicrohttpd thread at least), and no thread of theirs is listed
+#     (the pthread_create override that registers them does not bind:
+#     each registers itself as it starts);
 #   - profile?seconds=2: both burning threads, the one started before the
 #     dlopen and the one after, are sampled, by name (go tool pprof -top);
 #     libpprof's own threads used under 100 ms of CPU meanwhile (its
@@ -27,6 +32,10 @@ for q in "" cmdline goroutine?debug=2; do
 done
 pp_check "goroutine?debug=2: both burning threads listed" \
     eval 'curl -s --max-time 10 "$base/goroutine?debug=2" | grep -cE "^burn_(before|after)_dlopen$" | grep -qx 2'
+curl -s --max-time 10 "$base/goroutine?debug=2" >"$TMP/dump.txt"
+listed=$(grep -cE '^thread [0-9]+ "(pprof-|MHD-)' "$TMP/dump.txt" || true)
+pp_check "goroutine?debug=2: libpprof's threads left out ($(grep -m1 "own threads" "$TMP/dump.txt"); $listed listed)" \
+    eval 'grep -q "^# libpprof.s own threads, left out: .*MHD-.*pprof-accept" "$TMP/dump.txt" && test "$listed" = 0'
 
 own_ticks() { cat /proc/"$PID"/task/*/stat 2>/dev/null | awk '$2 ~ /^\((pprof-|MHD-)/ { t += $14 + $15 } END { print t + 0 }'; }
 own0=$(own_ticks)
