@@ -198,9 +198,7 @@ int pp_profile_add_num(pprof_profile *p, const uint64_t *pcs, size_t npcs, const
 
 /* Adds src's samples that `keep` keeps (NULL: all) to dst, value k of src
  * times sign as dst's value first + k where bit k of mask is set (0
- * elsewhere). */
-/* Adds src's samples that keep() keeps (NULL: all) to dst, their labels
- * keyed `drop` (NULL: none) left out. */
+ * elsewhere), their labels keyed `drop` (NULL: none) left out. */
 static int add_samples(pprof_profile *dst, const pprof_profile *src, int64_t sign, size_t first, uint32_t mask,
                        int (*keep)(const pprof_sample *s, void *arg), void *arg, const char *drop)
 {
@@ -301,6 +299,19 @@ int pp_profile_append(pprof_profile *p, const uint64_t *pcs, size_t npcs, const 
             return pp_fail(PPROF_EINVAL);
     p->b->unindexed = 1;
     return insert(p, NULL, pcs, npcs, 1, values, labels, nlabels, num, nnum);
+}
+
+int pp_profile_say_rates(pprof_profile *p, int hz, int hz_min, int hz_max, const char *exact)
+{
+    if (!hz_max || (hz_min == hz && hz_max == hz))
+        return 0;
+    char text[200];
+    if (hz_min == hz_max)
+        snprintf(text, sizeof text, "samples taken at %d Hz, not %d: another profile asked for more", hz_max, hz);
+    else
+        snprintf(text, sizeof text, "samples taken at %d to %d Hz: other profiles asked for more for a while; "
+                 "%s, samples/count counts the samples", hz_min, hz_max, exact);
+    return pp_profile_add_comment(p, text);
 }
 
 int pp_profile_add_comment(pprof_profile *p, const char *comment)

@@ -152,6 +152,11 @@ void pp_profile_drop_zero(pprof_profile *p);
 
 /* Adds a free-form comment (copied). */
 int pp_profile_add_comment(pprof_profile *p, const char *comment);
+/* Says in a comment at what rates a window's samples were taken (from
+ * hz_min to hz_max; 0: none yet) when that was not only the `hz` it asked
+ * for (another window asked for more); `exact` names the value that
+ * stays exact ("cpu/nanoseconds is exact"). 0 or PPROF_ENOMEM. */
+int pp_profile_say_rates(pprof_profile *p, int hz, int hz_min, int hz_max, const char *exact);
 /* Adds the samples of src (still building) that keep() keeps (NULL: all)
  * to dst, which has the same sample types, leaving out their labels keyed
  * `drop` (NULL: none). 0, PPROF_EINVAL or PPROF_ENOMEM. */

@@ -34,22 +34,6 @@ static pprof_profile *new_cpu_window(cpu_recorder *c)
     return pp_profile_new(types, 2, (pprof_value_type){"cpu", "nanoseconds"}, c->w.period_ns);
 }
 
-/* Says in window p at what rates its samples were taken when that was not
- * only the recorder's own (another recorder asked for more). */
-static void say_rates(const cpu_recorder *c, pprof_profile *p)
-{
-    const pp_cpu_window *w = &c->w;
-    if (!w->hz_max || (w->hz_min == c->hz && w->hz_max == c->hz))
-        return;
-    char text[200];
-    if (w->hz_min == w->hz_max)
-        snprintf(text, sizeof text, "samples taken at %d Hz, not %d: another profile asked for more", w->hz_max, c->hz);
-    else
-        snprintf(text, sizeof text, "samples taken at %d to %d Hz: other profiles asked for more for a while; "
-                 "cpu/nanoseconds is exact, samples/count counts the samples", w->hz_min, w->hz_max);
-    pp_profile_add_comment(p, text);
-}
-
 /* Makes `next` the open window from now (collector lock held) and returns
  * the window it replaces with its duration set. */
 static pprof_profile *swap_window_locked(cpu_recorder *c, pprof_profile *next)
@@ -62,7 +46,7 @@ static pprof_profile *swap_window_locked(cpu_recorder *c, pprof_profile *next)
                                   "or /proc out of reach after a chroot): only the main thread and threads "
                                   "started through pthread_create were sampled");
     if (p)
-        say_rates(c, p);
+        pp_profile_say_rates(p, c->hz, c->w.hz_min, c->w.hz_max, "cpu/nanoseconds is exact");
     if (p && c->w.at_exit_ns) {
         char text[240];
         snprintf(text, sizeof text, "%.1f ms (%.1f%% of the CPU time) are of threads that exited before their first "

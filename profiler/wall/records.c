@@ -133,19 +133,3 @@ pprof_label *pp_wall_span_pairs(const pprof_label *p, size_t n, const pp_trace_s
     pp_trace_text_free(&text);
     return l;
 }
-
-/* Says in p at what rates its samples were taken when that was not only
- * w's own (another window asked for more). */
-void pp_wall_say_rates(const pp_wall_window *w, pprof_profile *p)
-{
-    if (!p || !w->hz_max || (w->hz_min == w->hz && w->hz_max == w->hz))
-        return;
-    char text[200];
-    if (w->hz_min == w->hz_max)
-        snprintf(text, sizeof text, "samples taken at %d Hz, not %d: another profile asked for more", w->hz_max,
-                 w->hz);
-    else
-        snprintf(text, sizeof text, "samples taken at %d to %d Hz: other profiles asked for more for a while; "
-                 "the nanoseconds are exact, samples/count counts the samples", w->hz_min, w->hz_max);
-    pp_profile_add_comment(p, text);
-}

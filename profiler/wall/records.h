@@ -61,9 +61,6 @@ pprof_label *pp_wall_copy_pairs(const pprof_label *p, size_t n, size_t *out_n);
  * what `what` asks for (as pp_trace_pairs merges them; NULL, 0 when out
  * of memory). */
 pprof_label *pp_wall_span_pairs(const pprof_label *p, size_t n, const pp_trace_snap *t, int what, size_t *out_n);
-/* Adds a comment to w's outgoing profile p when its samples were taken
- * at rates other than w's own. */
-void pp_wall_say_rates(const pp_wall_window *w, pprof_profile *p);
 /* Frees n owned pairs (a record's labels). */
 void pp_wall_free_labels(pprof_label *l, size_t n);
 #endif

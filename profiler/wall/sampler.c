@@ -638,7 +638,7 @@ pprof_profile *pp_wall_swap(pp_wall_window *w, pprof_profile *next)
     pp_mutex_lock(&wall_lock);
     count_pending_locked();
     pprof_profile *p = w->profile;
-    pp_wall_say_rates(w, p);
+    pp_profile_say_rates(p, w->hz, w->hz_min, w->hz_max, "the nanoseconds are exact");
     w->profile = next;
     w->hz_min = w->hz_max = rate;
     if (!next) {
