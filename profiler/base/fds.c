@@ -313,18 +313,14 @@ DIR *pp_fd_opendir(const char *path)
     return d;
 }
 
-/* Forgets fd; returns whether it was registered (-1: it was not) and is
- * still that file. Under the lock. */
-static int forget_locked(int fd)
+/* Forgets fd, registered in s (NULL: nothing to forget). Under the lock. */
+static void forget_locked(slot *s, int fd)
 {
-    slot *s = find_locked(fd);
     if (!s)
-        return -1;
+        return;
     PP_ASSERT(pp_fd_owned(fd)); /* a registered number has its bit */
-    int ours = same_file(fd, s->dev, s->ino);
     s->fd = -1;
     mark(fd, 0);
-    return ours;
 }
 
 /* The one way the profiler closes: under the lock (a program's dup2 onto
@@ -338,10 +334,7 @@ static int close_registered(int fd, int (*closer)(int, void *), void *stream, in
     slot *s = find_locked(fd);
     int ours = s ? same_file(fd, s->dev, s->ino) : unregistered;
     int rc = ours ? closer(fd, stream) : 0;
-    if (s) {
-        s->fd = -1;
-        mark(fd, 0);
-    }
+    forget_locked(s, fd);
     pp_mutex_unlock(&lock);
     return rc;
 }
@@ -399,7 +392,7 @@ void pp_fd_taken(int fd)
     if (hook)
         hook(fd);
     pp_mutex_lock(&lock);
-    forget_locked(fd);
+    forget_locked(find_locked(fd), fd);
     pp_mutex_unlock(&lock);
 }
 
