@@ -165,7 +165,6 @@ static void srv_connection(void *cls, struct MHD_Connection *c, void **socket_co
     (void)cls;
     (void)c;
     (void)socket_context;
-    pp_own_thread_started(); /* libmicrohttpd's thread is the profiler's (dlopen: base/process.h) */
     if (toe == MHD_CONNECTION_NOTIFY_CLOSED)
         atomic_fetch_sub(&srv.mhd_live, 1);
 }

@@ -7,9 +7,10 @@
  * signal's context (pc, stack pointer, frame pointer, link register), the
  * capture of the current function's registers, the frame-pointer record's
  * layout, the stripping of pointer-authentication bits from return
- * addresses, and the processor's counter (a cheap stamp). arch.c holds what reads instructions: whether a return
- * address follows a call, the kernel's signal-return trampoline, and a
- * system call that a signal broke and that can be entered again.
+ * addresses, and the processor's counter (a cheap stamp). arch.c holds
+ * what reads instructions: whether a return address follows a call, the
+ * kernel's signal-return trampoline, and a system call that a signal
+ * broke and that can be entered again.
  *
  * Invariants: everything here is async-signal-safe and malloc-safe (no
  * lock, no allocation, no system call); instruction reads go only where

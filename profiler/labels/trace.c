@@ -19,6 +19,8 @@
 #include "base/base.h"
 #include "otel/otel.h"
 
+#include <inttypes.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -139,10 +141,7 @@ size_t pp_trace_pairs(const pprof_label *pairs, size_t n, const pp_trace_snap *t
     pprof_label span[4];
     size_t ns = 0;
     if (unit) {
-        uint8_t be[8];
-        for (int i = 0; i < 8; i++)
-            be[i] = (uint8_t)(t->unit >> (8 * (7 - i)));
-        pp_hex_encode(text->unit, be, sizeof be);
+        snprintf(text->unit, sizeof text->unit, "%016" PRIx64, t->unit);
         span[ns++] = (pprof_label){PP_UNIT_KEY, text->unit};
     }
     if (t->on) {

@@ -99,7 +99,7 @@ static uint64_t hex_id(const char *v)
     if (strlen(v) != 16)
         return 0;
     for (int k = 0; k < 16; k++) {
-        int c = (unsigned char)v[k], d = c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'f' ? c - 'a' + 10 : -1;
+        int d = v[k] >= 'A' && v[k] <= 'F' ? -1 : pp_hex_digit((unsigned char)v[k]); /* lowercase, as written */
         if (d < 0)
             return 0;
         id = id << 4 | (uint64_t)d;

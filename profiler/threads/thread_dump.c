@@ -358,7 +358,8 @@ int pp_thread_walk_waiting(int tid, pp_thread_stack *t, void *const *slot, void 
     /* Labels read while the thread ran on may belong to a set being freed,
      * a span to a scope that ended: keep them only if it is still in the
      * same call. */
-    if ((t->nlabels || t->trace.on || t->trace.unit) && (read_file(path, line, sizeof line) <= 0 || strcmp(line, orig))) {
+    if ((t->nlabels || t->trace.on || t->trace.unit) &&
+        (read_file(path, line, sizeof line) <= 0 || strcmp(line, orig))) {
         free_labels(t->labels, t->nlabels);
         t->labels = NULL;
         t->nlabels = 0;
