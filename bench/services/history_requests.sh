@@ -6,7 +6,9 @@
 # preloaded with the defaults, with LIBPPROF_HISTORY=600, and with the
 # wall-clock series and a dump directory too, where the past is asked for
 # a second into the work (profile?last=60, wall?last=60, allocs?last=60,
-# profile?last=5; in postgresql the hub merges its members' answers);
+# profile?last=5; in postgresql the hub merges its members' answers),
+# then a CPU and a wall profile of a second, heap, allocs, mutex, block
+# and a thread dump;
 # ROUNDS rounds of the four in turn. Prints per run the work's wall time,
 # the requests done and failed as the load tool counts them, the
 # service's exit status and its log's lines above notices; for the asked
@@ -76,15 +78,21 @@ stop() {
     wait "$SVC_PID" || STOP_RC=$?
 }
 
-# asks the past of the service's hub, a second into the work
+# asks the service's hub, a second into the work, for the past, then for
+# every other kind of profile and a thread dump as the work goes on
 ask() {
     local q out=""
     sleep 1
-    for q in "profile?last=60" "wall?last=60" "allocs?last=60" "profile?last=5"; do
-        out+=$(curl -s --max-time 30 -o "$WORK/p.pb.gz" -w "; $q %{http_code} in %{time_total} s" \
+    for q in "profile?last=60" "wall?last=60" "allocs?last=60" "profile?last=5" "profile?seconds=1" \
+        "wall?seconds=1" heap allocs mutex block "goroutine?debug=2"; do
+        out+=$(curl -s --max-time 30 -o "$WORK/p.out" -w "; $q %{http_code} in %{time_total} s" \
             "http://127.0.0.1:$PPORT/debug/pprof/$q")
-        out+=$(go tool pprof -top "$WORK/p.pb.gz" 2>/dev/null |
-            sed -n 's/^Duration: \([^,]*\), Total samples = \([^ ]*\).*/: \1, \2 of samples/p')
+        if [ "$q" = "goroutine?debug=2" ]; then
+            out+=": $(grep -c '^thread ' "$WORK/p.out") threads"
+        else
+            out+=$(go tool pprof -top "$WORK/p.out" 2>/dev/null |
+                sed -n 's/^Duration: \([^,]*\), Total samples = \([^ ]*\).*/: \1, \2 of samples/p')
+        fi
     done
     echo "$out" >"$WORK/asked"
 }
@@ -120,7 +128,7 @@ one() {
 for svc in ${SERVICES//,/ }; do
     "svc_${svc}_setup"
 done
-for r in $(seq "$ROUNDS"); do
+for _ in $(seq "$ROUNDS"); do
     for svc in ${SERVICES//,/ }; do
         for arm in none defaults history wall+asked; do
             one "$svc" "$arm"
