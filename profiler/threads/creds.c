@@ -14,11 +14,16 @@
  * capability the program dropped, and before each of its setuid, setgid
  * and setgroups family calls (interpose/creds_hooks.c), whatever changed
  * since. Each thread of the profiler's takes the request in the profiling
- * signal's handler (a dispatcher user, signals/) and answers by counting
- * into a word that also carries the request's generation, so a late answer
- * never counts for a newer one. A thread of the profiler's cloned but not
- * registered yet is waited for (a second at most) and asked too; one that
- * registers later matches the thread that made the last change itself
+ * signal's handler (a dispatcher user, signals/) and marks its entry in
+ * the request answered. The kernel keeps one pending signal of a kind per
+ * thread: a request sent while the thread's CPU timer signal waits for it
+ * to run is lost, so the request goes again every 2 ms to the threads that
+ * have not answered. A request is open only while its caller waits: an
+ * answer that comes after (a thread that blocked the signal past the
+ * second the caller waits) changes nothing, since the caller's state has
+ * changed since. A thread of the profiler's cloned but not registered yet
+ * is waited for (a second at most) and asked too; one that registers later
+ * matches the thread that made the last change itself
  * (pp_threads_creds_join).
  */
 #define _GNU_SOURCE
@@ -46,17 +51,22 @@ struct creds {
 };
 
 static pthread_mutex_t match_lock = PTHREAD_MUTEX_INITIALIZER;
+/* The request being answered: written under match_lock while `open` is
+ * 0, read by the handlers while it is 1. */
 static struct {
-    _Atomic uint32_t seq; /* odd while `want` is written */
+    _Atomic int open; /* the caller waits for answers */
+    _Atomic int busy; /* handlers that may be reading or answering it */
     struct creds want;
+    int n;
+    int tids[MAX_OWN];                  /* the threads asked */
+    _Atomic unsigned char state[MAX_OWN]; /* ASKED, then MATCHED, REFUSED or GONE */
 } req;
+enum { ASKED, MATCHED, REFUSED, GONE };
 /* The last state matched and the thread it was read from, for threads of
  * the profiler's that register later (under match_lock). */
 static struct creds kept;
 static int kept_valid, kept_tid;
 static _Atomic int starting;      /* threads of the profiler's cloned, not yet registered */
-static _Atomic uint64_t answers;  /* generation << 32 | answers so far */
-static _Atomic uint32_t failures; /* answers whose change the kernel refused */
 static _Atomic int registered;
 
 /* Thread tid's capabilities (0: the calling thread's, with its securebits;
@@ -100,30 +110,23 @@ static int take_creds(const struct creds *want)
     return rc != 0 ? -1 : 0;
 }
 
-/* A match request: the requested state in this thread. async-signal-safe */
+/* A match request: the requested state in this thread, once.
+ * async-signal-safe */
 static int on_creds_signal(int sig, siginfo_t *si, void *uc)
 {
     (void)sig;
     (void)si;
     (void)uc;
-    uint32_t seq;
-    struct creds want;
-    for (int tries = 0;; tries++) { /* the writer is another thread: it finishes */
-        seq = atomic_load(&req.seq);
-        if (seq & 1) {
-            if (tries > 100000)
-                return 1;
-            continue;
-        }
-        want = req.want;
-        if (atomic_load(&req.seq) == seq)
-            break;
+    atomic_fetch_add(&req.busy, 1); /* before `open` is read: the caller waits for it to fall */
+    if (atomic_load(&req.open)) {
+        int me = (int)syscall(SYS_gettid);
+        for (int i = 0; i < req.n; i++)
+            if (req.tids[i] == me && atomic_load(&req.state[i]) == ASKED) {
+                atomic_store(&req.state[i], take_creds(&req.want) == 0 ? MATCHED : REFUSED);
+                break;
+            }
     }
-    if (take_creds(&want) != 0)
-        atomic_fetch_add(&failures, 1);
-    uint64_t w = atomic_load(&answers);
-    while ((uint32_t)(w >> 32) == seq / 2 && !atomic_compare_exchange_weak(&answers, &w, w + 1))
-        ;
+    atomic_fetch_sub(&req.busy, 1);
     return 1;
 }
 
@@ -133,9 +136,17 @@ static void pause_200us(void)
     nanosleep(&ts, NULL);
 }
 
-/* Sends the request now in `req` to every own thread but the caller and
- * waits a second at most for their answers; returns how many did not
- * answer or could not match. Called with match_lock held. */
+/* Sends the request to thread i of the request, unless it is gone. */
+static void ask(int i)
+{
+    if (pp_signal_queue(req.tids[i], CREDS_MAGIC) != 0 && syscall(SYS_tgkill, getpid(), req.tids[i], 0) != 0)
+        atomic_store(&req.state[i], GONE); /* it exited since it was listed */
+}
+
+/* Sends the request in req.want to every own thread but the caller, again
+ * every 2 ms to those that have not answered, and waits a second at most
+ * for their answers; returns how many did not answer or could not match.
+ * Called with match_lock held. */
 static int send_and_wait(void)
 {
     /* A thread of the profiler's cloned before now may have other
@@ -145,29 +156,42 @@ static int send_and_wait(void)
     while (atomic_load(&starting) > 0 && pp_now_ns(CLOCK_MONOTONIC) < end)
         pause_200us();
     int tids[MAX_OWN], me = (int)syscall(SYS_gettid);
-    int n = pp_threads_list_own(tids, MAX_OWN), sent = 0;
-    if (n == 0 || (n == 1 && tids[0] == me))
+    int n = pp_threads_list_own(tids, MAX_OWN);
+    req.n = 0;
+    for (int i = 0; i < n; i++)
+        if (tids[i] != me) {
+            req.tids[req.n] = tids[i];
+            atomic_store(&req.state[req.n++], ASKED);
+        }
+    if (req.n == 0)
         return atomic_load(&starting) > 0;
     if (!atomic_exchange(&registered, 1)) {
         pp_signal_register(PP_SIG_QUEUED, CREDS_MAGIC, on_creds_signal);
         pp_signal_install();
     }
-    uint32_t gen = atomic_load(&req.seq) / 2;
-    atomic_store(&answers, (uint64_t)gen << 32);
-    atomic_store(&failures, 0);
-    int unsent = 0;
-    for (int i = 0; i < n; i++) {
-        if (tids[i] == me)
-            continue;
-        if (pp_signal_queue(tids[i], CREDS_MAGIC) == 0)
-            sent++;
-        else if (syscall(SYS_tgkill, getpid(), tids[i], 0) == 0)
-            unsent++; /* alive, not reached */
-    }
+    atomic_store(&req.open, 1);
     end = pp_now_ns(CLOCK_MONOTONIC) + 1000000000;
-    while ((int)(uint32_t)atomic_load(&answers) < sent && pp_now_ns(CLOCK_MONOTONIC) < end)
+    for (int round = 0;; round++) {
+        int waiting = 0;
+        for (int i = 0; i < req.n; i++)
+            if (atomic_load(&req.state[i]) == ASKED) {
+                waiting++;
+                if (round % 10 == 0)
+                    ask(i);
+            }
+        if (!waiting || pp_now_ns(CLOCK_MONOTONIC) >= end)
+            break;
         pause_200us();
-    return unsent + sent - (int)(uint32_t)atomic_load(&answers) + (int)atomic_load(&failures);
+    }
+    atomic_store(&req.open, 0);
+    while (atomic_load(&req.busy)) /* a handler that saw it open finishes */
+        pause_200us();
+    int unmatched = 0;
+    for (int i = 0; i < req.n; i++) {
+        int st = atomic_load(&req.state[i]);
+        unmatched += st == ASKED || st == REFUSED;
+    }
+    return unmatched;
 }
 
 int pp_threads_creds_match(void)
@@ -176,9 +200,7 @@ int pp_threads_creds_match(void)
     if (read_creds(0, &now) != 0)
         return 0; /* nothing to match against */
     pthread_mutex_lock(&match_lock);
-    atomic_fetch_add(&req.seq, 1);
     req.want = now;
-    atomic_fetch_add(&req.seq, 1);
     kept = now;
     kept_valid = 1;
     kept_tid = (int)syscall(SYS_gettid);
@@ -212,4 +234,6 @@ void pp_threads_creds_fork_child(void)
 {
     match_lock = (pthread_mutex_t)PTHREAD_MUTEX_INITIALIZER;
     atomic_store(&starting, 0); /* the parent's starting threads are not the child's */
+    atomic_store(&req.open, 0);  /* nor its request, nor the handlers on it */
+    atomic_store(&req.busy, 0);
 }
