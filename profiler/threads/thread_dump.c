@@ -378,9 +378,15 @@ static int ask(int tid, pp_thread_stack *t, int64_t budget_ns)
     int64_t end = pp_now_ns(CLOCK_MONOTONIC) + (budget_ns < PER_THREAD_NS ? budget_ns : PER_THREAD_NS);
     int gone = 0;
     if (pp_signal_queue(tid, DUMP_MAGIC) == 0) {
-        while (atomic_load(&answer.slot) != SLOT(tid, DONE) && pp_now_ns(CLOCK_MONOTONIC) < end) {
+        /* The kernel keeps one pending signal of a kind per thread: a
+         * request sent while the thread's CPU timer signal waits for it
+         * to run is lost, so it goes again every 2 ms until answered (a
+         * late copy finds no slot waiting). */
+        for (int i = 1; atomic_load(&answer.slot) != SLOT(tid, DONE) && pp_now_ns(CLOCK_MONOTONIC) < end; i++) {
             struct timespec ts = {0, 200000};
             nanosleep(&ts, NULL);
+            if (i % 10 == 0 && atomic_load(&answer.slot) == SLOT(tid, WAITING))
+                pp_signal_queue(tid, DUMP_MAGIC);
         }
     } else {
         gone = errno == ESRCH; /* it exited since the directory was read */
