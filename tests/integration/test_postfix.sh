@@ -157,5 +157,8 @@ pp_check "every mail was delivered ($got of $sent)" test "$got" = "$sent" -a "$s
 pf_stop
 pp_check "postfix stop ended the master" test -z "$(pp_alive "$master" && echo alive)"
 new=$(problems | comm -13 "$TMP/control.problems" - | head -5)
+# the lines themselves, with their numbers (a signal's among them)
+[ -n "$new" ] && grep -E ' (warning|error|fatal|panic): ' "$D/maillog" | grep -v 'clock is\|time stamps' | tail -5 |
+    while read -r line; do pp_note "maillog: ${line#* postfix}"; done
 pp_check "the maillog has no kind of warning or error the control run did not have${new:+: $new}" test -z "$new"
 pp_finish
