@@ -18,6 +18,13 @@ void *pp_next_symbol(const char *name, const char *version);
  * variable), arm64's GLIBC_2.17, else the default. The same rule as
  * pp_next_symbol for malloc-safety. */
 void *pp_next_cond_symbol(const char *name);
+/* The next definitions of the functions a file overrides, from one list:
+ * with `#define NEXT(X) X(recv) X(accept)`, NEXT(PP_NEXT_DECL) declares
+ * static pointers real_recv and real_accept of those functions' types,
+ * and NEXT(PP_NEXT_RESOLVE) in the file's init function fills them
+ * (pp_next_symbol's rule for malloc-safety). */
+#define PP_NEXT_DECL(name) static __typeof__(&name) real_##name;
+#define PP_NEXT_RESOLVE(name) real_##name = (__typeof__(&name))pp_next_symbol(#name, NULL);
 
 #include <pthread.h>
 #include <time.h>

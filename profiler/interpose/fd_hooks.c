@@ -32,27 +32,14 @@
 #define CLOSE_RANGE_UNSHARE (1U << 1)
 #endif
 
-typedef int (*close_fn)(int);
-typedef int (*close_range_fn)(unsigned, unsigned, int);
-typedef void (*closefrom_fn)(int);
-typedef int (*dup2_fn)(int, int);
-typedef int (*dup3_fn)(int, int, int);
-
-static close_fn real_close;
-static close_range_fn real_close_range;
-static closefrom_fn real_closefrom;
-static dup2_fn real_dup2;
-static dup3_fn real_dup3;
+#define NEXT(X) X(close) X(close_range) X(closefrom) X(dup2) X(dup3)
+NEXT(PP_NEXT_DECL)
 
 /* Resolved by the constructor (lifecycle.c), before any thread of the
  * profiler exists; until then the system calls themselves serve. */
 void pp_fd_hooks_init(void)
 {
-    real_close = (close_fn)pp_next_symbol("close", NULL);
-    real_close_range = (close_range_fn)pp_next_symbol("close_range", NULL);
-    real_closefrom = (closefrom_fn)pp_next_symbol("closefrom", NULL);
-    real_dup2 = (dup2_fn)pp_next_symbol("dup2", NULL);
-    real_dup3 = (dup3_fn)pp_next_symbol("dup3", NULL);
+    NEXT(PP_NEXT_RESOLVE)
 }
 
 /* async-signal-safe */

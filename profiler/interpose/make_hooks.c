@@ -36,32 +36,14 @@
 #ifndef PPROF_NO_HOOKS
 #define API __attribute__((visibility("default")))
 
-typedef int (*openat_fn)(int, const char *, int, ...);
-typedef int (*socket_fn)(int, int, int);
-typedef int (*socketpair_fn)(int, int, int, int[2]);
-typedef int (*pipe2_fn)(int[2], int);
-typedef int (*epoll_create1_fn)(int);
-typedef int (*eventfd_fn)(unsigned, int);
-
-static struct {
-    openat_fn openat;
-    socket_fn socket;
-    socketpair_fn socketpair;
-    pipe2_fn pipe2;
-    epoll_create1_fn epoll_create1;
-    eventfd_fn eventfd;
-} next;
+#define NEXT(X) X(openat) X(socket) X(socketpair) X(pipe2) X(epoll_create1) X(eventfd)
+NEXT(PP_NEXT_DECL)
 
 /* Resolved by the constructor (lifecycle.c), before any thread of the
  * profiler exists; until then the system calls themselves serve. */
 void pp_make_hooks_init(void)
 {
-    next.openat = (openat_fn)pp_next_symbol("openat", NULL);
-    next.socket = (socket_fn)pp_next_symbol("socket", NULL);
-    next.socketpair = (socketpair_fn)pp_next_symbol("socketpair", NULL);
-    next.pipe2 = (pipe2_fn)pp_next_symbol("pipe2", NULL);
-    next.epoll_create1 = (epoll_create1_fn)pp_next_symbol("epoll_create1", NULL);
-    next.eventfd = (eventfd_fn)pp_next_symbol("eventfd", NULL);
+    NEXT(PP_NEXT_RESOLVE)
 }
 
 /* The mode argument of an open: present only with O_CREAT or O_TMPFILE. */
@@ -101,7 +83,7 @@ static int made(int own, int fd, int keep)
 static int make_openat(int dir, const char *path, int flags, int mode)
 {
     int own = make_begin();
-    int fd = next.openat ? next.openat(dir, path, flags, mode) : (int)syscall(SYS_openat, dir, path, flags, mode);
+    int fd = real_openat ? real_openat(dir, path, flags, mode) : (int)syscall(SYS_openat, dir, path, flags, mode);
     return made(own, fd, 1);
 }
 
@@ -163,7 +145,7 @@ API int __openat64_2(int dir, const char *path, int flags)
 API int socket(int domain, int type, int protocol)
 {
     int own = make_begin();
-    return made(own, next.socket ? next.socket(domain, type, protocol) : (int)syscall(SYS_socket, domain, type, protocol),
+    return made(own, real_socket ? real_socket(domain, type, protocol) : (int)syscall(SYS_socket, domain, type, protocol),
                 0);
 }
 
@@ -184,7 +166,7 @@ API int socketpair(int domain, int type, int protocol, int sv[2])
 {
     int own = make_begin();
     return made_pair(own,
-                     next.socketpair ? next.socketpair(domain, type, protocol, sv)
+                     real_socketpair ? real_socketpair(domain, type, protocol, sv)
                                      : (int)syscall(SYS_socketpair, domain, type, protocol, sv),
                      sv);
 }
@@ -192,7 +174,7 @@ API int socketpair(int domain, int type, int protocol, int sv[2])
 API int pipe2(int p[2], int flags)
 {
     int own = make_begin();
-    return made_pair(own, next.pipe2 ? next.pipe2(p, flags) : (int)syscall(SYS_pipe2, p, flags), p);
+    return made_pair(own, real_pipe2 ? real_pipe2(p, flags) : (int)syscall(SYS_pipe2, p, flags), p);
 }
 
 API int pipe(int p[2])
@@ -203,13 +185,13 @@ API int pipe(int p[2])
 API int epoll_create1(int flags)
 {
     int own = make_begin();
-    return made(own, next.epoll_create1 ? next.epoll_create1(flags) : (int)syscall(SYS_epoll_create1, flags), 0);
+    return made(own, real_epoll_create1 ? real_epoll_create1(flags) : (int)syscall(SYS_epoll_create1, flags), 0);
 }
 
 API int eventfd(unsigned count, int flags)
 {
     int own = make_begin();
-    return made(own, next.eventfd ? next.eventfd(count, flags) : (int)syscall(SYS_eventfd2, count, flags), 0);
+    return made(own, real_eventfd ? real_eventfd(count, flags) : (int)syscall(SYS_eventfd2, count, flags), 0);
 }
 #else
 void pp_make_hooks_init(void)

@@ -42,20 +42,14 @@
 #define WHOLESALE 24
 
 typedef int (*sigmask_fn)(int, const sigset_t *, sigset_t *);
-typedef int (*sigaction_fn)(int, const struct sigaction *, struct sigaction *);
 typedef sighandler_t (*signal_fn)(int, sighandler_t);
-static sigmask_fn real_pthread_sigmask, real_sigprocmask;
-static sigaction_fn real_sigaction;
-static signal_fn real_signal, real_bsd_signal, real_sysv_signal;
+API sighandler_t bsd_signal(int sig, sighandler_t h); /* glibc declares it for old standards only */
+#define NEXT(X) X(pthread_sigmask) X(sigprocmask) X(sigaction) X(signal) X(bsd_signal) X(sysv_signal)
+NEXT(PP_NEXT_DECL)
 
 void pp_signal_hooks_init(void)
 {
-    real_pthread_sigmask = (sigmask_fn)pp_next_symbol("pthread_sigmask", NULL);
-    real_sigprocmask = (sigmask_fn)pp_next_symbol("sigprocmask", NULL);
-    real_sigaction = (sigaction_fn)pp_next_symbol("sigaction", NULL);
-    real_signal = (signal_fn)pp_next_symbol("signal", NULL);
-    real_bsd_signal = (signal_fn)pp_next_symbol("bsd_signal", NULL);
-    real_sysv_signal = (signal_fn)pp_next_symbol("sysv_signal", NULL);
+    NEXT(PP_NEXT_RESOLVE)
     pp_signal_resolve();
 }
 
@@ -104,7 +98,6 @@ API sighandler_t signal(int sig, sighandler_t h)
 }
 
 /* async-signal-safe once the constructor resolved the next definitions */
-API sighandler_t bsd_signal(int sig, sighandler_t h); /* glibc declares it for old standards only */
 API sighandler_t bsd_signal(int sig, sighandler_t h)
 {
     return set_handler(sig, h, SA_RESTART, real_bsd_signal);

@@ -32,25 +32,12 @@
 #ifndef PPROF_NO_HOOKS
 #define API __attribute__((visibility("default")))
 
-typedef ssize_t (*recv_fn)(int, void *, size_t, int);
-typedef ssize_t (*recvfrom_fn)(int, void *, size_t, int, struct sockaddr *, socklen_t *);
-typedef ssize_t (*recvmsg_fn)(int, struct msghdr *, int);
-typedef int (*accept_fn)(int, struct sockaddr *, socklen_t *);
-typedef int (*accept4_fn)(int, struct sockaddr *, socklen_t *, int);
-
-static recv_fn real_recv;
-static recvfrom_fn real_recvfrom;
-static recvmsg_fn real_recvmsg;
-static accept_fn real_accept;
-static accept4_fn real_accept4;
+#define NEXT(X) X(recv) X(recvfrom) X(recvmsg) X(accept) X(accept4)
+NEXT(PP_NEXT_DECL)
 
 void pp_sock_hooks_init(void)
 {
-    real_recv = (recv_fn)pp_next_symbol("recv", NULL);
-    real_recvfrom = (recvfrom_fn)pp_next_symbol("recvfrom", NULL);
-    real_recvmsg = (recvmsg_fn)pp_next_symbol("recvmsg", NULL);
-    real_accept = (accept_fn)pp_next_symbol("accept", NULL);
-    real_accept4 = (accept4_fn)pp_next_symbol("accept4", NULL);
+    NEXT(PP_NEXT_RESOLVE)
 }
 
 #define NEED(fn) PP_NEED(fn, pp_sock_hooks_init)

@@ -50,29 +50,10 @@
 #ifndef PPROF_NO_HOOKS
 #define API __attribute__((visibility("default")))
 
-typedef int (*poll_fn)(struct pollfd *, nfds_t, int);
-typedef int (*ppoll_fn)(struct pollfd *, nfds_t, const struct timespec *, const sigset_t *);
-typedef int (*select_fn)(int, fd_set *, fd_set *, fd_set *, struct timeval *);
-typedef int (*pselect_fn)(int, fd_set *, fd_set *, fd_set *, const struct timespec *, const sigset_t *);
-typedef int (*epoll_wait_fn)(int, struct epoll_event *, int, int);
-typedef int (*epoll_pwait_fn)(int, struct epoll_event *, int, int, const sigset_t *);
-typedef int (*epoll_pwait2_fn)(int, struct epoll_event *, int, const struct timespec *, const sigset_t *);
-typedef int (*nanosleep_fn)(const struct timespec *, struct timespec *);
-typedef int (*clock_nanosleep_fn)(clockid_t, int, const struct timespec *, struct timespec *);
-typedef int (*usleep_fn)(useconds_t);
-typedef int (*sigtimedwait_fn)(const sigset_t *, siginfo_t *, const struct timespec *);
-
-static poll_fn real_poll;
-static ppoll_fn real_ppoll;
-static select_fn real_select;
-static pselect_fn real_pselect;
-static epoll_wait_fn real_epoll_wait;
-static epoll_pwait_fn real_epoll_pwait;
-static epoll_pwait2_fn real_epoll_pwait2;
-static nanosleep_fn real_nanosleep;
-static clock_nanosleep_fn real_clock_nanosleep;
-static usleep_fn real_usleep;
-static sigtimedwait_fn real_sigtimedwait;
+#define NEXT(X)                                                                                                   \
+    X(poll) X(ppoll) X(select) X(pselect) X(epoll_wait) X(epoll_pwait) X(epoll_pwait2) X(nanosleep)             \
+        X(clock_nanosleep) X(usleep) X(sigtimedwait)
+NEXT(PP_NEXT_DECL)
 
 int pp_wait_counter;
 static uint64_t counter0; /* the counter and the clock at start-up */
@@ -124,17 +105,7 @@ int64_t pp_wait_since_ns(uint64_t stamp)
 void pp_wait_hooks_init(void)
 {
     stamps_init();
-    real_poll = (poll_fn)pp_next_symbol("poll", NULL);
-    real_ppoll = (ppoll_fn)pp_next_symbol("ppoll", NULL);
-    real_select = (select_fn)pp_next_symbol("select", NULL);
-    real_pselect = (pselect_fn)pp_next_symbol("pselect", NULL);
-    real_epoll_wait = (epoll_wait_fn)pp_next_symbol("epoll_wait", NULL);
-    real_epoll_pwait = (epoll_pwait_fn)pp_next_symbol("epoll_pwait", NULL);
-    real_epoll_pwait2 = (epoll_pwait2_fn)pp_next_symbol("epoll_pwait2", NULL);
-    real_nanosleep = (nanosleep_fn)pp_next_symbol("nanosleep", NULL);
-    real_clock_nanosleep = (clock_nanosleep_fn)pp_next_symbol("clock_nanosleep", NULL);
-    real_usleep = (usleep_fn)pp_next_symbol("usleep", NULL);
-    real_sigtimedwait = (sigtimedwait_fn)pp_next_symbol("sigtimedwait", NULL);
+    NEXT(PP_NEXT_RESOLVE)
 }
 
 #define NEED(fn) PP_NEED(fn, pp_wait_hooks_init)
