@@ -10,7 +10,16 @@
 #include <stdlib.h>
 #include <sys/types.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
+
+/* CLOCK_MONOTONIC now, in nanoseconds. */
+static inline double bench_now_ns(void)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return t.tv_sec * 1e9 + t.tv_nsec;
+}
 
 static inline int bench_cmp_double(const void *a, const void *b)
 {
@@ -70,6 +79,17 @@ static inline void *bench_burn(void *stop)
             x = x * 1.0000001 + 1e-9;
     __asm__ volatile("" : : "x"(x)); /* the work is not optimized away */
     return NULL;
+}
+
+/* A bench_run_self setup: the child runs with the library at path `lib`
+ * preloaded, or without libpprof when lib is NULL; it serves nothing. */
+static inline void bench_preload(void *lib)
+{
+    if (lib)
+        setenv("LD_PRELOAD", lib, 1);
+    else
+        unsetenv("LD_PRELOAD");
+    unsetenv("LIBPPROF_ADDR");
 }
 
 /* Runs /proc/self/exe with argv in a child process and waits for it. In

@@ -68,9 +68,7 @@ __attribute__((noinline)) static void pad(unsigned long id, int depth)
 
 static double now_ms(void)
 {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
+    return bench_now_ns() / 1e6;
 }
 
 static void run(unsigned long stacks, int runs)

@@ -33,9 +33,7 @@ static const char *const ways[WAYS] = {"plain", "noaddr", "member", "alone"};
 
 static double now_ms(void)
 {
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return t.tv_sec * 1e3 + t.tv_nsec / 1e6;
+    return bench_now_ns() / 1e6;
 }
 
 static double cpu_ms(const struct rusage *u)

@@ -27,12 +27,6 @@
 #define BATCH 2000000
 #define ROUNDS 7
 
-static double now_ns(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return ts.tv_sec * 1e9 + ts.tv_nsec;
-}
 
 static volatile int sink;
 static void body(void *arg) { sink += arg != NULL; }
@@ -42,10 +36,10 @@ static double nested_ns[ROUNDS];
 static void nested_batch(void *arg)
 {
     int r = *(int *)arg;
-    double t0 = now_ns();
+    double t0 = bench_now_ns();
     for (int i = 0; i < BATCH; i++)
         pprof_do(inner_set, body, NULL);
-    nested_ns[r] = (now_ns() - t0) / BATCH;
+    nested_ns[r] = (bench_now_ns() - t0) / BATCH;
 }
 
 /* One process's figures (medians of ROUNDS batches), printed on a line:
@@ -61,25 +55,25 @@ static int figures(void)
     double do_ns[ROUNDS], build_ns[ROUNDS], trace_ns[ROUNDS];
     pprof_trace_context span = {.trace_id = {1}, .span_id = {2}, .span_name = "GET /search"};
     for (int r = 0; r < ROUNDS; r++) {
-        double t0 = now_ns();
+        double t0 = bench_now_ns();
         for (int i = 0; i < BATCH; i++)
             pprof_do(set, body, NULL);
-        do_ns[r] = (now_ns() - t0) / BATCH;
-        t0 = now_ns();
+        do_ns[r] = (bench_now_ns() - t0) / BATCH;
+        t0 = bench_now_ns();
         for (int i = 0; i < BATCH; i++) {
             pprof_labels *s;
             pprof_labels_new(pairs, 2, &s);
             pprof_labels_unref(s);
         }
-        build_ns[r] = (now_ns() - t0) / BATCH;
+        build_ns[r] = (bench_now_ns() - t0) / BATCH;
         pprof_do(outer, nested_batch, &r);
-        t0 = now_ns();
+        t0 = bench_now_ns();
         for (int i = 0; i < BATCH; i++) {
             const pprof_trace_context *prev = pprof_trace_enter(&span);
             sink += span.trace_flags;
             pprof_trace_leave(prev);
         }
-        trace_ns[r] = (now_ns() - t0) / BATCH;
+        trace_ns[r] = (bench_now_ns() - t0) / BATCH;
     }
     bench_sort(do_ns, ROUNDS);
     bench_sort(nested_ns, ROUNDS);

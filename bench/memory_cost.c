@@ -113,15 +113,6 @@ static int answer_worker(void)
     return 0;
 }
 
-static void preload(void *arg)
-{
-    if (arg)
-        setenv("LD_PRELOAD", PPROF_LIB, 1);
-    else
-        unsetenv("LD_PRELOAD");
-    unsetenv("LIBPPROF_ADDR");
-}
-
 int main(int argc, char **argv)
 {
     if (argc > 1 && !strcmp(argv[1], "mmap-worker"))
@@ -138,7 +129,7 @@ int main(int argc, char **argv)
         char *const av[] = {argv[0], "mmap-worker", NULL};
         for (int k = 0; k < 2; k++) {
             int lib = (i + k) % 2;
-            if (bench_run_self(av, preload, lib ? (void *)1 : NULL, -1, out, sizeof out))
+            if (bench_run_self(av, bench_preload, lib ? PPROF_LIB : NULL, -1, out, sizeof out))
                 return 1;
             (lib ? with : plain)[i] = atof(out);
         }
@@ -150,7 +141,7 @@ int main(int argc, char **argv)
     printf("\nthe memory profile of a 1 GB process\nround build_ms write_ms resident_bytes host_heap_change_build host_heap_change_write\n");
     for (int i = 0; i < rounds; i++) {
         char *const av[] = {argv[0], "answer-worker", NULL};
-        if (bench_run_self(av, preload, (void *)1, -1, out, sizeof out))
+        if (bench_run_self(av, bench_preload, PPROF_LIB, -1, out, sizeof out))
             return 1;
         double b = 0, e = 0;
         long long total = 0, heap = 0, heap_w = 0;

@@ -31,12 +31,6 @@
 #define KINDS 4
 static const char *const names[KINDS] = {"poll0", "poll1", "epoll", "recv"};
 
-static double now_ns(void)
-{
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return t.tv_sec * 1e9 + t.tv_nsec;
-}
 
 static int worker(void)
 {
@@ -48,7 +42,7 @@ static int worker(void)
     struct pollfd pf = {p[0], POLLIN, 0};
     double ns[KINDS];
     for (int k = 0; k < KINDS; k++) {
-        double t0 = now_ns();
+        double t0 = bench_now_ns();
         char c;
         for (int i = 0; i < CALLS; i++) {
             switch (k) {
@@ -66,21 +60,12 @@ static int worker(void)
                     return 1;
             }
         }
-        ns[k] = (now_ns() - t0) / CALLS;
+        ns[k] = (bench_now_ns() - t0) / CALLS;
     }
     for (int k = 0; k < KINDS; k++)
         printf("%s%.1f", k ? " " : "", ns[k]);
     printf("\n");
     return 0;
-}
-
-static void preload(void *lib)
-{
-    if (lib)
-        setenv("LD_PRELOAD", lib, 1);
-    else
-        unsetenv("LD_PRELOAD");
-    unsetenv("LIBPPROF_ADDR");
 }
 
 int main(int argc, char **argv)
@@ -99,7 +84,7 @@ int main(int argc, char **argv)
     for (int r = 0; r < rounds; r++) {
         char out[256];
         for (int w = 0; w < 2; w++) {
-            if (bench_run_self(args, preload, w ? PPROF_LIB : NULL, -1, out, sizeof out)) {
+            if (bench_run_self(args, bench_preload, w ? PPROF_LIB : NULL, -1, out, sizeof out)) {
                 fprintf(stderr, "wait_cost: a worker failed\n");
                 return 1;
             }
