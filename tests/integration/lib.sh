@@ -313,6 +313,40 @@ pp_ticks() {
     echo "$sum"
 }
 
+# pp_cpu_window PID SECONDS BASE: BASE/profile?seconds=SECONDS into
+# $TMP/cpu.pb.gz (its HTTP code in $TMP/cpu.code), with PID's CPU ticks
+# read at the window's ends, one a line, in $TMP/ticks: the process's own
+# count (so its threads that ended count too), less those of libpprof's
+# threads (listed before the window: one read of each file at each end).
+pp_cpu_window() {
+    local own cpu
+    own=$(for t in /proc/"$1"/task/*; do [[ "$(cat "$t/comm" 2>/dev/null)" =~ $PP_OWN_THREADS ]] && echo "$t/stat"; done)
+    curl -sS --max-time 20 -o "$TMP/cpu.pb.gz" -w '%{http_code}' "$3/profile?seconds=$2" >"$TMP/cpu.code" &
+    cpu=$!
+    # shellcheck disable=SC2086 # one word per thread
+    { pp_ticks_less "$1" $own; sleep "$2"; pp_ticks_less "$1" $own; } >"$TMP/ticks"
+    wait $cpu
+}
+
+# pp_ticks_less PID [STAT...]: PID's CPU ticks by its own count, less
+# those of the thread stat files given.
+pp_ticks_less() {
+    local pid=$1
+    shift
+    cat "/proc/$pid/stat" "$@" 2>/dev/null | awk 'NR == 1 { s = $14 + $15; next } { s -= $14 + $15 } END { print s }'
+}
+
+# pp_web_backend DIR: a loopback web server (python3's http.server,
+# pp_start's helper "backend") serving DIR/www, which holds an index.html
+# of 2.7 kB; its port in BPORT.
+pp_web_backend() {
+    mkdir -p "$1/www"
+    chmod 755 "$TMP" "$1" "$1/www"
+    head -c 2000 /dev/urandom | base64 >"$1/www/index.html"
+    BPORT=$(pp_free_port)
+    pp_start backend python3 -m http.server "$BPORT" --bind 127.0.0.1 --directory "$1/www"
+}
+
 # pp_top_ms FILE: "TOTAL NOT_SAMPLED", the CPU profile's samples and its
 # "not sampled" frames' flat time, in milliseconds.
 pp_top_ms() {

@@ -27,39 +27,11 @@ if [ ! -x /usr/sbin/postfix ] || ! command -v smtp-source >/dev/null || ! id pos
     pp_finish
 fi
 D=$TMP/pf
-mkdir -p "$D/conf" "$D/queue" "$D/data" "$D/mail"
-chmod 755 "$TMP" "$D"
-chown postfix "$D/data"
-chown 65534:65534 "$D/mail"
+chmod 755 "$TMP"
 SPORT=$(pp_free_port)
-awk -v p="$SPORT" '/^smtp +inet/ { print "127.0.0.1:" p " inet n - n - - smtpd"; next }
-    /^[a-z]/ && $5 != "" { $5 = "n" } { print }' /usr/share/postfix/master.cf.dist |
-    grep -v '^ *-o\|^#' >"$D/conf/master.cf"
-cp /usr/share/postfix/dynamicmaps.cf "$D/conf/" 2>/dev/null
-cat >"$D/conf/main.cf" <<EOF
-compatibility_level = 3.6
-queue_directory = $D/queue
-data_directory = $D/data
-mail_owner = postfix
-setgid_group = postdrop
-inet_interfaces = loopback-only
-inet_protocols = ipv4
-myhostname = pp.test
-mydestination =
-alias_maps =
-alias_database =
-mynetworks = 127.0.0.0/8
-smtpd_recipient_restrictions = permit_mynetworks, reject
-virtual_mailbox_domains = pp.test
-virtual_mailbox_base = $D/mail
-virtual_mailbox_maps = static:box/
-virtual_uid_maps = static:65534
-virtual_gid_maps = static:65534
-maillog_file = $D/maillog
-maillog_file_prefixes = $TMP
-import_environment = MAIL_CONFIG MAIL_DEBUG MAIL_LOGTAG TZ XAUTHORITY DISPLAY LANG=C
-    POSTLOG_SERVICE POSTLOG_HOSTNAME LD_PRELOAD LIBPPROF_ADDR LIBPPROF_HUB
-EOF
+# shellcheck source=postfix_conf.sh
+. "$(dirname "$0")/postfix_conf.sh"
+pf_conf "$D" "$SPORT"
 master_pid() { tr -d ' ' <"$D/queue/pid/master.pid" 2>/dev/null; }
 delivered() { find "$D/mail/box" -type f 2>/dev/null | wc -l; }
 wait_delivered() { # N: up to 60 s

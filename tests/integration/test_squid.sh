@@ -81,12 +81,8 @@ if [ ! -x /usr/sbin/squid ] || ! command -v wrk >/dev/null || ! id proxy >/dev/n
     pp_finish
 fi
 D=$TMP/squid
-mkdir -p "$D/www"
-chmod 755 "$TMP" "$D" "$D/www"
+pp_web_backend "$D"
 chown proxy "$D"
-head -c 2000 /dev/urandom | base64 >"$D/www/index.html"
-BPORT=$(pp_free_port)
-pp_start backend python3 -m http.server "$BPORT" --bind 127.0.0.1 --directory "$D/www"
 SPORT=$(pp_free_port)
 cat >"$D/squid.conf" <<EOF
 http_port 127.0.0.1:$SPORT accel defaultsite=127.0.0.1 no-vhost
@@ -169,17 +165,10 @@ for _ in $(seq 50); do
 done
 pp_check "with the set-user-ID copy the kid $kid is a member of the tree" \
     sh -c "curl -sS --max-time 5 '$base/' | grep -q 'members: <a [^>]*>$kid<'"
-own=$(for t in /proc/"$kid"/task/*; do [[ "$(cat "$t/comm" 2>/dev/null)" =~ $PP_OWN_THREADS ]] && echo "$t"; done)
-ticks() {
-    cat "/proc/$kid/stat" $(printf '%s/stat ' $own) 2>/dev/null | awk 'NR == 1 { s = $14 + $15; next } { s -= $14 + $15 } END { print s }'
-}
 wrk -t2 -c20 -d8s "http://127.0.0.1:$SPORT/" >"$TMP/wrk.out" 2>&1 &
 wrk=$!
 sleep 1
-curl -sS --max-time 20 -o "$TMP/cpu.pb.gz" -w ' %{http_code}' "$base/profile?seconds=3" >"$TMP/cpu.code" &
-cpu=$!
-{ ticks; sleep 3; ticks; } >"$TMP/ticks"
-wait $cpu
+pp_cpu_window "$kid" 3 "$base"
 codes=$(cat "$TMP/cpu.code")
 for q in "wall?seconds=2" heap "heap?pid=$kid" "goroutine?debug=2" "goroutine?debug=1"; do
     codes+=" $(curl -sS --max-time 20 -o /dev/null -w '%{http_code}' "$base/$q")"

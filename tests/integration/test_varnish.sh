@@ -22,11 +22,7 @@ if [ ! -x /usr/sbin/varnishd ] || ! command -v wrk >/dev/null || ! id vcache >/d
     pp_finish
 fi
 D=$TMP/varnish
-mkdir -p "$D/www"
-chmod 755 "$TMP" "$D" "$D/www"
-head -c 2000 /dev/urandom | base64 >"$D/www/index.html"
-BPORT=$(pp_free_port)
-pp_start backend python3 -m http.server "$BPORT" --bind 127.0.0.1 --directory "$D/www"
+pp_web_backend "$D"
 VPORT=$(pp_free_port)
 PORT=$(pp_free_port)
 LD_PRELOAD="$BUILD/libpprof.so" LIBPPROF_ADDR=127.0.0.1:$PORT /usr/sbin/varnishd -j unix,user=vcache \
@@ -44,19 +40,13 @@ done
 pp_check "varnish's child runs ($child, $(ls /proc/"$child"/task 2>/dev/null | wc -l) threads) and serves" \
     test -n "$child"
 
-# the child's CPU ticks (the process's own count: its pools' threads come
-# and go), less those of libpprof's threads
-own=$(for t in /proc/"$child"/task/*; do [[ "$(cat "$t/comm" 2>/dev/null)" =~ $PP_OWN_THREADS ]] && echo "$t"; done)
-ticks() {
-    cat "/proc/$child/stat" $(printf '%s/stat ' $own) 2>/dev/null | awk 'NR == 1 { s = $14 + $15; next } { s -= $14 + $15 } END { print s }'
-}
+# the child's CPU ticks by the process's own count (its pools' threads
+# come and go), less those of libpprof's threads, around a CPU profile
 wrk -t2 -c20 -d6s "http://127.0.0.1:$VPORT/" >"$TMP/wrk.out" 2>&1 &
 wrk=$!
 sleep 1
-curl -sS --max-time 20 -o "$TMP/cpu.pb.gz" -w '%{http_code}\n' "$base/profile?seconds=4" >"$TMP/cpu.code" &
-cpu=$!
-{ ticks; sleep 4; ticks; } >"$TMP/ticks"
-wait $cpu $wrk
+pp_cpu_window "$child" 4 "$base"
+wait $wrk
 pp_check "a CPU profile of the tree answered 200 ($(cat "$TMP/cpu.code"))" test "$(cat "$TMP/cpu.code")" = 200
 { read -r c0; read -r c1; } <"$TMP/ticks"
 mine=$(pp_pid_ms "$TMP/cpu.pb.gz" "$child")

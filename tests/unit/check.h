@@ -1,6 +1,7 @@
 /* check.h: the tiny assertion helpers the C and C++ unit tests share. */
 #ifndef PP_CHECK_H
 #define PP_CHECK_H
+#include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -40,6 +41,18 @@ __attribute__((format(printf, 5, 6))) static inline void check_report(int ok, co
         va_end(ap);
         fputc('\n', stderr);
     }
+}
+
+/* Installs fn as the handler of sig (SA_SIGINFO | SA_RESTART, no other
+ * signal blocked while it runs). */
+static inline void check_handle(int sig, void (*fn)(int, siginfo_t *, void *))
+{
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_sigaction = fn;
+    sa.sa_flags = SA_SIGINFO | SA_RESTART;
+    sigemptyset(&sa.sa_mask);
+    sigaction(sig, &sa, NULL);
 }
 
 #define CHECK(cond) check_report((cond) != 0, __FILE__, __LINE__, #cond, NULL)

@@ -280,11 +280,7 @@ static void check_stack(const char *what, const uint64_t *pcs, int n, const char
 static void test_signal_stack(void)
 {
     check_case_begin();
-    struct sigaction sa = {0};
-    sa.sa_sigaction = on_prof;
-    sa.sa_flags = SA_SIGINFO | SA_RESTART;
-    sigemptyset(&sa.sa_mask);
-    sigaction(SIGPROF, &sa, NULL);
+    check_handle(SIGPROF, on_prof);
     struct itimerval it = {{0, 2000}, {0, 2000}};
     setitimer(ITIMER_PROF, &it, NULL);
     unsigned sink = 0;

@@ -287,11 +287,7 @@ static void expect_whole(const char *what, const taken *t, const char *through)
 static void test_real(void)
 {
     check_case_begin();
-    struct sigaction sa = {0};
-    sa.sa_sigaction = on_usr1;
-    sa.sa_flags = SA_SIGINFO | SA_RESTART;
-    sigemptyset(&sa.sa_mask);
-    sigaction(SIGUSR1, &sa, NULL);
+    check_handle(SIGUSR1, on_usr1);
     stop_chain_outer(&here_main, &sig_main);
     pthread_t th;
     CHECK(pthread_create(&th, NULL, chain_thread, NULL) == 0);
