@@ -307,6 +307,12 @@ int pp_signal_queue(int tid, int value)
     return (int)syscall(SYS_rt_tgsigqueueinfo, si.si_pid, tid, sig, &si);
 }
 
+/* async-signal-safe */
+int pp_signal_drops(void)
+{
+    return pp_signal_number() < SIGRTMIN;
+}
+
 void pp_signal_block(sigset_t *old)
 {
     sigset_t block;

@@ -71,8 +71,16 @@ uint64_t pp_signal_reclaimed(void);
 /* The profiling signal's number. async-signal-safe */
 int pp_signal_number(void);
 /* Sends thread tid of this process the profiling signal, carrying
- * `value`: 0, or -1 with errno (ESRCH: the thread is gone). Thread-safe. */
+ * `value`: 0, or -1 with errno (ESRCH: the thread is gone). Thread-safe.
+ * The kernel keeps one pending standard signal of a number per thread:
+ * when the profiling signal is one (pp_signal_drops), a request sent
+ * while one is pending (the thread's CPU timer signal waiting for it to
+ * run) is dropped though 0 is returned, and a requester that waits for
+ * an answer sends it again. A real-time one is queued every time. */
 int pp_signal_queue(int tid, int value);
+/* 1 when pp_signal_queue may drop a request (a standard signal), 0 for a
+ * real-time one. async-signal-safe */
+int pp_signal_drops(void);
 /* Blocks the profiling signal in the calling thread; *old gets the mask
  * (when not NULL). Thread-safe. */
 void pp_signal_block(sigset_t *old);

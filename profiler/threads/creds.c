@@ -18,7 +18,8 @@
  * the request answered. The kernel keeps one pending signal of a kind per
  * thread: a request sent while the thread's CPU timer signal waits for it
  * to run is lost, so the request goes again every 2 ms to the threads that
- * have not answered. A request is open only while its caller waits: an
+ * have not answered (a real-time profiling signal is queued every time:
+ * it goes again only when it could not be sent). A request is open only while its caller waits: an
  * answer that comes after (a thread that blocked the signal past the
  * second the caller waits) changes nothing, since the caller's state has
  * changed since. A thread of the profiler's cloned but not registered yet
@@ -60,6 +61,7 @@ static struct {
     int n;
     int tids[MAX_OWN];                  /* the threads asked */
     _Atomic unsigned char state[MAX_OWN]; /* ASKED, then MATCHED, REFUSED or GONE */
+    unsigned char sent[MAX_OWN];        /* the caller's: queued at least once */
 } req;
 enum { ASKED, MATCHED, REFUSED, GONE };
 /* The last state matched and the thread it was read from, for threads of
@@ -139,7 +141,9 @@ static void pause_200us(void)
 /* Sends the request to thread i of the request, unless it is gone. */
 static void ask(int i)
 {
-    if (pp_signal_queue(req.tids[i], CREDS_MAGIC) != 0 && syscall(SYS_tgkill, getpid(), req.tids[i], 0) != 0)
+    if (pp_signal_queue(req.tids[i], CREDS_MAGIC) == 0)
+        req.sent[i] = 1;
+    else if (syscall(SYS_tgkill, getpid(), req.tids[i], 0) != 0)
         atomic_store(&req.state[i], GONE); /* it exited since it was listed */
 }
 
@@ -161,6 +165,7 @@ static int send_and_wait(void)
     for (int i = 0; i < n; i++)
         if (tids[i] != me) {
             req.tids[req.n] = tids[i];
+            req.sent[req.n] = 0;
             atomic_store(&req.state[req.n++], ASKED);
         }
     if (req.n == 0)
@@ -170,13 +175,14 @@ static int send_and_wait(void)
         pp_signal_install();
     }
     atomic_store(&req.open, 1);
+    int drops = pp_signal_drops();
     end = pp_now_ns(CLOCK_MONOTONIC) + 1000000000;
     for (int round = 0;; round++) {
         int waiting = 0;
         for (int i = 0; i < req.n; i++)
             if (atomic_load(&req.state[i]) == ASKED) {
                 waiting++;
-                if (round % 10 == 0)
+                if (round % 10 == 0 && (drops || !req.sent[i]))
                     ask(i);
             }
         if (!waiting || pp_now_ns(CLOCK_MONOTONIC) >= end)
@@ -184,7 +190,10 @@ static int send_and_wait(void)
         pause_200us();
     }
     atomic_store(&req.open, 0);
-    while (atomic_load(&req.busy)) /* a handler that saw it open finishes */
+    /* A handler that saw it open finishes (a few system calls; a second
+     * at most, for a thread stopped inside one). */
+    end = pp_now_ns(CLOCK_MONOTONIC) + 1000000000;
+    while (atomic_load(&req.busy) && pp_now_ns(CLOCK_MONOTONIC) < end)
         pause_200us();
     int unmatched = 0;
     for (int i = 0; i < req.n; i++) {

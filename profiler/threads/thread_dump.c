@@ -378,14 +378,13 @@ static int ask(int tid, pp_thread_stack *t, int64_t budget_ns)
     int64_t end = pp_now_ns(CLOCK_MONOTONIC) + (budget_ns < PER_THREAD_NS ? budget_ns : PER_THREAD_NS);
     int gone = 0;
     if (pp_signal_queue(tid, DUMP_MAGIC) == 0) {
-        /* The kernel keeps one pending signal of a kind per thread: a
-         * request sent while the thread's CPU timer signal waits for it
-         * to run is lost, so it goes again every 2 ms until answered (a
-         * late copy finds no slot waiting). */
+        /* A request the kernel dropped (pp_signal_queue) goes again
+         * every 2 ms until answered; a late copy finds no slot waiting. */
+        int drops = pp_signal_drops();
         for (int i = 1; atomic_load(&answer.slot) != SLOT(tid, DONE) && pp_now_ns(CLOCK_MONOTONIC) < end; i++) {
             struct timespec ts = {0, 200000};
             nanosleep(&ts, NULL);
-            if (i % 10 == 0 && atomic_load(&answer.slot) == SLOT(tid, WAITING))
+            if (drops && i % 10 == 0 && atomic_load(&answer.slot) == SLOT(tid, WAITING))
                 pp_signal_queue(tid, DUMP_MAGIC);
         }
     } else {
