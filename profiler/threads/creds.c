@@ -19,13 +19,13 @@
  * thread: a request sent while the thread's CPU timer signal waits for it
  * to run is lost, so the request goes again every 2 ms to the threads that
  * have not answered (a real-time profiling signal is queued every time:
- * it goes again only when it could not be sent). A request is open only while its caller waits: an
- * answer that comes after (a thread that blocked the signal past the
- * second the caller waits) changes nothing, since the caller's state has
- * changed since. A thread of the profiler's cloned but not registered yet
- * is waited for (a second at most) and asked too; one that registers later
- * matches the thread that made the last change itself
- * (pp_threads_creds_join).
+ * it goes again only when it could not be sent). A request is open only
+ * while its caller waits: an answer that comes after (a thread that
+ * blocked the signal past the second the caller waits) changes nothing,
+ * since the caller's state has changed since. A thread of the profiler's
+ * cloned but not registered yet is waited for (a second at most) and
+ * asked too; one that registers later matches the thread that made the
+ * last change itself (pp_threads_creds_join).
  */
 #define _GNU_SOURCE
 #include "threads.h"

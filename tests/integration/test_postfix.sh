@@ -55,10 +55,12 @@ trap 'postfix -c "$D/conf" abort >/dev/null 2>&1; pp_cleanup' EXIT
 # 6.18, 77 of 20000 files written, fstat'ed, written and fsync'ed by a
 # program of a few lines, without libpprof), so the more mail a run
 # carries the likelier it is, profiled or not.
-problems() {
+warnings() {
     grep -E ' (warning|error|fatal|panic): ' "$D/maillog" 2>/dev/null |
-        grep -vE 'warning: (file system clock is [0-9]+ seconds ahead of local clock|resetting file time stamps)' |
-        sed -E 's/^.* (warning|error|fatal|panic): /\1: /; s/[0-9]+/N/g' | sort -u
+        grep -vE 'warning: (file system clock is [0-9]+ seconds ahead of local clock|resetting file time stamps)'
+}
+problems() {
+    warnings | sed -E 's/^.* (warning|error|fatal|panic): /\1: /; s/[0-9]+/N/g' | sort -u
 }
 
 # the control run
@@ -130,7 +132,6 @@ pf_stop
 pp_check "postfix stop ended the master" test -z "$(pp_alive "$master" && echo alive)"
 new=$(problems | comm -13 "$TMP/control.problems" - | head -5)
 # the lines themselves, with their numbers (a signal's among them)
-[ -n "$new" ] && grep -E ' (warning|error|fatal|panic): ' "$D/maillog" | grep -v 'clock is\|time stamps' | tail -5 |
-    while read -r line; do pp_note "maillog: ${line#* postfix}"; done
+[ -n "$new" ] && warnings | tail -5 | while read -r line; do pp_note "maillog: ${line#* postfix}"; done
 pp_check "the maillog has no kind of warning or error the control run did not have${new:+: $new}" test -z "$new"
 pp_finish
