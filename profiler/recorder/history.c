@@ -66,14 +66,22 @@ pthread_mutex_t pp_history_mu = PTHREAD_MUTEX_INITIALIZER;
 static sem_t wake;          /* the thread's: a trigger, or the stop */
 static int cpu_hz, wall_hz; /* LIBPPROF_HISTORY_HZ, LIBPPROF_HISTORY_WALL_HZ */
 
+/* The history's CPU and wall recorders keep the IDs of units of work. */
+static int with_units(int rc, pprof_recorder **r)
+{
+    if (rc == 0)
+        (*r)->units = 1;
+    return rc;
+}
+
 static int make_cpu(pprof_recorder **r)
 {
-    return pp_cpu_recorder_new_units(cpu_hz, r);
+    return with_units(pprof_cpu_recorder_new(&(pprof_cpu_config){.hz = cpu_hz}, r), r);
 }
 
 static int make_wall(pprof_recorder **r)
 {
-    return pp_wall_recorder_new_units(wall_hz, r);
+    return with_units(pprof_wall_recorder_new(&(pprof_wall_config){.hz = wall_hz}, r), r);
 }
 
 static int make_allocs(pprof_recorder **r)

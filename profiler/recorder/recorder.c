@@ -183,6 +183,7 @@ void pprof_recorder_free(pprof_recorder *r)
         pprof_recorder_stop(r, NULL);
     if (r->ops->release)
         r->ops->release(r);
+    pprof_profile_free(r->snap);
     free(r->leave_maps);
     free(r);
 }

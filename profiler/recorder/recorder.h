@@ -51,6 +51,10 @@ struct pprof_recorder {
     pprof_symbolize symbolize; /* how its profiles are symbolized */
     int raw;                   /* its profiles are given unsymbolized, their builders open (the history's) */
     char *leave_maps;          /* its profiles leave the files these maps name unnamed (NULL: none) */
+    pprof_profile *snap;       /* kinds whose window is the change between two states (memory, thread and
+                                  custom counts): the state at the open window's start, unfinished */
+    int units;                 /* CPU and wall: the samples taken in a unit of work (a pprof_do call)
+                                  carry its ID as the PP_UNIT_KEY label, for min_span (the history's) */
 };
 
 /* A zeroed recorder of `size` bytes (the kind's struct) with its ops, or
@@ -90,12 +94,6 @@ int pp_wall_recorder_peek(pprof_recorder *r, int (*fn)(const pprof_profile *w, i
  * (allocations, mutex, block: ops->peek). One thread at a time per
  * recorder. */
 int pp_recorder_cut(pprof_recorder *r, pprof_profile **raw);
-/* The history's CPU and wall recorders: as pprof_cpu_recorder_new and
- * pprof_wall_recorder_new at `hz`, and the samples taken in a unit of
- * work (a pprof_do call) carry its ID as the PP_UNIT_KEY label
- * (labels/labels.h), for min_span. 0 or a PPROF_E* code. */
-int pp_cpu_recorder_new_units(int hz, pprof_recorder **out);
-int pp_wall_recorder_new_units(int hz, pprof_recorder **out);
 /* An allocation recorder for the history (recorder_heap.c): its first
  * window begins at the process's start, and its windows' in-use values
  * are the live heap's change over them, so that a window holds only the

@@ -106,6 +106,7 @@ static int cpu_start(pprof_recorder *r)
         c->w.hz = c->hz;
         c->w.period_ns = 1000000000ll / c->hz;
         c->w.trace_id = c->cfg_trace_id ? c->cfg_trace_id > 0 : pp_env_trace_id_label();
+        c->w.units = r->units;
         pprof_profile *w = new_cpu_window(c);
         swap_window_locked(c, w);
         c->unlisted = unlisted;
@@ -262,12 +263,4 @@ int pprof_cpu_recorder_new(const pprof_cpu_config *cfg, pprof_recorder **out)
     r->cfg_trace_id = c.trace_id_label;
     *out = &r->base;
     return 0;
-}
-
-int pp_cpu_recorder_new_units(int hz, pprof_recorder **out)
-{
-    int rc = pprof_cpu_recorder_new(&(pprof_cpu_config){.hz = hz}, out);
-    if (rc == 0)
-        ((cpu_recorder *)*out)->w.units = 1;
-    return rc;
 }

@@ -13,20 +13,14 @@
 
 #include <time.h>
 
-typedef struct memory_recorder {
-    pprof_recorder base;
-    pprof_profile *start; /* the open window's start */
-} memory_recorder;
-
 static int memory_start(pprof_recorder *r)
 {
-    memory_recorder *m = (memory_recorder *)r;
     pprof_profile *p;
     int rc = pp_memory_build(&p);
     if (rc)
         return rc;
     pp_recorder_window_begin(r);
-    m->start = p;
+    r->snap = p;
     return 0;
 }
 
@@ -51,16 +45,15 @@ static pprof_profile *window(const pprof_profile *start, const pprof_profile *en
 
 static int memory_end(pprof_recorder *r, int reopen, pprof_profile **out)
 {
-    memory_recorder *m = (memory_recorder *)r;
     pprof_profile *now = NULL;
     int failed = pp_memory_build(&now);
     if (failed && reopen)
         return failed;
     pp_own_heap_enter();
-    pprof_profile *p = out && !failed ? window(m->start, now) : NULL;
+    pprof_profile *p = out && !failed ? window(r->snap, now) : NULL;
     pp_recorder_window_end(r, p, reopen); /* a stop without its profile still ends the window */
-    pprof_profile_free(m->start);
-    m->start = reopen ? now : NULL;
+    pprof_profile_free(r->snap);
+    r->snap = reopen ? now : NULL;
     if (!reopen)
         pprof_profile_free(now);
     int rc = failed ? failed : out && !p ? pp_fail(PPROF_ENOMEM) : pp_recorder_finish(r, p, out);
@@ -83,22 +76,15 @@ static int memory_write_to(pprof_recorder *r, pprof_profile **out)
     return rc;
 }
 
-static void memory_release(pprof_recorder *r)
-{
-    memory_recorder *m = (memory_recorder *)r;
-    pprof_profile_free(m->start);
-    m->start = NULL;
-}
-
 static const pp_recorder_ops memory_ops = {
-    .start = memory_start, .end = memory_end, .write_to = memory_write_to, .release = memory_release};
+    .start = memory_start, .end = memory_end, .write_to = memory_write_to};
 
 int pprof_memory_recorder_new(pprof_recorder **out)
 {
     if (!out)
         return pp_fail(PPROF_EINVAL);
     *out = NULL;
-    pprof_recorder *r = pp_recorder_new(sizeof(memory_recorder), &memory_ops);
+    pprof_recorder *r = pp_recorder_new(sizeof(pprof_recorder), &memory_ops);
     if (!r)
         return PPROF_ENOMEM;
     *out = r;

@@ -30,7 +30,6 @@ typedef struct counts_recorder {
     enum what what;
     int per_thread;       /* threads: every thread apart (debug=2) */
     pprof_custom *custom; /* custom: the profile */
-    pprof_profile *snap;  /* unfinished: the counts at the open window's start */
 } counts_recorder;
 
 static const char *kind_type(const counts_recorder *c)
@@ -157,8 +156,8 @@ static int counts_start(pprof_recorder *r)
     if (c->per_thread)
         return pp_error_detail(PPROF_ENOTSUP, "a per-thread dump has no window");
     int rc;
-    c->snap = take(c, &rc);
-    if (!c->snap)
+    c->base.snap = take(c, &rc);
+    if (!c->base.snap)
         return rc;
     pp_recorder_window_begin(r);
     return 0;
@@ -175,14 +174,14 @@ static int counts_end(pprof_recorder *r, int reopen, pprof_profile **out)
     if (diff) {
         rc = pp_profile_add_profile(diff, now, 1);
         if (rc == 0)
-            rc = pp_profile_add_profile(diff, c->snap, -1);
+            rc = pp_profile_add_profile(diff, c->base.snap, -1);
         pp_profile_drop_zero(diff);
     } else if (out && now) {
         rc = pp_fail(PPROF_ENOMEM);
     }
     pp_recorder_window_end(r, diff, reopen);
-    pprof_profile_free(c->snap);
-    c->snap = reopen ? now : NULL;
+    pprof_profile_free(c->base.snap);
+    c->base.snap = reopen ? now : NULL;
     if (!reopen)
         pprof_profile_free(now);
     if (rc) {
@@ -192,15 +191,8 @@ static int counts_end(pprof_recorder *r, int reopen, pprof_profile **out)
     return out ? pp_recorder_finish(r, diff, out) : 0;
 }
 
-static void counts_release(pprof_recorder *r)
-{
-    counts_recorder *c = (counts_recorder *)r;
-    pprof_profile_free(c->snap);
-    c->snap = NULL;
-}
-
 static const pp_recorder_ops counts_ops = {
-    .start = counts_start, .end = counts_end, .write_to = counts_write_to, .release = counts_release};
+    .start = counts_start, .end = counts_end, .write_to = counts_write_to};
 
 static int new_counts(enum what what, int per_thread, pprof_custom *custom, pprof_recorder **out)
 {

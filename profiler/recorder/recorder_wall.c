@@ -43,6 +43,7 @@ static int wall_start(pprof_recorder *r)
     int hz = c->cfg.hz ? (int)c->cfg.hz : pp_wall_hz();
     hz = hz ? hz : PPROF_WALL_DEFAULT_HZ;
     c->w.state = (int)c->cfg.state;
+    c->w.units = r->units;
     c->w.profile = new_wall_window(c, hz);
     if (!c->w.profile)
         return pp_fail(PPROF_ENOMEM);
@@ -133,12 +134,4 @@ int pprof_wall_recorder_new(const pprof_wall_config *cfg, pprof_recorder **out)
     r->cfg = c;
     *out = &r->base;
     return 0;
-}
-
-int pp_wall_recorder_new_units(int hz, pprof_recorder **out)
-{
-    int rc = pprof_wall_recorder_new(&(pprof_wall_config){.hz = hz}, out);
-    if (rc == 0)
-        ((wall_recorder *)*out)->w.units = 1;
-    return rc;
 }
