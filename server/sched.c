@@ -229,8 +229,7 @@ static void *scheduler_main(void *unused)
         if (until == INT64_MAX) {
             pp_cond_wait(&wake, &mu);
         } else {
-            struct timespec ts = {.tv_sec = until / 1000000000, .tv_nsec = until % 1000000000};
-            pp_cond_timedwait(&wake, &mu, &ts);
+            pp_cond_wait_until(&wake, &mu, until);
         }
     }
     return NULL;
@@ -331,8 +330,7 @@ void pp_call_finish_all_now(int64_t wait_ns)
         int64_t now = pp_now_ns(CLOCK_MONOTONIC);
         if (now >= end)
             break;
-        struct timespec ts = {.tv_sec = end / 1000000000, .tv_nsec = end % 1000000000};
-        pp_cond_timedwait(&idle, &mu, &ts);
+        pp_cond_wait_until(&idle, &mu, end);
     }
     pthread_mutex_unlock(&mu);
 }

@@ -439,15 +439,9 @@ static void member_exit(void)
      * 100 ms at most, so a process that ends within milliseconds of its
      * start answers too. */
     if (joined) {
-        struct timespec end;
-        clock_gettime(CLOCK_MONOTONIC, &end);
-        end.tv_nsec += 100000000;
-        if (end.tv_nsec >= 1000000000) {
-            end.tv_sec++;
-            end.tv_nsec -= 1000000000;
-        }
+        int64_t end = pp_now_ns(CLOCK_MONOTONIC) + 100000000;
         pthread_mutex_lock(&greet_mu);
-        while (!hub_greeted && pp_cond_timedwait(&greet_cv, &greet_mu, &end) == 0)
+        while (!hub_greeted && pp_cond_wait_until(&greet_cv, &greet_mu, end) == 0)
             ;
         pthread_mutex_unlock(&greet_mu);
     }

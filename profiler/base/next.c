@@ -52,3 +52,9 @@ int pp_cond_timedwait(pthread_cond_t *c, pthread_mutex_t *m, const struct timesp
     return f(c, m, abs);
 }
 #endif
+
+int pp_cond_wait_until(pthread_cond_t *c, pthread_mutex_t *m, int64_t abs_ns)
+{
+    struct timespec ts = {.tv_sec = abs_ns / 1000000000, .tv_nsec = abs_ns % 1000000000};
+    return pp_cond_timedwait(c, m, &ts);
+}

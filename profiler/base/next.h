@@ -27,6 +27,7 @@ void *pp_next_cond_symbol(const char *name);
 #define PP_NEXT_RESOLVE(name) real_##name = (__typeof__(&name))pp_next_symbol(#name, NULL);
 
 #include <pthread.h>
+#include <stdint.h>
 #include <time.h>
 /* pthread_cond_wait and pthread_cond_timedwait for the profiler's own
  * code: the C library's current versions. libpprof defines both (the lock
@@ -39,4 +40,7 @@ void *pp_next_cond_symbol(const char *name);
  * themselves, which their runtime intercepts. Thread-safe. */
 int pp_cond_wait(pthread_cond_t *c, pthread_mutex_t *m);
 int pp_cond_timedwait(pthread_cond_t *c, pthread_mutex_t *m, const struct timespec *abs);
+/* pp_cond_timedwait until abs_ns (nanoseconds on the condition's clock,
+ * as pp_now_ns counts them, not negative). Thread-safe. */
+int pp_cond_wait_until(pthread_cond_t *c, pthread_mutex_t *m, int64_t abs_ns);
 #endif

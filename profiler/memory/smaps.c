@@ -19,16 +19,8 @@
 /* Appends s to the names; returns its offset, or -1. */
 static long add_name(pp_vmas *m, const char *s, size_t len)
 {
-    if (m->names_len + len + 1 > m->names_cap) {
-        size_t cap = m->names_cap ? m->names_cap * 2 : 16384;
-        while (cap < m->names_len + len + 1)
-            cap *= 2;
-        char *n = realloc(m->names, cap);
-        if (!n)
-            return -1;
-        m->names = n;
-        m->names_cap = cap;
-    }
+    if (pp_reserve(&m->names, &m->names_cap, m->names_len + len, 1) < 0)
+        return -1;
     memcpy(m->names + m->names_len, s, len);
     m->names[m->names_len + len] = 0;
     long off = (long)m->names_len;
