@@ -86,24 +86,24 @@ static inline __attribute__((always_inline)) uint64_t stack_leaf(uint64_t x, uin
     return x;
 }
 
+/* One call of the walk: the bottom computes, the others call on; the work
+ * after the call keeps it from being a tail call, so every level stays on
+ * the stack. */
+static inline __attribute__((always_inline)) uint64_t stack_step(unsigned depth, uint64_t bits, uint64_t k,
+                                                                 uint64_t m)
+{
+    uint64_t r = depth == 0 ? stack_leaf(bits, k) : (bits & 1 ? stack_a : stack_b)(depth - 1, bits >> 1);
+    return r * m + depth;
+}
+
 __attribute__((noinline)) uint64_t stack_a(unsigned depth, uint64_t bits)
 {
-    uint64_t r;
-    if (depth == 0)
-        r = stack_leaf(bits, 6364136223846793005ull);
-    else
-        r = (bits & 1 ? stack_a : stack_b)(depth - 1, bits >> 1);
-    return r * 3 + depth;
+    return stack_step(depth, bits, 6364136223846793005ull, 3);
 }
 
 __attribute__((noinline)) uint64_t stack_b(unsigned depth, uint64_t bits)
 {
-    uint64_t r;
-    if (depth == 0)
-        r = stack_leaf(bits, 2862933555777941757ull);
-    else
-        r = (bits & 1 ? stack_a : stack_b)(depth - 1, bits >> 1);
-    return r * 5 + depth;
+    return stack_step(depth, bits, 2862933555777941757ull, 5);
 }
 
 static void *stacks_thread(void *arg)

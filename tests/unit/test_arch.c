@@ -403,6 +403,5 @@ int main(void)
     test_signal_stack();
     test_here_stack();
     test_restart();
-    printf("test_arch (%s): %d passed, %d failed\n", PP_ARCH_NAME, check_passed, check_failed);
-    return check_failed != 0;
+    return check_summary("test_arch (" PP_ARCH_NAME ")");
 }

@@ -146,8 +146,7 @@ int main(int argc, char **argv)
         CHECK(pprof_cpu_set_signal(SIGRTMIN + 2) == 0);
         CHECK(pp_signal_install() == 0);
         late_case(20);
-        printf("test_creds rt: %d passed, %d failed\n", check_passed, check_failed);
-        return check_failed != 0;
+        return check_summary("test_creds rt");
     }
     CHECK(pp_signal_install() == 0);
 
@@ -174,6 +173,5 @@ int main(int argc, char **argv)
     CHECK(child > 0 && waitpid(child, &status, 0) == child);
     CHECKF(WIFEXITED(status) && WEXITSTATUS(status) == 0, "the run with a real-time signal failed (%d)", status);
 
-    printf("test_creds: %d passed, %d failed\n", check_passed, check_failed);
-    return check_failed != 0;
+    return check_summary("test_creds");
 }

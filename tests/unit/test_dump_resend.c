@@ -63,6 +63,5 @@ int main(void)
         atomic_store(&stage, 2);
         pthread_join(t, NULL);
     }
-    printf("test_dump_resend: %d passed, %d failed\n", check_passed, check_failed);
-    return check_failed != 0;
+    return check_summary("test_dump_resend");
 }

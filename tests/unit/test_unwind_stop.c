@@ -380,6 +380,5 @@ int main(void)
     test_names();
     test_real();
     test_cpu_profile();
-    printf("test_unwind_stop (%s): %d passed, %d failed\n", PP_ARCH_NAME, check_passed, check_failed);
-    return check_failed != 0;
+    return check_summary("test_unwind_stop (" PP_ARCH_NAME ")");
 }
