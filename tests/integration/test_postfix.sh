@@ -129,6 +129,13 @@ wait_delivered "$sent"
 got=$(delivered)
 pp_check "every mail was delivered ($got of $sent)" test "$got" = "$sent" -a "$sent" -gt 0
 pf_stop
+if pp_alive "$master"; then # what it waits for, thread by thread
+    for t in /proc/"$master"/task/*; do
+        pp_note "master thread ${t##*/} ($(cat "$t/comm" 2>/dev/null)): state $(awk '{ print $3 }' "$t/stat" 2>/dev/null), in $(cat "$t/wchan" 2>/dev/null), syscall $(cut -d' ' -f1 "$t/syscall" 2>/dev/null), pending $(awk '/^ShdPnd|^SigPnd|^SigBlk/ { printf "%s ", $0 }' "$t/status" 2>/dev/null), kernel stack $(head -4 "$t/stack" 2>/dev/null | awk '{ printf "%s ", $2 }')"
+    done
+    tail -5 "$TMP/postfix.out" | while read -r line; do pp_note "postfix: $line"; done
+    grep -E 'postfix/(master|postfix-script)' "$D/maillog" | tail -4 | while read -r line; do pp_note "maillog: $line"; done
+fi
 pp_check "postfix stop ended the master" test -z "$(pp_alive "$master" && echo alive)"
 new=$(problems | comm -13 "$TMP/control.problems" - | head -5)
 # the lines themselves, with their numbers (a signal's among them)
