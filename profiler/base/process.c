@@ -19,6 +19,7 @@ _Atomic int pp_fork_pending;
 #define MAX_HOOKS 8
 static void (*_Atomic hooks[MAX_HOOKS])(void);
 static void (*_Atomic narrow_hooks[MAX_HOOKS])(void);
+static void (*_Atomic no_threads_hooks[MAX_HOOKS])(void);
 static _Atomic int shut_down;
 
 static int hook_add(void (*_Atomic *list)(void), void (*fn)(void))
@@ -36,6 +37,15 @@ int pp_shutdown_hook_add(void (*fn)(void))
     return hook_add(hooks, fn);
 }
 
+static void hooks_run(void (*_Atomic *list)(void))
+{
+    for (int i = 0; i < MAX_HOOKS; i++) {
+        void (*fn)(void) = atomic_load(&list[i]);
+        if (fn)
+            fn();
+    }
+}
+
 int pp_narrow_hook_add(void (*fn)(void))
 {
     return hook_add(narrow_hooks, fn);
@@ -43,11 +53,17 @@ int pp_narrow_hook_add(void (*fn)(void))
 
 void pp_narrow_run(void)
 {
-    for (int i = 0; i < MAX_HOOKS; i++) {
-        void (*fn)(void) = atomic_load(&narrow_hooks[i]);
-        if (fn)
-            fn();
-    }
+    hooks_run(narrow_hooks);
+}
+
+int pp_no_threads_hook_add(void (*fn)(void))
+{
+    return hook_add(no_threads_hooks, fn);
+}
+
+void pp_no_threads_run(void)
+{
+    hooks_run(no_threads_hooks);
 }
 
 static void (*_Atomic exec_hook)(const char *);
@@ -223,7 +239,10 @@ int pp_spawn_detached(void *(*fn)(void *), void *arg, pthread_t *out)
     pthread_attr_destroy(&attr);
     if (!rc && out)
         *out = t;
-    return rc ? PPROF_ESYS : 0;
+    if (rc == EAGAIN)
+        return pp_error_detail(PPROF_ESYS, "a thread of the profiler's could not start: the process may start no "
+                                           "more threads (its RLIMIT_NPROC, or the system's limit)");
+    return rc ? pp_error_detail(PPROF_ESYS, "a thread of the profiler's could not start (error %d)", rc) : 0;
 }
 
 static const pp_own_heap_ops *_Atomic own_heap;

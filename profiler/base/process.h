@@ -23,6 +23,13 @@ int pp_shutdown_hook_add(void (*fn)(void));
  * shutdown hooks; pp_narrow_run runs them every time. Thread-safe. */
 int pp_narrow_hook_add(void (*fn)(void));
 void pp_narrow_run(void);
+/* Hooks run before the process forbids itself new threads (RLIMIT_NPROC
+ * set to 0: interpose/limit_hooks.c): each starts now, and keeps, a
+ * thread that the profiler would otherwise start when asked (the CPU
+ * collector, the server's scheduler). Same rules as the shutdown hooks.
+ * Thread-safe. */
+int pp_no_threads_hook_add(void (*fn)(void));
+void pp_no_threads_run(void);
 /* The hook told when this process is about to exec: `why` is "" when the
  * program will load libpprof again, else a clause saying what it runs and
  * why it will run without; NULL when that exec failed and the process
@@ -72,7 +79,7 @@ void pp_own_thread_mask(sigset_t *set);
 /* Starts fn(arg) on a detached thread of the profiler's own (its
  * allocations come from the own heap) with pp_own_thread_mask's mask;
  * *t (when not NULL) gets the thread, which calls pp_own_thread_started
- * first. Returns 0 or PPROF_ESYS. Thread-safe. */
+ * first. Returns 0 or PPROF_ESYS (recorded, with the reason). Thread-safe. */
 int pp_spawn_detached(void *(*fn)(void *), void *arg, pthread_t *t);
 /* Said by each thread of the profiler's at its start (and by the server's
  * libmicrohttpd thread at its first connection): the function that
