@@ -254,6 +254,14 @@ static int start_thread_locked(void)
     return 0;
 }
 
+void pp_call_keep_thread(void)
+{
+    pthread_once(&once, init_once);
+    pthread_mutex_lock(&mu);
+    start_thread_locked();
+    pthread_mutex_unlock(&mu);
+}
+
 int pp_call_reserve(const pp_req *q)
 {
     pthread_once(&once, init_once);

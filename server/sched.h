@@ -25,6 +25,10 @@ typedef void (*pp_finish_fn)(pprof_recorder *rec, const void *arg, const pp_outp
  * or PPROF_ELIMIT. Every successful reserve is followed by exactly one
  * pp_call_unreserve or a successful pp_call_defer. */
 int pp_call_reserve(const pp_req *q);
+/* Starts the scheduler thread now (it stays), for a process about to
+ * forbid new threads (base/process.h: no-threads hooks); its due calls
+ * then finish on it. Thread-safe. */
+void pp_call_keep_thread(void);
 void pp_call_unreserve(void);
 /* Completes the request `seconds` from now (q's window_ms when shorter)
  * with finish(rec, arg, reply) on the scheduler thread. Takes over the reservation and, on success, `rec`

@@ -489,6 +489,7 @@ void pp_member_init(void)
     pp_serve_hub_maps_provider(pp_member_hub_maps);
     pp_shutdown_hook_add(member_exit);
     pp_narrow_hook_add(member_narrow);
+    pp_no_threads_hook_add(pp_call_keep_thread); /* profiles with seconds= wait on the scheduler */
     pp_exec_hook_set(member_exec);
     pp_hub_init();
     pthread_atfork(fork_prepare, NULL, fork_child);

@@ -158,6 +158,7 @@ __attribute__((constructor(101))) static void pp_init(void)
     pp_contention_init();
     pp_cpu_track_thread(); /* the main thread's state, from the own heap */
     pthread_atfork(fork_prepare, fork_parent, fork_child);
+    pp_no_threads_hook_add(pp_collector_keep);
     pp_history_init();
 }
 

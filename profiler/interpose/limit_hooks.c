@@ -1,9 +1,17 @@
 /* limit_hooks.c: setrlimit and prlimit, interposed, so that a process
- * that lowers its descriptor limit (sshd's pre-auth child sets
- * RLIMIT_NOFILE to 0 before it enters its sandbox) lets libpprof do first
- * what needs a new descriptor: the narrow hooks run (base/process.h; a
- * tree member that has not connected to its hub yet connects now). The
- * call itself passes through unchanged.
+ * that lowers its limits lets libpprof do first what the new limits
+ * would forbid. The call itself passes through unchanged.
+ *
+ *  - RLIMIT_NOFILE lowered (sshd's pre-auth child sets it to 0 before it
+ *    enters its sandbox): what needs a new descriptor, the narrow hooks
+ *    (base/process.h; a tree member that has not connected to its hub
+ *    yet connects now).
+ *  - RLIMIT_NPROC set to 0 (haproxy's workers after start-up, unless
+ *    insecure-fork-wanted; OpenSSH's rlimit sandbox): no thread can start
+ *    from then on in a process that is not privileged, so the threads a
+ *    profile would start start now and stay, waiting while no profile
+ *    needs them: the no-threads hooks (the CPU collector, the server's
+ *    scheduler).
  */
 #define _GNU_SOURCE
 #include "hooks.h"
@@ -31,16 +39,17 @@ void pp_limit_hooks_init(void)
     real_prlimit64 = (prlimit_fn)pp_next_symbol("prlimit64", NULL);
 }
 
-/* Before this process's RLIMIT_NOFILE is set to `new`: the narrow hooks
- * when it lowers the soft limit. */
+/* Before this process's limit `resource` is set to `new`. */
 static void before(pid_t pid, int resource, const struct rlimit *new)
 {
     struct rlimit cur;
-    if (resource != RLIMIT_NOFILE || !new || (pid != 0 && pid != getpid()))
+    if (!new || (pid != 0 && pid != getpid()))
         return;
     int saved = errno;
-    if (getrlimit(RLIMIT_NOFILE, &cur) == 0 && new->rlim_cur < cur.rlim_cur)
+    if (resource == RLIMIT_NOFILE && getrlimit(RLIMIT_NOFILE, &cur) == 0 && new->rlim_cur < cur.rlim_cur)
         pp_narrow_run();
+    if (resource == RLIMIT_NPROC && new->rlim_cur == 0)
+        pp_no_threads_run();
     errno = saved;
 }
 

@@ -30,7 +30,9 @@
 #include "model/model.h"
 #include "unwind/unwind.h"
 
+#include <errno.h>
 #include <pthread.h>
+#include <semaphore.h>
 #include <string.h>
 #include <time.h>
 
@@ -44,6 +46,10 @@ static clockid_t col_clock;
 static uint64_t col_ns_done;
 static uint64_t lost_seen, blocked_seen;
 static _Atomic int col_tid; /* the collector thread's */
+/* pp_collector_keep: the thread waits on `park` while no recorder runs,
+ * instead of ending (parked: it waits now). */
+static int kept, parked;
+static sem_t park;
 
 void pp_collector_lock(void) { pp_mutex_lock(&col_lock); }
 void pp_collector_unlock(void) { pp_mutex_unlock(&col_lock); }
@@ -138,6 +144,16 @@ static void *collector_main(void *arg)
     col_tid = gettid();
     int64_t last_rescan = pp_now_ns(CLOCK_MONOTONIC), ms = 100;
     for (;;) {
+        pp_mutex_lock(&col_lock);
+        if (nactive == 0 && kept) { /* kept, and no CPU recorder runs: wait for one */
+            parked = 1;
+            pp_mutex_unlock(&col_lock);
+            while (sem_wait(&park) != 0 && errno == EINTR)
+                ;
+            ms = 100;
+            continue;
+        }
+        pp_mutex_unlock(&col_lock);
         int hz = pp_cpu_hz();
         int64_t period_ms = hz > 0 ? 1000 / hz : 1000;
         int64_t busy_ms = 4 * period_ms < 100 ? 100 : 4 * period_ms > 500 ? 500 : 4 * period_ms;
@@ -145,6 +161,10 @@ static void *collector_main(void *arg)
         pp_ring_wait(&pp_cpu_ring, ms);
         pp_mutex_lock(&col_lock);
         size_t n = pp_collector_drain_locked();
+        if (nactive == 0 && kept) {
+            pp_mutex_unlock(&col_lock);
+            continue;
+        }
         if (nactive == 0) {
             col_ns_done += thread_cpu_ns(col_clock);
             running = 0;
@@ -163,17 +183,41 @@ static void *collector_main(void *arg)
     }
 }
 
+/* Starts the collector thread unless it runs. 0 or PPROF_ESYS (recorded). */
+static int start_locked(void)
+{
+    if (running)
+        return 0;
+    pthread_t t; /* the profiler's own thread; the host's signals stay the host's */
+    int rc = pp_spawn_detached(collector_main, NULL, &t);
+    if (rc)
+        return rc;
+    pthread_getcpuclockid(t, &col_clock);
+    running = 1;
+    return 0;
+}
+
+void pp_collector_keep(void)
+{
+    pp_mutex_lock(&col_lock);
+    if (!kept && sem_init(&park, 0, 0) == 0) {
+        kept = 1;
+        start_locked();
+    }
+    pp_mutex_unlock(&col_lock);
+}
+
 int pp_collector_attach_locked(pp_cpu_window *w)
 {
     if (nactive == MAX_ACTIVE)
         return pp_fail(PPROF_ELIMIT);
     pp_collector_drain_locked();
-    if (!running) {
-        pthread_t t; /* the profiler's own thread; the host's signals stay the host's */
-        if (pp_spawn_detached(collector_main, NULL, &t))
-            return pp_fail(PPROF_ESYS);
-        pthread_getcpuclockid(t, &col_clock);
-        running = 1;
+    int rc = start_locked();
+    if (rc)
+        return rc;
+    if (parked) {
+        parked = 0;
+        sem_post(&park);
     }
     PP_ASSERT(w->profile && w->period_ns > 0); /* collector.h: drains go to an open window */
     active[nactive++] = w;
@@ -194,6 +238,7 @@ void pp_collector_fork_child(void)
 {
     col_lock = (pp_mutex)PP_MUTEX_INIT;
     running = 0;
+    kept = parked = 0; /* the semaphore is the parent's thread's: not used here again */
     nactive = 0;
     col_ns_done = 0;
     pp_ring_reset(&pp_cpu_ring);

@@ -108,6 +108,10 @@ void pp_history_fork_child(void);
 /* The collector's fork handlers (lifecycle.c): its lock is held across
  * fork; the child, which has no collector thread, starts with no running
  * recorder. */
+/* Starts the collector thread now and keeps it, waiting while no CPU
+ * recorder runs, for a process about to forbid new threads
+ * (interpose/limit_hooks.c: RLIMIT_NPROC 0). Thread-safe. */
+void pp_collector_keep(void);
 void pp_collector_fork_prepare(void);
 void pp_collector_fork_parent(void);
 void pp_collector_fork_child(void);
