@@ -62,6 +62,7 @@ static pthread_once_t once = PTHREAD_ONCE_INIT;
 static pprof_http_call *calls; /* PENDING and RUNNING calls */
 static int active;             /* reservations + calls not yet finished */
 static int thread_running;
+static int quit_idle; /* pp_call_release_thread: the scheduler ends once no call is left */
 
 static void init_conds(void)
 {
@@ -226,6 +227,11 @@ static void *scheduler_main(void *unused)
         int64_t until = first ? first->deadline : INT64_MAX;
         if (watched && next_check < until)
             until = next_check;
+        if (until == INT64_MAX && quit_idle && !calls) {
+            thread_running = 0;
+            pthread_mutex_unlock(&mu);
+            return NULL;
+        }
         if (until == INT64_MAX) {
             pp_cond_wait(&wake, &mu);
         } else {
@@ -237,6 +243,7 @@ static void *scheduler_main(void *unused)
 
 static int start_thread_locked(void)
 {
+    quit_idle = 0;
     if (thread_running)
         return 0;
     pthread_t t;
@@ -259,6 +266,15 @@ void pp_call_keep_thread(void)
     pthread_once(&once, init_once);
     pthread_mutex_lock(&mu);
     start_thread_locked();
+    pthread_mutex_unlock(&mu);
+}
+
+void pp_call_release_thread(void)
+{
+    pthread_once(&once, init_once);
+    pthread_mutex_lock(&mu);
+    quit_idle = 1;
+    pthread_cond_broadcast(&wake);
     pthread_mutex_unlock(&mu);
 }
 

@@ -29,6 +29,10 @@ int pp_call_reserve(const pp_req *q);
  * forbid new threads (base/process.h: no-threads hooks); its due calls
  * then finish on it. Thread-safe. */
 void pp_call_keep_thread(void);
+/* The scheduler thread ends once no call is left (a process entering a
+ * sandbox, where no thread of libpprof's may stay behind); a later call
+ * starts it again. Thread-safe. */
+void pp_call_release_thread(void);
 void pp_call_unreserve(void);
 /* Completes the request `seconds` from now (q's window_ms when shorter)
  * with finish(rec, arg, reply) on the scheduler thread. Takes over the reservation and, on success, `rec`

@@ -449,6 +449,7 @@ static void member_exit(void)
         pp_call_finish_all_now(2000000000LL);
     if (!pp_sandboxed() || hub_here)
         return;
+    pp_call_release_thread();
     pthread_mutex_lock(&self.send_mu);
     leave_locked();
     pthread_mutex_unlock(&self.send_mu);

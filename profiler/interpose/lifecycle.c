@@ -68,6 +68,7 @@ void pp_sandbox_enter(const char *why)
         return;
     pp_narrow_run(); /* a member not yet connected connects, to say why it leaves */
     pp_sandbox_set(why);
+    pp_collector_release();
     pp_heap_stop_sampling();
     shutdown_all();
 }

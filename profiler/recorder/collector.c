@@ -1,6 +1,9 @@
 /* collector.c: drains the sample ring into the running CPU recorders.
  *
- * One collector thread runs while any CPU recorder does. Every 100 ms
+ * One collector thread runs while any CPU recorder does (in a process
+ * that forbids itself new threads, it stays and waits while none does:
+ * pp_collector_keep; it never drains a ring that sampling has not set
+ * up, as in a forked child that has not sampled yet). Every 100 ms
  * while samples come (every 4 periods at rates under 40 Hz: 210 ms at the
  * history's 19 Hz, up to 500 ms), or as soon as the ring fills to a
  * quarter, it takes the collector lock,
@@ -145,13 +148,18 @@ static void *collector_main(void *arg)
     int64_t last_rescan = pp_now_ns(CLOCK_MONOTONIC), ms = 100;
     for (;;) {
         pp_mutex_lock(&col_lock);
-        if (nactive == 0 && kept) { /* kept, and no CPU recorder runs: wait for one */
+        while (nactive == 0 && kept) { /* kept, and no CPU recorder runs: wait for one */
             parked = 1;
             pp_mutex_unlock(&col_lock);
             while (sem_wait(&park) != 0 && errno == EINTR)
                 ;
-            ms = 100;
-            continue;
+            pp_mutex_lock(&col_lock);
+        }
+        if (nactive == 0) { /* released (pp_collector_release), or every recorder detached: it ends */
+            col_ns_done += thread_cpu_ns(col_clock);
+            running = 0;
+            pp_mutex_unlock(&col_lock);
+            return NULL;
         }
         pp_mutex_unlock(&col_lock);
         int hz = pp_cpu_hz();
@@ -161,17 +169,10 @@ static void *collector_main(void *arg)
         pp_ring_wait(&pp_cpu_ring, ms);
         pp_mutex_lock(&col_lock);
         size_t n = pp_collector_drain_locked();
-        if (nactive == 0 && kept) {
-            pp_mutex_unlock(&col_lock);
-            continue;
-        }
-        if (nactive == 0) {
-            col_ns_done += thread_cpu_ns(col_clock);
-            running = 0;
-            pp_mutex_unlock(&col_lock);
-            return NULL;
-        }
+        int none = nactive == 0;
         pp_mutex_unlock(&col_lock);
+        if (none)
+            continue; /* it waits or ends, above */
         ms = n ? busy_ms : ms < 500 ? 2 * ms : 1000; /* a program that idles: one wake a second */
         pp_cpu_catch_up();
         int64_t now = pp_now_ns(CLOCK_MONOTONIC);
@@ -203,6 +204,17 @@ void pp_collector_keep(void)
     if (!kept && sem_init(&park, 0, 0) == 0) {
         kept = 1;
         start_locked();
+    }
+    pp_mutex_unlock(&col_lock);
+}
+
+void pp_collector_release(void)
+{
+    pp_mutex_lock(&col_lock);
+    kept = 0;
+    if (parked) {
+        parked = 0;
+        sem_post(&park);
     }
     pp_mutex_unlock(&col_lock);
 }

@@ -112,6 +112,10 @@ void pp_history_fork_child(void);
  * recorder runs, for a process about to forbid new threads
  * (interpose/limit_hooks.c: RLIMIT_NPROC 0). Thread-safe. */
 void pp_collector_keep(void);
+/* Ends what pp_collector_keep kept: a waiting collector thread ends (the
+ * process enters a sandbox, where no thread of libpprof's may stay
+ * behind). Thread-safe. */
+void pp_collector_release(void);
 void pp_collector_fork_prepare(void);
 void pp_collector_fork_parent(void);
 void pp_collector_fork_child(void);
