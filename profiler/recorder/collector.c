@@ -153,6 +153,7 @@ static void *collector_main(void *arg)
             pp_mutex_unlock(&col_lock);
             while (sem_wait(&park) != 0 && errno == EINTR)
                 ;
+            ms = 100; /* as a thread just started */
             pp_mutex_lock(&col_lock);
         }
         if (nactive == 0) { /* released (pp_collector_release), or every recorder detached: it ends */
@@ -184,6 +185,15 @@ static void *collector_main(void *arg)
     }
 }
 
+/* Wakes the collector thread if it waits (kept, no recorder running). */
+static void unpark_locked(void)
+{
+    if (parked) {
+        parked = 0;
+        sem_post(&park);
+    }
+}
+
 /* Starts the collector thread unless it runs. 0 or PPROF_ESYS (recorded). */
 static int start_locked(void)
 {
@@ -212,10 +222,7 @@ void pp_collector_release(void)
 {
     pp_mutex_lock(&col_lock);
     kept = 0;
-    if (parked) {
-        parked = 0;
-        sem_post(&park);
-    }
+    unpark_locked();
     pp_mutex_unlock(&col_lock);
 }
 
@@ -227,10 +234,7 @@ int pp_collector_attach_locked(pp_cpu_window *w)
     int rc = start_locked();
     if (rc)
         return rc;
-    if (parked) {
-        parked = 0;
-        sem_post(&park);
-    }
+    unpark_locked();
     PP_ASSERT(w->profile && w->period_ns > 0); /* collector.h: drains go to an open window */
     active[nactive++] = w;
     return 0;
