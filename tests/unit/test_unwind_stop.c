@@ -18,7 +18,8 @@
  * - real stacks are whole: pp_unwind_here and a signal's walk, on the
  *   main thread (out to main and _start) and on a pthread (out to
  *   start_thread and clone3), end at the outermost frame;
- * - a CPU profile of busy work on two threads: no sample ends in a stop.
+ * - a CPU profile of busy work on two threads: no sample of that work
+ *   ends in a stop (the profiler's own threads' samples are not counted).
  */
 #define _GNU_SOURCE
 #include "pprof.h"
@@ -327,21 +328,44 @@ static unsigned spin_for(int ms)
     return x;
 }
 
+static void spin_labeled(void *arg)
+{
+    *(unsigned *)arg = spin_for(600);
+}
+
+/* The busy work, under the label work=spin: the samples the check counts
+ * (the profiler's own threads take CPU samples too). */
+static pprof_labels *spin_set;
+
 static void *spin_thread(void *arg)
 {
     (void)arg;
-    return (void *)(uintptr_t)spin_for(600);
+    unsigned x = 0;
+    pprof_do(spin_set, spin_labeled, &x);
+    return (void *)(uintptr_t)x;
+}
+
+/* 1 when sample s carries work=spin. */
+static int is_spin(const pprof_sample *s)
+{
+    for (size_t i = 0; i < s->nlabels; i++)
+        if (!strcmp(s->labels[i].key, "work") && !strcmp(s->labels[i].value, "spin"))
+            return 1;
+    return 0;
 }
 
 static void test_cpu_profile(void)
 {
     check_case_begin();
+    CHECK(pprof_labels_new(&(pprof_label){"work", "spin"}, 1, &spin_set) == 0);
     pprof_recorder *r;
     CHECK(pprof_cpu_recorder_new(&(pprof_cpu_config){.hz = 500}, &r) == 0);
     CHECK(pprof_recorder_start(r) == 0);
     pthread_t th;
     CHECK(pthread_create(&th, NULL, spin_thread, NULL) == 0);
-    spinning = (int)spin_for(600);
+    unsigned x = 0;
+    CHECK(pprof_do(spin_set, spin_labeled, &x) == 0);
+    spinning = (int)x;
     pthread_join(th, NULL);
     pprof_profile *p;
     CHECK(pprof_recorder_stop(r, &p) == 0);
@@ -349,6 +373,8 @@ static void test_cpu_profile(void)
     int64_t all = 0, stopped = 0;
     const pprof_sample *s = pprof_profile_samples(p, &n);
     for (size_t i = 0; i < n; i++) {
+        if (!is_spin(&s[i]))
+            continue;
         const pprof_location *last = s[i].nlocations ? s[i].locations[s[i].nlocations - 1] : NULL;
         const char *fn = last && last->nlines ? last->lines[last->nlines - 1].function : "";
         all += s[i].values[0];
@@ -363,11 +389,13 @@ static void test_cpu_profile(void)
             fprintf(stderr, "\n");
         }
     }
-    printf("test_unwind_stop: %lld of %lld CPU samples end in a stop\n", (long long)stopped, (long long)all);
+    printf("test_unwind_stop: %lld of %lld CPU samples of the work end in a stop\n", (long long)stopped,
+           (long long)all);
     CHECKF(all > 0, "%lld samples", (long long)all);
     CHECKF(stopped == 0, "%lld of %lld samples end in a stop", (long long)stopped, (long long)all);
     pprof_profile_free(p);
     pprof_recorder_free(r);
+    pprof_labels_unref(spin_set);
     check_case_end("no sample of a CPU profile of ordinary code ends in a stop");
 }
 
