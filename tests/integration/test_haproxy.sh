@@ -15,7 +15,12 @@
 #   not enable CPU profiling: system call failed", 0 samples);
 # - heap and goroutine of the worker answer 200; a wall profile of it
 #   answers 500 saying that the sampler thread cannot start;
-# - every request wrk made is answered, and SIGTERM ends the master.
+# - every request wrk made is answered;
+# - a reload (SIGUSR2, as systemctl reload sends: the master execs itself
+#   again, with the preload, and starts a new worker) under wrk's load:
+#   every request answered, the old worker ends, the new one may start no
+#   thread either and its CPU profile covers its CPU, 90% to 110%;
+# - SIGTERM ends the master.
 # Usage: test_haproxy.sh BUILD_DIR
 . "$(dirname "$0")/lib.sh"
 pp_init "$1"
@@ -81,6 +86,26 @@ nproc=$(awk '/^Max processes/ { print $3 }' "/proc/$worker/limits" 2>/dev/null)
 pp_check "haproxy's worker ($worker) serves, and may start no thread (Max processes $nproc)" \
     test -n "$worker" -a "$nproc" = 0
 
+# check_cpu WHAT: the last pp_cpu_window's profile answered 200 and its
+# samples of process $worker cover that process's CPU from /proc.
+check_cpu() {
+    pp_check "a CPU profile of the tree $1 answered 200 ($(cat "$TMP/cpu.code"))" test "$(cat "$TMP/cpu.code")" = 200
+    local c0 c1 mine errors
+    { read -r c0; read -r c1; } <"$TMP/ticks"
+    mine=$(pp_pid_ms "$TMP/cpu.pb.gz" "$worker")
+    errors=$(pp_pprof -raw "$TMP/cpu.pb.gz" 2>/dev/null | grep -m1 'answered with an error')
+    pp_check "$1, the worker's samples cover its CPU ($mine ms for $(((c1 - c0) * 10)) ms from /proc, 90% to 110%)${errors:+: $errors}" \
+        awk -v p="$mine" -v c="$(((c1 - c0) * 10))" 'BEGIN { exit !(c > 300 && p >= 0.9 * c && p <= 1.1 * c + 50) }'
+}
+
+# check_wrk WHAT: every request of the last wrk run was answered.
+check_wrk() {
+    local errs
+    errs=$(sed -n 's/.*Socket errors: \(.*\)/\1/p; s/.*Non-2xx or 3xx responses: \(.*\)/non-2xx \1/p' "$TMP/wrk.out")
+    pp_check "$1, wrk's requests were all answered ($(grep -o '[0-9]* requests in' "$TMP/wrk.out"); ${errs:-no errors})" \
+        test -z "$errs" -a -n "$(grep 'requests in' "$TMP/wrk.out")"
+}
+
 wrk -t2 -c20 -d7s "http://127.0.0.1:$HPORT/" >"$TMP/wrk.out" 2>&1 &
 wrk=$!
 sleep 1
@@ -89,18 +114,32 @@ code=$(curl -sS --max-time 20 -o "$TMP/heap.pb.gz" -w '%{http_code}' "$base/heap
 gcode=$(curl -sS --max-time 20 -o "$TMP/goroutine.pb.gz" -w '%{http_code}' "$base/goroutine?pid=$worker")
 wcode=$(curl -sS --max-time 20 -o "$TMP/wall.txt" -w '%{http_code}' "$base/wall?seconds=1&pid=$worker")
 wait $wrk
-pp_check "a CPU profile of the tree answered 200 ($(cat "$TMP/cpu.code"))" test "$(cat "$TMP/cpu.code")" = 200
-{ read -r c0; read -r c1; } <"$TMP/ticks"
-mine=$(pp_pid_ms "$TMP/cpu.pb.gz" "$worker")
-errors=$(pp_pprof -raw "$TMP/cpu.pb.gz" 2>/dev/null | grep -m1 'answered with an error')
-pp_check "the worker's samples cover its CPU ($mine ms for $(((c1 - c0) * 10)) ms from /proc, 90% to 110%)${errors:+: $errors}" \
-    awk -v p="$mine" -v c="$(((c1 - c0) * 10))" 'BEGIN { exit !(c > 300 && p >= 0.9 * c && p <= 1.1 * c + 50) }'
+check_cpu "while it serves"
 pp_check "heap and goroutine of the worker answer 200 ($code, $gcode)" test "$code" = 200 -a "$gcode" = 200
 pp_check "a wall profile of the worker says why it cannot run ($wcode: $(head -c 200 "$TMP/wall.txt"))" \
     sh -c "[ '$wcode' = 500 ] && grep -q 'sampler thread' '$TMP/wall.txt'"
-errs=$(sed -n 's/.*Socket errors: \(.*\)/\1/p; s/.*Non-2xx or 3xx responses: \(.*\)/non-2xx \1/p' "$TMP/wrk.out")
-pp_check "wrk's requests were all answered ($(grep -o '[0-9]* requests in' "$TMP/wrk.out"); ${errs:-no errors})" \
-    test -z "$errs" -a -n "$(grep 'requests in' "$TMP/wrk.out")"
+check_wrk "while it serves"
+
+# A reload under load: the master execs itself again and starts a new worker.
+wrk -t2 -c20 -d8s "http://127.0.0.1:$HPORT/" >"$TMP/wrk.out" 2>&1 &
+wrk=$!
+sleep 1
+old=$worker
+kill -USR2 "$master"
+worker=""
+for _ in $(seq 50); do
+    worker=$(pgrep -P "$master" -x haproxy | grep -vx "$old" || true)
+    [ -n "$worker" ] && break
+    sleep 0.1
+done
+nproc=$(awk '/^Max processes/ { print $3 }' "/proc/$worker/limits" 2>/dev/null)
+pp_check "a reload started a new worker ($worker after $old; Max processes $nproc)" \
+    test -n "$worker" -a "$nproc" = 0
+pp_check "the old worker ended" pp_wait_gone "$old" 50 0.1
+pp_cpu_window "$worker" 3 "$base"
+wait $wrk
+check_cpu "after a reload"
+check_wrk "across a reload"
 kill -TERM "$master"
 pp_check "SIGTERM ended haproxy's master" pp_wait_gone "$master" 100 0.1
 nginx -c "$D/nginx.conf" -s stop 2>/dev/null
