@@ -35,6 +35,7 @@ esac
 # runs Debian's php-fpm driven by cgi-fcgi (libfcgi-bin), test_sshd a second
 # sshd with ssh logins, test_varnish varnish driven by wrk, test_squid squid
 # as a reverse proxy driven by wrk, test_haproxy haproxy in front of nginx,
+# test_chrony chronyd in its seccomp filter (an NTP client in python3),
 # test_postfix private postfix instances driven by smtp-source;
 # test_debuginfod serves debug files with Debian's debuginfod and builds
 # memcached from Debian's source (libevent-dev, patch, xz-utils);
@@ -45,7 +46,7 @@ if ((quick)); then
 else
   scripts/deps.sh "${base[@]}" clang memcached libmemcached-tools redis-server redis-tools \
       nginx-light wrk gdb postgresql chromium python3-websocket dnsmasq-base rsyslog dnsutils lintian \
-      libcap2-bin php8.2-fpm libfcgi-bin openssh-server openssh-client varnish squid postfix haproxy \
+      libcap2-bin php8.2-fpm libfcgi-bin openssh-server openssh-client varnish squid postfix haproxy chrony \
       debuginfod libevent-dev patch xz-utils clang-tidy cppcheck
 fi
 jobs=$(nproc)

@@ -69,7 +69,9 @@ static struct {
     pp_hub_req *pending;
     uint32_t next_id;
     int thread_started;
+    int stop; /* the hub thread ends (the process entered a sandbox) */
 } hub = {.mu = PTHREAD_MUTEX_INITIALIZER, .listen_fd = -1, .alias_fd = -1};
+static pthread_cond_t hub_ended_cv; /* the hub thread ended (hub_exit waits for it) */
 
 static pp_accept_state hub_accept; /* the hub thread's */
 
@@ -142,18 +144,6 @@ static void drop_member_locked(member *m)
     m->execs = 0;
 }
 
-/* Whether process pid descends from this one (up to 16 generations): a
- * worker that changed its user after the fork (nginx's, as root) still
- * joins its hub, which keeps out other users' processes. */
-static int descends(int pid)
-{
-    int me = (int)getpid();
-    for (int depth = 0; pid > 1 && depth < 16; depth++)
-        if ((pid = pp_tree_parent_of(pid)) == me)
-            return 1;
-    return 0;
-}
-
 static void ask_joined_locked(member *m);
 
 static void accept_member(int listen_fd)
@@ -167,7 +157,7 @@ static void accept_member(int listen_fd)
     char *body = NULL;
     struct timeval tv = {2, 0};
     setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
-    if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cr, &cl) || (cr.uid != getuid() && !descends(cr.pid)) ||
+    if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cr, &cl) || (cr.uid != getuid() && !pp_tree_descends(cr.pid)) ||
         pp_tree_recv(fd, &m, &body) || m.type != PP_TREE_HELLO) {
         free(body);
         pp_fd_close(fd);
@@ -224,6 +214,8 @@ static void *hub_main(void *arg)
     for (;;) {
         int n = 0;
         pthread_mutex_lock(&hub.mu);
+        if (hub.stop)
+            break;
         pf[n++] = (struct pollfd){hub.listen_fd, pp_accept_events(&hub_accept), 0};
         pf[n++] = (struct pollfd){hub.alias_fd, hub.alias_fd >= 0 ? pp_accept_events(&hub_accept) : 0, 0};
         for (int i = 0; i < MAX_MEMBERS; i++)
@@ -281,6 +273,17 @@ static void *hub_main(void *arg)
             pthread_mutex_unlock(&hub.mu);
         }
     }
+    /* Stopped (hub_exit): the members see their connections end and one
+     * takes this process's place; joining ones are refused. */
+    for (int i = 0; i < MAX_MEMBERS; i++)
+        if (hub.members[i].fd >= 0)
+            drop_member_locked(&hub.members[i]);
+    pp_fd_close(hub.listen_fd);
+    pp_fd_close(hub.alias_fd);
+    hub.listen_fd = hub.alias_fd = -1;
+    hub.is_hub = hub.thread_started = 0;
+    pthread_cond_broadcast(&hub_ended_cv);
+    pthread_mutex_unlock(&hub.mu);
     return NULL;
 }
 
@@ -325,30 +328,66 @@ static void write_index_row(pp_reply *r)
 
 /* ------------------------------------------------------------- the hub */
 
+/* Ends both ways of fd's connection, if it is one; its poll wakes. */
+static void end_connection(int fd)
+{
+    if (fd >= 0)
+        shutdown(fd, SHUT_RDWR);
+}
+
+/* Sends every member the note `body` about process pid (hub.mu held). */
+static void note_members_locked(int pid, const char *body)
+{
+    size_t n = strlen(body);
+    for (int i = 0; i < MAX_MEMBERS; i++) {
+        member *m = &hub.members[i];
+        if (m->fd < 0)
+            continue;
+        pthread_mutex_lock(&m->send_mu);
+        pp_tree_send(m->fd, PP_TREE_NOTE, 0, pid, body, n);
+        pthread_mutex_unlock(&m->send_mu);
+    }
+}
+
 /* The hub exits; a member that outlives it takes its place (tree_member.c).
  * The processes it names as not profiled, still running, go to each
  * member (NOTE: their pid in status; "PPID NAME", a tab, the reason), so
  * the next hub's index names them too: squid's kid execs as its master
- * takes the place of the process that daemonized it. A note that comes
+ * takes the place of the process that daemonized it. So does the hub
+ * itself when it stops because it enters a sandbox and lives on (chronyd
+ * with its seccomp filter, whose child then serves). A note that comes
  * after is not acknowledged: its member waits, and tells the next hub. */
 static void hub_exit(void)
 {
     pthread_mutex_lock(&hub.mu);
     hub.exiting = hub.is_hub;
+    char body[sizeof hub.gone[0].why + 32];
     for (unsigned k = hub.ngone > GONE_KEPT ? hub.ngone - GONE_KEPT : 0; hub.is_hub && k < hub.ngone; k++) {
         const gone_member *g = &hub.gone[k % GONE_KEPT];
         if (!g->why[0] || pp_tree_ended(g->pid))
             continue;
-        char body[sizeof g->why + 32];
-        int n = snprintf(body, sizeof body, "%d %s\t%s", g->ppid, g->name, g->why);
-        for (int i = 0; i < MAX_MEMBERS; i++) {
-            member *m = &hub.members[i];
-            if (m->fd < 0)
-                continue;
-            pthread_mutex_lock(&m->send_mu);
-            pp_tree_send(m->fd, PP_TREE_NOTE, 0, g->pid, body, (size_t)n);
-            pthread_mutex_unlock(&m->send_mu);
-        }
+        snprintf(body, sizeof body, "%d %s\t%s", g->ppid, g->name, g->why);
+        note_members_locked(g->pid, body);
+    }
+    const char *why = pp_sandboxed();
+    if (hub.is_hub && why) {
+        char self[16];
+        pp_tree_comm((int)getpid(), self);
+        snprintf(body, sizeof body, "%d %s\t%s", (int)getppid(), self[0] ? self : "?", why);
+        note_members_locked((int)getpid(), body);
+    }
+    /* A process that lives on in its sandbox ends its hub thread before
+     * the sandbox is in place (a filter may not allow its calls), so that
+     * a member takes the hub's place: the shutdowns wake its poll. */
+    if (why && hub.thread_started) {
+        hub.stop = 1;
+        end_connection(hub.listen_fd);
+        end_connection(hub.alias_fd);
+        for (int i = 0; i < MAX_MEMBERS; i++)
+            end_connection(hub.members[i].fd);
+        int64_t end = pp_now_ns(CLOCK_MONOTONIC) + 1000000000;
+        while (hub.thread_started && pp_cond_wait_until(&hub_ended_cv, &hub.mu, end) == 0)
+            ;
     }
     pthread_mutex_unlock(&hub.mu);
 }
@@ -369,8 +408,30 @@ void pp_hub_keep_note(int pid, const char *body)
     pthread_mutex_unlock(&hub.mu);
 }
 
+void pp_hub_note_left(int pid, int sandboxed_only)
+{
+    int mode = pid > 0 && !pp_tree_ended(pid) ? pp_tree_seccomp(pid) : 0;
+    if (pid <= 0 || pp_tree_ended(pid) || (sandboxed_only && !mode))
+        return;
+    pthread_mutex_lock(&hub.mu);
+    int noted = 0;
+    for (unsigned k = 0; k < GONE_KEPT && k < hub.ngone; k++)
+        noted |= hub.gone[k].pid == pid;
+    pthread_mutex_unlock(&hub.mu);
+    if (noted)
+        return;
+    char name[16], body[128];
+    pp_tree_comm(pid, name);
+    snprintf(body, sizeof body, "%d %s\t%s", pp_tree_parent_of(pid), name[0] ? name : "?",
+             mode == 2   ? "entered a seccomp filter"
+             : mode == 1 ? "entered seccomp strict mode"
+                         : "stopped serving and lives on");
+    pp_hub_keep_note(pid, body);
+}
+
 void pp_hub_init(void)
 {
+    pp_cond_init_monotonic(&hub_ended_cv);
     pp_shutdown_hook_add(hub_exit);
     pp_index_row_add(write_index_row);
     for (int i = 0; i < MAX_MEMBERS; i++) {
@@ -393,6 +454,7 @@ void pp_hub_after_fork(void)
     hub.is_hub = 0;
     hub.exiting = 0;
     hub.thread_started = 0;
+    hub.stop = 0;
     hub.alias_fd = -1;
 }
 
@@ -499,56 +561,13 @@ void pp_hub_set_name(const char *name)
 
 /* ------------------------------------------------------------ requests */
 
-/* The executable files of this process's maps appended to b (after its
- * NUL), one maps line each with the addresses and offset zeroed (a
- * member needs the device, inode and path; the hub's layout is not its
- * to know): what the members leave to the hub to name. 0 or -1. */
-static int add_exec_maps(pprof_buffer *b)
-{
-    int fd = open("/proc/self/maps", O_RDONLY | O_CLOEXEC);
-    if (fd < 0)
-        return -1;
-    pprof_buffer all = {0};
-    pprof_writer w = pprof_writer_buffer(&all);
-    char chunk[16384];
-    ssize_t n;
-    int rc = 0;
-    while (rc == 0 && ((n = read(fd, chunk, sizeof chunk)) > 0 || (n < 0 && errno == EINTR)))
-        rc = n > 0 ? w.write(w.ctx, chunk, (size_t)n) : 0;
-    close(fd);
-    pprof_writer out = pprof_writer_buffer(b);
-    for (char *line = all.data, *end = all.data + all.len; rc == 0 && line && line < end;) {
-        char *nl = memchr(line, '\n', (size_t)(end - line));
-        const char *e = nl ? nl : end, *p = line, *f[5];
-        int fl[5];
-        for (int k = 0; k < 5; k++) { /* addresses, permissions, offset, device, inode */
-            while (p < e && *p == ' ')
-                p++;
-            for (f[k] = p; p < e && *p != ' ';)
-                p++;
-            fl[k] = (int)(p - f[k]);
-        }
-        while (p < e && *p == ' ')
-            p++;
-        if (fl[1] >= 3 && f[1][2] == 'x' && p < e && *p == '/') {
-            char text[PATH_MAX + 96];
-            int k = snprintf(text, sizeof text, "0-0 %.*s 0 %.*s %.*s %.*s\n", fl[1], f[1], fl[3], f[3], fl[4],
-                             f[4], (int)(e - p), p);
-            rc = k > 0 && (size_t)k < sizeof text ? out.write(out.ctx, text, (size_t)k) : 0;
-        }
-        line = nl ? nl + 1 : end;
-    }
-    pprof_buffer_free(&all);
-    return rc || n < 0 ? -1 : 0;
-}
-
 /* The message asking a member for wire: the request, and with_maps the
  * hub's executable maps after a NUL. msg->cap 0: wire itself. */
 static void request_msg(const char *wire, int with_maps, pprof_buffer *msg)
 {
     *msg = (pprof_buffer){0};
     pprof_writer w = pprof_writer_buffer(msg);
-    if (w.write(w.ctx, wire, strlen(wire) + 1) || (with_maps && add_exec_maps(msg))) {
+    if (w.write(w.ctx, wire, strlen(wire) + 1) || (with_maps && pp_tree_exec_maps(msg))) {
         pprof_buffer_free(msg); /* the members name everything themselves */
         *msg = (pprof_buffer){(char *)wire, strlen(wire), 0};
     } else if (!with_maps) {

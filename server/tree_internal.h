@@ -73,6 +73,18 @@ int pp_tree_off(void);
 void pp_tree_comm(int pid, char out[16]);
 /* The parent of pid, from /proc, or 0. */
 int pp_tree_parent_of(int pid);
+/* Process pid's seccomp mode from /proc (0 none or unknown, 1 strict, 2
+ * a filter). */
+int pp_tree_seccomp(int pid);
+/* Whether process pid descends from this one (up to 16 generations): a
+ * worker that changed its user after the fork (nginx's, as root) still
+ * joins its hub, which keeps out other users' processes. */
+int pp_tree_descends(int pid);
+/* The executable files of this process's maps appended to b (after its
+ * NUL), one maps line each with the addresses and offset zeroed (a
+ * member needs the device, inode and path; the hub's layout is not its
+ * to know): what the members leave to the hub to name. 0 or -1. */
+int pp_tree_exec_maps(pprof_buffer *b);
 /* Whether process pid has ended (gone, or a zombie). */
 int pp_tree_ended(int pid);
 /* CLOCK_MONOTONIC in seconds. */
@@ -109,6 +121,12 @@ void pp_hub_init(void);
 /* A member keeps what its exiting hub sent about a process that is not
  * profiled (NOTE), for its index should it take the hub's place. */
 void pp_hub_keep_note(int pid, const char *body);
+/* A member taking the hub's place notes process pid (the old hub, or with
+ * sandboxed_only its parent) as not profiled when it lives on (in a
+ * seccomp sandbox, with sandboxed_only) and no note about it came: a
+ * process that enters a sandbox tells its hub, and an exiting hub its
+ * members, but one that was joining meanwhile hears neither. */
+void pp_hub_note_left(int pid, int sandboxed_only);
 /* In a forked child: no hub and no members here (the tree's name stays). */
 void pp_hub_after_fork(void);
 /* Makes this process the hub of its own tree, named after its pid; 0 when

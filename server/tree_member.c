@@ -43,6 +43,7 @@ static struct {
 } self = {PTHREAD_MUTEX_INITIALIZER, -1, 0, 0, 0};
 static int hub_pid, joined_ppid; /* this member's hub, and its parent when it joined */
 static int forking_pid;           /* the process that forks, in its prepare handler */
+static int forking_hub;           /* and whether it is the hub */
 static int (*takeover_serve)(void); /* the server's: serve where the old hub served */
 
 /* The process that was offered the takeover having never served (a member
@@ -179,6 +180,8 @@ static int hub_gone(void)
          * from a server and kept its configuration) takes the hub's place;
          * one that exec'd joins whoever does. */
         if (takeover_serve && waited_ms >= wait_ms && pp_hub_take_over() == 0) {
+            pp_hub_note_left(hub_pid, 0);
+            pp_hub_note_left(joined_ppid, 1);
             takeover_serve();
             return 0;
         }
@@ -458,6 +461,7 @@ static void member_exit(void)
 static void fork_prepare(void)
 {
     forking_pid = (int)getpid();
+    forking_hub = pp_hub_here();
 }
 
 /* In a forked child of a tree's process: the hub's state starts over, and
@@ -478,6 +482,8 @@ static void fork_child(void)
     first_tried = 0;
     maps_mu = (pthread_mutex_t)PTHREAD_MUTEX_INITIALIZER; /* hub_maps: the same hub's */
     joined_ppid = forking_pid; /* getppid() may already say 1 */
+    if (forking_hub)
+        hub_pid = forking_pid; /* before it connects (a hub entering a sandbox refuses it) */
     char name[PP_TREE_NAME_MAX];
     pp_hub_name(name);
     if (name[0])

@@ -14,6 +14,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <signal.h>
 #include <stddef.h>
 #include <stdio.h>
@@ -186,6 +187,16 @@ int pp_tree_parent_of(int pid)
     return ppid;
 }
 
+int pp_tree_seccomp(int pid)
+{
+    char buf[2048];
+    int mode = 0;
+    const char *f = read_proc(pid, "status", buf, sizeof buf) ? strstr(buf, "\nSeccomp:") : NULL;
+    if (f)
+        sscanf(f + 9, "%d", &mode);
+    return mode;
+}
+
 int pp_tree_ended(int pid)
 {
     if (pid <= 0 || (kill(pid, 0) != 0 && errno == ESRCH))
@@ -198,4 +209,52 @@ int pp_tree_ended(int pid)
 int64_t pp_tree_now_s(void)
 {
     return pp_now_ns(CLOCK_MONOTONIC) / 1000000000;
+}
+
+int pp_tree_descends(int pid)
+{
+    int me = (int)getpid();
+    for (int depth = 0; pid > 1 && depth < 16; depth++)
+        if ((pid = pp_tree_parent_of(pid)) == me)
+            return 1;
+    return 0;
+}
+
+int pp_tree_exec_maps(pprof_buffer *b)
+{
+    int fd = open("/proc/self/maps", O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return -1;
+    pprof_buffer all = {0};
+    pprof_writer w = pprof_writer_buffer(&all);
+    char chunk[16384];
+    ssize_t n;
+    int rc = 0;
+    while (rc == 0 && ((n = read(fd, chunk, sizeof chunk)) > 0 || (n < 0 && errno == EINTR)))
+        rc = n > 0 ? w.write(w.ctx, chunk, (size_t)n) : 0;
+    close(fd);
+    pprof_writer out = pprof_writer_buffer(b);
+    for (char *line = all.data, *end = all.data + all.len; rc == 0 && line && line < end;) {
+        char *nl = memchr(line, '\n', (size_t)(end - line));
+        const char *e = nl ? nl : end, *p = line, *f[5];
+        int fl[5];
+        for (int k = 0; k < 5; k++) { /* addresses, permissions, offset, device, inode */
+            while (p < e && *p == ' ')
+                p++;
+            for (f[k] = p; p < e && *p != ' ';)
+                p++;
+            fl[k] = (int)(p - f[k]);
+        }
+        while (p < e && *p == ' ')
+            p++;
+        if (fl[1] >= 3 && f[1][2] == 'x' && p < e && *p == '/') {
+            char text[PATH_MAX + 96];
+            int k = snprintf(text, sizeof text, "0-0 %.*s 0 %.*s %.*s %.*s\n", fl[1], f[1], fl[3], f[3], fl[4],
+                             f[4], (int)(e - p), p);
+            rc = k > 0 && (size_t)k < sizeof text ? out.write(out.ctx, text, (size_t)k) : 0;
+        }
+        line = nl ? nl + 1 : end;
+    }
+    pprof_buffer_free(&all);
+    return rc || n < 0 ? -1 : 0;
 }

