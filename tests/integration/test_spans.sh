@@ -5,8 +5,9 @@
 # random span ID, span name "POST /checkout" or "GET /search") and under
 # its (endpoint, tenant) label set, in two workers at once:
 #   - -tags shows span_id (16 hex digits) and span_name on the samples, and
-#     span_name splits the profile as endpoint does (every checkout sample
-#     is "POST /checkout", every search sample "GET /search");
+#     span_name splits the profile as endpoint does, within half a point
+#     (every checkout sample is "POST /checkout", every search sample
+#     "GET /search");
 #   - the samples of concurrent spans are kept apart: in -raw, every
 #     span_id goes with one span_name, one endpoint and one tenant;
 #   - -tagfocus on the busiest span_id keeps only its request's functions,
@@ -33,12 +34,17 @@ pp_pprof -tags "$TMP/plain.pb.gz" >"$TMP/tags.txt" 2>&1
 pp_check "-tags: span_id values of 16 hex digits" grep -qE '^ +[0-9.]+m?s \( *[0-9.]+%\): [0-9a-f]{16}$' "$TMP/tags.txt"
 share() { awk -v k="$1" -v v="$2" '$1 == k":" { on = 1; next } /^ *$/ { on = 0 } /^ [a-z_]+:/ { on = 0 }
     on && index($0, "): " v) { sub(/^.*\( */, ""); sub(/%.*/, ""); print; exit }' "$TMP/tags.txt"; }
+# near A B: two shares within half a point. A request's labels are set a
+# call before its span and restored a call after it: a sample that lands
+# there has an endpoint and no span_name (one did in a CI run, of about
+# 800).
+near() { [ -n "$1" ] && [ -n "$2" ] && awk -v a="$1" -v b="$2" 'BEGIN { exit !(a - b <= 0.5 && b - a <= 0.5) }'; }
 a=$(share span_name "POST /checkout")
 b=$(share endpoint /checkout)
-pp_check "-tags: span_name POST /checkout ${a:-?}% = endpoint /checkout ${b:-?}%" test -n "$a" -a "$a" = "$b"
+pp_check "-tags: span_name POST /checkout ${a:-?}% = endpoint /checkout ${b:-?}% (within 0.5)" near "$a" "$b"
 a=$(share span_name "GET /search")
 b=$(share endpoint /search)
-pp_check "-tags: span_name GET /search ${a:-?}% = endpoint /search ${b:-?}%" test -n "$a" -a "$a" = "$b"
+pp_check "-tags: span_name GET /search ${a:-?}% = endpoint /search ${b:-?}% (within 0.5)" near "$a" "$b"
 pp_check "no trace_id label by default" sh -c "! grep -q 'trace_id:' '$TMP/plain.raw'"
 
 # span_id -> span_name, endpoint, tenant, from -raw's label lines
