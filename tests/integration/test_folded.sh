@@ -68,8 +68,11 @@ pp_stop "$PID" >/dev/null 2>&1
 pp_serve demo env LIBPPROF_ADDR=127.0.0.1:@PORT@ LIBPPROF_HEAP_RATE=65536 "$BUILD/pprof-demo" ||
     pp_give_up "the demo serves" demo
 base=http://127.0.0.1:$PORT/debug/pprof
-sleep 2 # the workers build up some heap
-fetch labels.folded "heap?format=folded&labels=1" >/dev/null
+for _ in $(seq 20); do # the workers build up some heap: labeled samples come within seconds
+    fetch labels.folded "heap?format=folded&labels=1" >/dev/null
+    grep -q '^\[' "$TMP/labels.folded" && break
+    sleep 0.5
+done
 pp_check "labels=1: labeled stacks start with [key=value] ($(grep -c '^\[' "$TMP/labels.folded") lines)" \
     grep -qE '^\[[^]=]+=[^]]*\];' "$TMP/labels.folded"
 
