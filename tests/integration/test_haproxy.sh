@@ -139,6 +139,10 @@ done
 pp_check "a reload started a new worker ($worker after $old; Max processes $nproc)" \
     test -n "$worker" -a "$nproc" = 0
 pp_check "the old worker ended" pp_wait_gone "$old" 50 0.1
+for _ in $(seq 50); do # the new worker a member of the new hub's tree
+    curl -sS --max-time 2 "$base/" 2>/dev/null | grep -q "pid=$worker\"" && break
+    sleep 0.1
+done
 pp_cpu_window "$worker" 3 "$base"
 wait $wrk
 check_cpu "after a reload"
