@@ -328,6 +328,16 @@ static void write_index_row(pp_reply *r)
 
 /* ------------------------------------------------------------- the hub */
 
+/* The latest of the members that left lately with this pid, or NULL
+ * (hub.mu held). */
+static const gone_member *gone_locked(int pid)
+{
+    for (unsigned k = 0; k < GONE_KEPT && k < hub.ngone; k++)
+        if (hub.gone[(hub.ngone - 1 - k) % GONE_KEPT].pid == pid)
+            return &hub.gone[(hub.ngone - 1 - k) % GONE_KEPT];
+    return NULL;
+}
+
 /* Ends both ways of fd's connection, if it is one; its poll wakes. */
 static void end_connection(int fd)
 {
@@ -410,13 +420,13 @@ void pp_hub_keep_note(int pid, const char *body)
 
 void pp_hub_note_left(int pid, int sandboxed_only)
 {
-    int mode = pid > 0 && !pp_tree_ended(pid) ? pp_tree_seccomp(pid) : 0;
-    if (pid <= 0 || pp_tree_ended(pid) || (sandboxed_only && !mode))
+    if (pp_tree_ended(pid))
+        return;
+    int mode = pp_tree_seccomp(pid);
+    if (sandboxed_only && !mode)
         return;
     pthread_mutex_lock(&hub.mu);
-    int noted = 0;
-    for (unsigned k = 0; k < GONE_KEPT && k < hub.ngone; k++)
-        noted |= hub.gone[k].pid == pid;
+    int noted = gone_locked(pid) != NULL;
     pthread_mutex_unlock(&hub.mu);
     if (noted)
         return;
@@ -529,10 +539,7 @@ int pp_hub_has_members(void)
 void pp_hub_no_member(int pid, char *out, size_t size)
 {
     pthread_mutex_lock(&hub.mu);
-    const gone_member *g = NULL;
-    for (unsigned k = 0; k < GONE_KEPT && k < hub.ngone && !g; k++)
-        if (hub.gone[(hub.ngone - 1 - k) % GONE_KEPT].pid == pid)
-            g = &hub.gone[(hub.ngone - 1 - k) % GONE_KEPT];
+    const gone_member *g = gone_locked(pid);
     if (g && g->why[0]) {
         snprintf(out, size, "process %d (%s) left the tree: it %s, and is not profiled", pid, g->name, g->why);
     } else {
