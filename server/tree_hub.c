@@ -450,8 +450,9 @@ void pp_hub_init(void)
     }
 }
 
-void pp_hub_after_fork(void)
+int pp_hub_after_fork(void)
 {
+    int was_hub = hub.is_hub; /* the copy of the parent's state: no other thread reads or writes it */
     hub.mu = (pthread_mutex_t)PTHREAD_MUTEX_INITIALIZER;
     hub.listen_fd = -1; /* its descriptors are closed already (base/fds.h) */
     for (int i = 0; i < MAX_MEMBERS; i++) {
@@ -466,6 +467,7 @@ void pp_hub_after_fork(void)
     hub.thread_started = 0;
     hub.stop = 0;
     hub.alias_fd = -1;
+    return was_hub;
 }
 
 /* Starts the hub thread once (lock held); 0 or PPROF_ESYS. */

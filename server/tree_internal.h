@@ -127,8 +127,10 @@ void pp_hub_keep_note(int pid, const char *body);
  * process that enters a sandbox tells its hub, and an exiting hub its
  * members, but one that was joining meanwhile hears neither. */
 void pp_hub_note_left(int pid, int sandboxed_only);
-/* In a forked child: no hub and no members here (the tree's name stays). */
-void pp_hub_after_fork(void);
+/* In a forked child: no hub and no members here (the tree's name stays);
+ * returns whether the parent was the hub, from the child's copy of its state
+ * (so a fork takes no lock of the hub's). */
+int pp_hub_after_fork(void);
 /* Makes this process the hub of its own tree, named after its pid; 0 when
  * it is one already. 0 or PPROF_ESYS (with the reason). */
 int pp_hub_start(void);

@@ -42,8 +42,7 @@ static struct {
     int pid;                 /* this process, when it joined */
 } self = {PTHREAD_MUTEX_INITIALIZER, -1, 0, 0, 0};
 static int hub_pid, joined_ppid; /* this member's hub, and its parent when it joined */
-static int forking_pid;           /* the process that forks, in its prepare handler */
-static int forking_hub;           /* and whether it is the hub */
+static int forking_pid;          /* the process that forks, in its prepare handler */
 static int (*takeover_serve)(void); /* the server's: serve where the old hub served */
 
 /* The process that was offered the takeover having never served (a member
@@ -461,14 +460,13 @@ static void member_exit(void)
 static void fork_prepare(void)
 {
     forking_pid = (int)getpid();
-    forking_hub = pp_hub_here();
 }
 
 /* In a forked child of a tree's process: the hub's state starts over, and
  * the child joins the tree. */
 static void fork_child(void)
 {
-    pp_hub_after_fork();
+    int forking_hub = pp_hub_after_fork();
     self.send_mu = (pthread_mutex_t)PTHREAD_MUTEX_INITIALIZER;
     self.fd = -1; /* its descriptors are closed already (base/fds.h) */
     self.leaving = 0;
