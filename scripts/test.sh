@@ -36,6 +36,8 @@ esac
 # sshd with ssh logins, test_varnish varnish driven by wrk, test_squid squid
 # as a reverse proxy driven by wrk, test_haproxy haproxy in front of nginx,
 # test_chrony chronyd in its seccomp filter (an NTP client in python3),
+# test_apache Apache httpd driven by wrk, test_vsftpd vsftpd's sessions
+# (an FTP client in python3),
 # test_postfix private postfix instances driven by smtp-source;
 # test_debuginfod serves debug files with Debian's debuginfod and builds
 # memcached from Debian's source (libevent-dev, patch, xz-utils);
@@ -47,7 +49,7 @@ else
   scripts/deps.sh "${base[@]}" clang memcached libmemcached-tools redis-server redis-tools \
       nginx-light wrk gdb postgresql chromium python3-websocket dnsmasq-base rsyslog dnsutils lintian \
       libcap2-bin php8.2-fpm libfcgi-bin openssh-server openssh-client varnish squid postfix haproxy chrony \
-      debuginfod libevent-dev patch xz-utils clang-tidy cppcheck
+      apache2 vsftpd debuginfod libevent-dev patch xz-utils clang-tidy cppcheck
 fi
 jobs=$(nproc)
 run() { # dir label-args cmake-args...

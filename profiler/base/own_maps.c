@@ -78,3 +78,15 @@ size_t pp_own_maps(uintptr_t *lo, uintptr_t *hi, const char **what, size_t max)
     }
     return n;
 }
+
+/* async-signal-safe */
+size_t pp_own_maps_bytes(void)
+{
+    size_t sum = 0;
+    for (int i = 0; i < SLOTS; i++) {
+        uintptr_t a = atomic_load(&lo_of[i]), b = atomic_load(&hi_of[i]);
+        if (a && b > a)
+            sum += b - a;
+    }
+    return sum;
+}

@@ -23,4 +23,6 @@ void pp_unmap(void *p, size_t bytes);
 /* Copies the listed ranges (at most max) into lo[], hi[] and what[];
  * returns how many there are (which may exceed max). async-signal-safe */
 size_t pp_own_maps(uintptr_t *lo, uintptr_t *hi, const char **what, size_t max);
+/* The bytes of address space the listed mappings span. async-signal-safe */
+size_t pp_own_maps_bytes(void);
 #endif

@@ -160,6 +160,26 @@ static int list_registered(int *tids, int max)
     return n;
 }
 
+/* One own thread's stack, with the guard page below it. */
+static size_t stack_bytes(const pp_thread_entry *e)
+{
+    return e->stack_hi > e->stack_lo ? e->stack_hi - e->stack_lo + (size_t)sysconf(_SC_PAGESIZE) : 0;
+}
+
+static size_t inherited_own_stacks; /* in a forked child: its parent's own threads' (reg_lock) */
+
+size_t pp_threads_own_stack_bytes(void)
+{
+    size_t live = 0;
+    pp_mutex_lock(&reg_lock);
+    for (int i = 0; i < reg_high; i++)
+        if (registry[i].tid && registry[i].own)
+            live += stack_bytes(&registry[i]);
+    size_t kept = inherited_own_stacks;
+    pp_mutex_unlock(&reg_lock);
+    return live > kept ? live : kept;
+}
+
 static int forking_tid; /* the forking thread's id in the parent (reg_lock) */
 
 /* The child's one thread is the forking thread's entry, under its new id
@@ -169,8 +189,12 @@ void pp_threads_fork_child(void)
     reg_lock = (pp_mutex)PP_MUTEX_INIT;
     pp_threads_creds_fork_child();
     int tid = (int)syscall(SYS_gettid);
-    for (int i = 0; i < reg_high; i++)
+    inherited_own_stacks = 0;
+    for (int i = 0; i < reg_high; i++) {
+        if (registry[i].tid && registry[i].tid != forking_tid && registry[i].own)
+            inherited_own_stacks += stack_bytes(&registry[i]);
         registry[i].tid = registry[i].tid == forking_tid ? tid : 0;
+    }
 }
 
 void pp_threads_fork_prepare(void)

@@ -45,6 +45,11 @@ int pp_threads_list(int *tids, void *const **slots, void *const **trace_slots, i
 /* The ids of the profiler's own registered threads, at most max; returns
  * their number. Same rules as pp_threads_list. */
 int pp_threads_list_own(int *tids, int max);
+/* The bytes of address space the stacks of the profiler's own threads
+ * take: its live threads', or, in a forked child, those its parent's left
+ * mapped (the C library keeps them for the next threads), whichever is
+ * more. Same rules as pp_threads_list. */
+size_t pp_threads_own_stack_bytes(void);
 /* Gives every thread of the profiler's own the calling thread's
  * capabilities and securebits as they are now (creds.c): called after the
  * program changed them (capset, prctl) and before its setuid, setgid and

@@ -328,6 +328,16 @@ pp_cpu_window() {
     wait $cpu
 }
 
+# pp_every_kind BASE: asks BASE for every kind of profile, one after the
+# other (1 s windows); prints " KIND:CODE" for each.
+pp_every_kind() {
+    local k
+    for k in "profile?seconds=1" "wall?seconds=1" heap allocs goroutine "goroutine?debug=2" mutex block \
+        threadcreate memory; do
+        printf ' %s:%s' "$k" "$(curl -sS --max-time 15 -o /dev/null -w '%{http_code}' "$1/$k")"
+    done
+}
+
 # pp_ticks_less PID [STAT...]: PID's CPU ticks by its own count, less
 # those of the thread stat files given.
 pp_ticks_less() {

@@ -110,11 +110,7 @@ for way in daemon foreground; do
     code=$(curl -sS --max-time 5 -o "$TMP/why.txt" -w '%{http_code}' "$base/profile?seconds=1&pid=$MAIN")
     pp_check "$way: a profile of the main process answers $code, saying why ($(cat "$TMP/why.txt"))" \
         sh -c "[ '$code' = 404 ] && grep -q 'entered a seccomp filter' '$TMP/why.txt'"
-    codes=""
-    for k in "profile?seconds=1" "wall?seconds=1" heap allocs goroutine "goroutine?debug=2" mutex block \
-        threadcreate memory; do
-        codes="$codes $k:$(curl -sS --max-time 15 -o /dev/null -w '%{http_code}' "$base/$k")"
-    done
+    codes=$(pp_every_kind "$base")
     pp_check "$way: every kind of profile of the tree answers 200 ($codes)" \
         sh -c "! echo '$codes' | grep -q ':[^2]'"
     wait $load
