@@ -3,7 +3,11 @@
  * constructor and again in every forked child, as libpprof's member
  * thread does, to measure what being multi-threaded alone costs a service
  * (glibc's cancellation points and malloc leave their single-thread
- * paths; the kernel takes references on a shared descriptor table). */
+ * paths; the kernel takes references on a shared descriptor table).
+ * Built with -DFIRST_ONLY (the firstthread arm), only the first process
+ * has the thread, as only a tree's hub would have its server's threads:
+ * glibc 2.36 keeps a child forked from a multi-threaded process on its
+ * multi-thread paths all the same. */
 #include <pthread.h>
 #include <signal.h>
 #include <unistd.h>
@@ -29,6 +33,8 @@ static void start(void)
 
 __attribute__((constructor)) static void init(void)
 {
+#ifndef FIRST_ONLY
     pthread_atfork(NULL, NULL, start);
+#endif
     start();
 }

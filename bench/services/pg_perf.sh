@@ -6,22 +6,24 @@
 # transaction, pgbench, perf and this script on CPU 1.
 #
 #   bench/services/pg_perf.sh NAME with LIBPPROF_SO [PERF_ARGS...]   (as root)
-#   bench/services/pg_perf.sh NAME without|onethread [PERF_ARGS...]
+#   bench/services/pg_perf.sh NAME without|onethread|firstthread [PERF_ARGS...]
 #
 # with: the library at its defaults (LD_PRELOAD, LIBPPROF_ADDR only: the
 # services benchmark's "defaults"; readable by the postgres user, so copy
 # it to /tmp); without: no libpprof; onethread: no libpprof, an idle
 # thread in every process (onethread.c: what being multi-threaded alone
-# costs). PERF_ARGS default to -F 8000 --call-graph dwarf,8192; with
-# MODE=stat, perf stat's events instead. PG_N sets the transactions per
-# client (default 60000). Writes $OUT_DIR/NAME.data (or .stat) and
+# costs); firstthread: that thread in the postmaster only (its backends
+# are forked from a multi-threaded process, with no thread of their own).
+# PERF_ARGS default to -F 8000 --call-graph dwarf,8192; with MODE=stat,
+# perf stat's events instead. PG_N sets the transactions per client
+# (default 60000). Writes $OUT_DIR/NAME.data (or .stat) and
 # NAME.log (the service's CPU and wall time over the work); read the
 # data with perf_share.py.
 set -euo pipefail
 HERE=$(cd "$(dirname "$0")" && pwd)
 # shellcheck disable=SC2034 # services.sh reads it
 ROOT=$(cd "$HERE/../.." && pwd)
-[ $# -ge 2 ] || { echo "usage: $0 NAME with LIBPPROF_SO|without|onethread [PERF_ARGS...]" >&2; exit 2; }
+[ $# -ge 2 ] || { echo "usage: $0 NAME with LIBPPROF_SO|without|onethread|firstthread [PERF_ARGS...]" >&2; exit 2; }
 NAME=$1 ARM=$2
 shift 2
 LIB=
@@ -50,7 +52,10 @@ without) ;;
 onethread)
     cc -O2 -shared -fPIC -pthread -o "$WORK/libonethread.so" "$HERE/onethread.c"
     env=(LD_PRELOAD="$WORK/libonethread.so") ;;
-*) echo "$0: with, without or onethread, not $ARM" >&2; exit 2 ;;
+firstthread)
+    cc -O2 -shared -fPIC -pthread -DFIRST_ONLY -o "$WORK/libfirstthread.so" "$HERE/onethread.c"
+    env=(LD_PRELOAD="$WORK/libfirstthread.so") ;;
+*) echo "$0: with, without, onethread or firstthread, not $ARM" >&2; exit 2 ;;
 esac
 LOG=$OUT_DIR/$NAME.log
 echo "arm $ARM env: ${env[*]:-none}; PG_N=$PG_N; perf $MODE ${PERF_ARGS[*]}" | tee "$LOG"
