@@ -129,8 +129,14 @@ check_wrk() {
 }
 
 ctl start || pp_give_up "apache2ctl -k start failed" ctl "$D/log/error.log"
-daemon=$(cat "$D/run/apache2.pid" 2>/dev/null)
-[ -n "$daemon" ] && PP_GROUPS+=("$daemon") # it made its own session
+daemon=""
+for _ in $(seq 100); do # the daemon writes its pid file once detached
+    daemon=$(cat "$D/run/apache2.pid" 2>/dev/null)
+    [ -n "$daemon" ] && break
+    sleep 0.1
+done
+[ -n "$daemon" ] || pp_give_up "apache2 wrote no pid file" ctl "$D/log/error.log"
+PP_GROUPS+=("$daemon") # it made its own session
 base=http://127.0.0.1:$PORT/debug/pprof
 pp_wait_http "$base/cmdline" 10 "$daemon" || pp_give_up "apache2 did not serve the endpoint" ctl "$D/log/error.log"
 kids=""
