@@ -25,6 +25,7 @@
 
 #include <stdatomic.h>
 #include <stdio.h>
+#include <limits.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -148,8 +149,25 @@ int pprof_http_handle(const pprof_server_config *cfg, const pprof_http_request *
     pprof_labels *prev = pp_own_labels_begin();
     static const char *const tree_keys[] = {"pid", "tree"};
     char v[32];
-    int pid = pp_query_find(req->query, "pid", v, sizeof v) ? atoi(v) : 0;
-    int whole = pp_query_find(req->query, "tree", v, sizeof v) ? strcmp(v, "0") != 0 : 1;
+    int pid = 0, whole = 1;
+    if (pp_query_find(req->query, "pid", v, sizeof v)) {
+        char *end;
+        long n = strtol(v, &end, 10);
+        if (!v[0] || *end || n <= 0 || n > INT_MAX) {
+            pp_reply_error_to(done, ctx, 400, "pid must be a process id (a positive number), not \"%s\"", v);
+            pp_own_labels_end(prev);
+            return 0;
+        }
+        pid = (int)n;
+    }
+    if (pp_query_find(req->query, "tree", v, sizeof v)) {
+        if (strcmp(v, "0") != 0 && strcmp(v, "1") != 0) {
+            pp_reply_error_to(done, ctx, 400, "tree must be 0 or 1, not \"%s\"", v);
+            pp_own_labels_end(prev);
+            return 0;
+        }
+        whole = v[0] == '1';
+    }
     char *rest = pp_query_without(req->query, tree_keys, 2);
     pprof_http_request r = *req;
     r.query = rest ? rest : req->query;

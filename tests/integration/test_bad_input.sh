@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # test-labels: timing
 # test_bad_input.sh: answers to bad and unusual requests. Malformed or
-# out-of-range seconds, seconds with debug, unknown paths, wrong methods and
+# out-of-range seconds, seconds with debug, a pid or tree that is not a
+# process id or 0/1, unknown paths, wrong methods and
 # trace get their status with Go's one-line error answer; symbol (GET and
 # POST) and cmdline answer as Go's handlers do; garbage, oversized and
 # half-sent requests and clients that vanish mid-answer neither crash the
@@ -55,6 +56,10 @@ done
 expect_error 400 'invalid value for "seconds".*600.*' "profile?seconds=601 (above the maximum 600)" "$base/profile?seconds=601"
 expect_error 400 'seconds and debug params are incompatible' "profile?seconds=1&debug=1" "$base/profile?seconds=1&debug=1"
 expect_error 400 '.+' "profile?seconds=%ZZ (bad escape)" "$base/profile?seconds=%ZZ"
+for v in abc "" 0 -3 12x; do
+    expect_error 400 "pid must be a process id \\(a positive number\\), not \"$v\"" "heap?pid=$v" "$base/heap?pid=$v"
+done
+expect_error 400 'tree must be 0 or 1, not "yes"' "goroutine?tree=yes" "$base/goroutine?tree=yes"
 expect_error 404 'Unknown profile' "unknown path under the prefix" "$base/no-such-profile"
 expect_error 404 'Unknown profile' "unknown nested path under the prefix" "$base/profile/extra"
 for m in POST PUT DELETE PATCH; do
