@@ -25,10 +25,10 @@ int pp_accept_one(pp_accept_state *st, int listen_fd, int nonblock, struct socka
     if (errno != EMFILE && errno != ENFILE && errno != ENOBUFS && errno != ENOMEM)
         return -1;
     if (!st->delay_ms)
-        fprintf(stderr, "libpprof: cannot accept a connection (%s); trying again in a moment\n",
-                errno == EMFILE ? "no file descriptor left in the process"
-                : errno == ENFILE ? "no file descriptor left in the system"
-                                  : "out of memory");
+        pp_say("libpprof: cannot accept a connection (%s); trying again in a moment\n",
+               errno == EMFILE   ? "no file descriptor left in the process"
+               : errno == ENFILE ? "no file descriptor left in the system"
+                                 : "out of memory");
     st->delay_ms = st->delay_ms ? (st->delay_ms * 2 > MAX_DELAY_MS ? MAX_DELAY_MS : st->delay_ms * 2) : FIRST_DELAY_MS;
     st->resume_ns = pp_now_ns(CLOCK_MONOTONIC) + (int64_t)st->delay_ms * 1000000;
     return -1;

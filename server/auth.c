@@ -161,10 +161,12 @@ void pp_auth_refused(int status, const char *peer)
         return;
     if (!atomic_compare_exchange_strong(&last_log_ns, &last, now))
         return;
-    fprintf(stderr, "libpprof: refused a request from %s (%d %s); refusals are counted on the index and "
-                    "logged at most once a minute\n",
-            peer ? peer : "a client", status,
-            status == 401 ? "without credentials" : status == 403 ? "with a wrong token" : "over a limit");
+    pp_say("libpprof: refused a request from %s (%d %s); refusals are counted on the index and "
+           "logged at most once a minute\n",
+           peer ? peer : "a client", status,
+           status == 401   ? "without credentials"
+           : status == 403 ? "with a wrong token"
+                           : "over a limit");
 }
 
 void pp_refusals_get(pp_refusals *out)

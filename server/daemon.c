@@ -94,8 +94,7 @@ static void srv_after_fork_child(void)
  * server uses the number after the program's call (base/fds.h). */
 static void srv_fd_taken(int fd)
 {
-    fprintf(stderr, "libpprof: the program reuses descriptor %d, which the profiler's server held; serving stops\n",
-            fd);
+    pp_say("libpprof: the program reuses descriptor %d, which the profiler's server held; serving stops\n", fd);
     pprof_server_stop();
 }
 
@@ -118,7 +117,7 @@ static void write_index_row(pp_reply *r)
 
 static void srv_init(void)
 {
-    pthread_atfork(NULL, NULL, srv_after_fork_child);
+    pp_atfork(NULL, NULL, srv_after_fork_child);
     pp_index_row_add(write_index_row);
     pp_fd_on_taken(srv_fd_taken);
 }
@@ -215,7 +214,7 @@ static void hand_to_mhd(void *arg, int fd, const struct sockaddr_storage *ss, so
         answer_busy(spare, "the profiler could not take the connection (out of memory?); try later");
     int64_t now = pp_now_ns(CLOCK_MONOTONIC);
     if (!dropped_ns || now - dropped_ns > 60000000000LL) /* once a minute */
-        fprintf(stderr, "libpprof: libmicrohttpd could not take a connection (%s); answered 503\n", strerror(err));
+        pp_say("libpprof: libmicrohttpd could not take a connection (%s); answered 503\n", strerror(err));
     dropped_ns = now;
 }
 
@@ -312,8 +311,8 @@ static int serve_taken_over(void)
         if ((rc = pprof_server_start(&taken)) == PPROF_EADDR)
             nanosleep(&(struct timespec){0, 50000000}, NULL);
     if (rc != 0)
-        fprintf(stderr, "libpprof: pid %d could not take over the endpoint %s: %s\n", (int)getpid(), taken.addr,
-                pprof_last_error());
+        pp_say("libpprof: pid %d could not take over the endpoint %s: %s\n", (int)getpid(), taken.addr,
+               pprof_last_error());
     return rc;
 }
 
@@ -498,8 +497,7 @@ static void start_serving(const pprof_server_config *cfg, start *s)
         keep_for_takeover(&s->cfg, s->addr, s->port);
     pp_tree_set_takeover(serve_taken_over);
     if (!s->cfg.no_tree && pp_tree_start() != 0) /* the server runs on; its tree is not joined */
-        fprintf(stderr, "libpprof: %s; forked children are not profiled through this endpoint\n",
-                pprof_last_error());
+        pp_say("libpprof: %s; forked children are not profiled through this endpoint\n", pprof_last_error());
 }
 
 /* Thread-safe (serialized by the server lock). */

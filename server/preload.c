@@ -120,7 +120,7 @@ static void print_serving(const char *addr)
     if (before && !strcmp(before, mark))
         return; /* this process said so before its exec */
     set_env_kept(ANNOUNCED, mark);
-    fprintf(stderr, "libpprof: serving %s (pid %d)\n", where, (int)getpid());
+    pp_say("libpprof: serving %s (pid %d)\n", where, (int)getpid());
 }
 
 /* The tree this process's hub started (LIBPPROF_HUB, set by a hub that
@@ -167,5 +167,5 @@ __attribute__((constructor)) static void preload_init(void)
     if (rc == PPROF_EBUSY)
         return; /* someone started it already */
     /* pprof_last_error begins with the code's text ("cannot serve on that address: ...") */
-    fprintf(stderr, "libpprof: LIBPPROF_ADDR=%s: %s; running unprofiled\n", addr, pprof_last_error());
+    pp_say("libpprof: LIBPPROF_ADDR=%s: %s; running unprofiled\n", addr, pprof_last_error());
 }

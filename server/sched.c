@@ -84,7 +84,7 @@ static void after_fork_child(void)
 static void init_once(void)
 {
     init_conds();
-    pthread_atfork(NULL, NULL, after_fork_child);
+    pp_atfork(NULL, NULL, after_fork_child);
 }
 
 static void unlink_locked(pprof_http_call *c)

@@ -151,7 +151,7 @@ static void delta_after_fork_child(void)
 
 static void delta_init(void)
 {
-    pthread_atfork(NULL, NULL, delta_after_fork_child);
+    pp_atfork(NULL, NULL, delta_after_fork_child);
 }
 
 int pp_serve_delta(pp_req *q, pprof_recorder **state, int (*make)(pprof_recorder **out), const char *what,

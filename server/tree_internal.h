@@ -67,7 +67,8 @@ void pp_tree_name_of(int pid, char out[PP_TREE_NAME_MAX]);
 int pp_tree_listen(const char *name);
 /* A socket connected to the one listening under `name`, or -1. */
 int pp_tree_connect(const char *name);
-/* Whether LIBPPROF_TREE=0 turns process trees off. */
+/* Whether LIBPPROF_TREE=0 turns process trees off, or this process is in
+ * namespaces of its own (pp_process_isolated). */
 int pp_tree_off(void);
 /* Process pid's name (comm), "" when unknown. */
 void pp_tree_comm(int pid, char out[16]);

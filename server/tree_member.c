@@ -484,7 +484,9 @@ static void fork_child(void)
         hub_pid = forking_pid; /* before it connects (a hub entering a sandbox refuses it) */
     char name[PP_TREE_NAME_MAX];
     pp_hub_name(name);
-    if (name[0])
+    if (name[0] && pp_tree_off())
+        pp_hub_set_name(""); /* a child in namespaces of its own: out of the tree */
+    else if (name[0])
         join(0);
 }
 
@@ -497,5 +499,5 @@ void pp_member_init(void)
     pp_no_threads_hook_add(pp_call_keep_thread); /* profiles with seconds= wait on the scheduler */
     pp_exec_hook_set(member_exec);
     pp_hub_init();
-    pthread_atfork(fork_prepare, NULL, fork_child);
+    pp_atfork(fork_prepare, NULL, fork_child);
 }

@@ -145,7 +145,7 @@ int pp_tree_connect(const char *name)
 
 int pp_tree_off(void)
 {
-    return !pp_env_int("LIBPPROF_TREE", 1, 0, 1);
+    return pp_process_isolated() || !pp_env_int("LIBPPROF_TREE", 1, 0, 1);
 }
 
 /* Reads /proc/<pid>/<what> into buf (NUL-terminated): its length, or 0. */

@@ -9,6 +9,7 @@
  * environment. Never from a signal handler or inside malloc.
  */
 #include "env.h"
+#include "error.h"
 #include "pprof.h"
 
 #include <errno.h>
@@ -44,10 +45,10 @@ int pp_env_int(const char *name, int def, int min, int max)
     if (errno || *end || v < min || v > max) {
         if (first_report(name)) {
             if (min == 0 && max == 1)
-                fprintf(stderr, "libpprof: ignoring %s=%s: want 0 or 1; using %d\n", name, s, def);
+                pp_say("libpprof: ignoring %s=%s: want 0 or 1; using %d\n", name, s, def);
             else
-                fprintf(stderr, "libpprof: ignoring %s=%s: want an integer from %d to %d; using %d\n", name, s,
-                        min, max, def);
+                pp_say("libpprof: ignoring %s=%s: want an integer from %d to %d; using %d\n", name, s, min, max,
+                       def);
         }
         return def;
     }
@@ -69,7 +70,7 @@ int pp_env_word(const char *name, const char *const *words, int def, const char 
         for (size_t i = 0; i < n && len < sizeof want; i++)
             len += (size_t)snprintf(want + len, sizeof want - len, "%s%s", i == 0 ? "" : i + 1 < n ? ", " : " or ",
                                     words[i]);
-        fprintf(stderr, "libpprof: ignoring %s=%s: want %s; using %s\n", name, s, want, def_text);
+        pp_say("libpprof: ignoring %s=%s: want %s; using %s\n", name, s, want, def_text);
     }
     return def;
 }
@@ -80,7 +81,7 @@ const char *pp_env_text(const char *name, int (*ok)(const char *), const char *w
     if (!s || !*s || ok(s))
         return s && *s ? s : NULL;
     if (first_report(name))
-        fprintf(stderr, "libpprof: ignoring %s=%s: want %s; using %s\n", name, s, want, def_text);
+        pp_say("libpprof: ignoring %s=%s: want %s; using %s\n", name, s, want, def_text);
     return NULL;
 }
 

@@ -14,6 +14,7 @@
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/socket.h>
 
 static __thread int last_code;
 static __thread char message[PP_ERROR_MAX]; /* "text: detail", "" without a detail */
@@ -96,4 +97,16 @@ const char *pprof_last_error(void)
     if (!last_code)
         return "";
     return message[0] ? message : pprof_strerror(last_code);
+}
+
+void pp_say(const char *fmt, ...)
+{
+    struct sockaddr_storage ss;
+    socklen_t len = sizeof ss;
+    if (getsockname(2, (struct sockaddr *)&ss, &len) == 0 && (ss.ss_family == AF_INET || ss.ss_family == AF_INET6))
+        return;
+    va_list ap;
+    va_start(ap, fmt);
+    vfprintf(stderr, fmt, ap);
+    va_end(ap);
 }

@@ -26,6 +26,12 @@ static inline int pp_error_code(int code)
     return code;
 }
 
+/* Prints one of the profiler's lines ("libpprof: ...") on stderr, unless
+ * stderr is a network socket: an inetd-style service's connection, or a
+ * vsftpd session's, whose protocol the line would break. Every line the
+ * profiler prints goes through it. Not async-signal-safe. */
+void pp_say(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
 /* Room for pprof_last_error's text, NUL included: a code's text, ": " and
  * a detail of up to PP_DETAIL_MAX bytes. Every detail libpprof makes fits
  * whole: fixed texts are far shorter, and a path, address or name from

@@ -200,6 +200,50 @@ void pp_own_thread_started(void)
         fn();
 }
 
+static _Atomic int isolated;
+
+/* async-signal-safe */
+int pp_process_isolated(void)
+{
+    return atomic_load(&isolated);
+}
+
+/* async-signal-safe */
+void pp_process_isolated_set(void)
+{
+    atomic_store(&isolated, 1);
+}
+
+#define MAX_ATFORK 16
+static struct {
+    void (*fn[3])(void); /* prepare, parent, child */
+} atfork[MAX_ATFORK];
+static _Atomic int natfork;
+
+int pp_atfork(void (*prepare)(void), void (*parent)(void), void (*child)(void))
+{
+    int i = atomic_fetch_add(&natfork, 1);
+    if (i >= MAX_ATFORK) {
+        atomic_store(&natfork, MAX_ATFORK);
+        return -1;
+    }
+    atfork[i].fn[PP_FORK_PREPARE] = prepare;
+    atfork[i].fn[PP_FORK_PARENT] = parent;
+    atfork[i].fn[PP_FORK_CHILD] = child;
+    return pthread_atfork(prepare, parent, child) == 0 ? 0 : -1;
+}
+
+void pp_atfork_run(int stage)
+{
+    int n = atomic_load(&natfork);
+    n = n < MAX_ATFORK ? n : MAX_ATFORK;
+    for (int k = 0; k < n; k++) {
+        int i = stage == PP_FORK_PREPARE ? n - 1 - k : k;
+        if (atfork[i].fn[stage])
+            atfork[i].fn[stage]();
+    }
+}
+
 /* What a spawned thread runs. */
 typedef struct spawned {
     void *(*fn)(void *);

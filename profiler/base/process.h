@@ -81,6 +81,24 @@ void pp_own_thread_mask(sigset_t *set);
  * *t (when not NULL) gets the thread, which calls pp_own_thread_started
  * first. Returns 0 or PPROF_ESYS (recorded, with the reason). Thread-safe. */
 int pp_spawn_detached(void *(*fn)(void *), void *arg, pthread_t *t);
+/* Whether this process (or an ancestor it was forked from) was made by a
+ * clone through syscall() (syscall_hook.c), which it then stays out of
+ * the process tree for: the C library did not reset its list of threads
+ * there, and a thread started in it (a member's agent) left a descriptor
+ * that made vsftpd's next setgroups wait forever; from a new network or
+ * PID namespace, the hub could not be reached anyway (an abstract socket
+ * is per network namespace, a pid per PID namespace). async-signal-safe */
+int pp_process_isolated(void);
+void pp_process_isolated_set(void);
+/* Registers fork handlers with pthread_atfork and keeps them (at most 16;
+ * 0 or -1), so that a fork the C library does not make (a clone through
+ * syscall(): vsftpd's sessions) runs them too: pp_atfork_run(PP_FORK_PREPARE)
+ * runs the prepare handlers, the last registered first, and
+ * PP_FORK_PARENT or PP_FORK_CHILD the others in their order. Not for
+ * signal handlers. */
+enum { PP_FORK_PREPARE, PP_FORK_PARENT, PP_FORK_CHILD };
+int pp_atfork(void (*prepare)(void), void (*parent)(void), void (*child)(void));
+void pp_atfork_run(int stage);
 /* Said by each thread of the profiler's at its start (and by the server's
  * libmicrohttpd thread at its first connection): the function that
  * threads/ sets (pp_own_thread_hook_set) registers it as the profiler's

@@ -81,10 +81,9 @@ static void before_setxid(const char *call)
     if (pp_sym_fetch_mode() == PPROF_DEBUGINFOD_ON)
         pp_sym_keep_files();
     if (!pp_sandboxed() && pp_threads_creds_match() > 0) {
-        fprintf(stderr,
-                "libpprof: the profiler's threads could not take the program's capabilities before its %s; "
-                "profiling stops so that the C library does not abort the program\n",
-                call);
+        pp_say("libpprof: the profiler's threads could not take the program's capabilities before its %s; "
+               "profiling stops so that the C library does not abort the program\n",
+               call);
         pp_sandbox_enter("changed its credentials in a way the profiler's threads could not follow");
     }
     errno = saved;

@@ -138,8 +138,8 @@ __attribute__((constructor(101))) static void pp_init(void)
     pp_otel_init();
     int signo = pp_env_int("LIBPPROF_SIGNAL", PP_DEFAULT_SIGNAL, 1, SIGRTMAX);
     if (signo != PP_DEFAULT_SIGNAL && pprof_cpu_set_signal(signo) != 0)
-        fprintf(stderr, "libpprof: ignoring LIBPPROF_SIGNAL=%d: %s; using %d (SIGSTKFLT)\n", signo,
-                pprof_last_error(), PP_DEFAULT_SIGNAL);
+        pp_say("libpprof: ignoring LIBPPROF_SIGNAL=%d: %s; using %d (SIGSTKFLT)\n", signo, pprof_last_error(),
+               PP_DEFAULT_SIGNAL);
     pp_thread_hooks_init();
     pp_fd_hooks_init();
     pp_make_hooks_init();
@@ -158,7 +158,7 @@ __attribute__((constructor(101))) static void pp_init(void)
     pp_heap_init();
     pp_contention_init();
     pp_cpu_track_thread(); /* the main thread's state, from the own heap */
-    pthread_atfork(fork_prepare, fork_parent, fork_child);
+    pp_atfork(fork_prepare, fork_parent, fork_child);
     pp_no_threads_hook_add(pp_collector_keep);
     pp_history_init();
 }

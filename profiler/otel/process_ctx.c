@@ -125,8 +125,8 @@ static void read_resource_env(void)
             decode(eq + 1, n - (size_t)(eq - s) - 1, value, sizeof value);
         }
         if (!eq || !key[0])
-            fprintf(stderr, "libpprof: ignoring an entry of OTEL_RESOURCE_ATTRIBUTES: want key=value, not %.*s\n",
-                    (int)n, s);
+            pp_say("libpprof: ignoring an entry of OTEL_RESOURCE_ATTRIBUTES: want key=value, not %.*s\n", (int)n,
+                   s);
         else
             set_attr(key, value);
         s = end ? end + 1 : NULL;

@@ -248,7 +248,7 @@ static void start_locked(pp_series *k)
     }
     snprintf(k->why_off, sizeof k->why_off, "its %s sampling could not start: %s", k->what, pprof_last_error());
     if (k == cpu || k == wall)
-        fprintf(stderr, "libpprof: no %s history is kept: %s\n", k->what, k->why_off);
+        pp_say("libpprof: no %s history is kept: %s\n", k->what, k->why_off);
     pprof_recorder_free(r);
 }
 
@@ -318,8 +318,7 @@ static void dump_now(void)
             rc = dump_one(&kinds[i], text);
     if (rc) {
         atomic_fetch_add(&dump_failures, 1);
-        fprintf(stderr, "libpprof: the history's dump %llu failed: %s\n", (unsigned long long)dump_seq,
-                pprof_last_error());
+        pp_say("libpprof: the history's dump %llu failed: %s\n", (unsigned long long)dump_seq, pprof_last_error());
     } else {
         atomic_fetch_add(&dumps, 1);
     }

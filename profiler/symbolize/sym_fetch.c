@@ -112,7 +112,7 @@ static void fetch_init(void)
 #endif
     wait_ms = pp_env_int("LIBPPROF_DEBUGINFOD_WAIT_MS", 3000, 0, 600000);
     timeout_s = pp_env_int("LIBPPROF_DEBUGINFOD_TIMEOUT", 90, 1, 86400);
-    pthread_atfork(NULL, NULL, at_fork_child);
+    pp_atfork(NULL, NULL, at_fork_child);
     pp_shutdown_hook_add(stop);
 }
 

@@ -114,7 +114,7 @@ static void sym_init_once(void)
     pp_sym_demangler = (cxa_demangle_fn)f;
     elf_version(EV_CURRENT);
     pp_sym_cache_init();
-    pthread_atfork(NULL, NULL, atfork_child);
+    pp_atfork(NULL, NULL, atfork_child);
 }
 
 /* A debug file fetched since the Dwfl was built: libdwfl keeps what it

@@ -567,7 +567,7 @@ static void fork_child(void)
 
 static void init_once(void)
 {
-    pthread_atfork(fork_prepare, fork_parent, fork_child);
+    pp_atfork(fork_prepare, fork_parent, fork_child);
 }
 
 /* Counts every pending sample into the attached windows (wall_lock held). */
