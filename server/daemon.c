@@ -330,6 +330,14 @@ void pp_server_offer_takeover(const pprof_server_config *cfg)
 /* The host exits: stop serving before its destructors run. */
 static void stop_at_exit(void)
 {
+    const char *why = pp_sandboxed();
+    pthread_mutex_lock(&srv.mu);
+    int running = srv.running;
+    pthread_mutex_unlock(&srv.mu);
+    if (why && running) /* the process lives on: say why its endpoint goes */
+        pp_say("libpprof: pid %d %s: profiling stops in it, and it serves the endpoint no more (a process of its "
+               "tree takes it over, if it has one)\n",
+               (int)getpid(), why);
     pprof_server_stop();
 }
 

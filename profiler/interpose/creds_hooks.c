@@ -62,7 +62,9 @@ API int prctl(int option, ...)
     va_end(ap);
     if (!real_prctl)
         real_prctl = (prctl_fn)pp_next_symbol("prctl", NULL);
-    if (option == PR_SET_SECCOMP && (a2 == SECCOMP_MODE_STRICT || a2 == SECCOMP_MODE_FILTER))
+    /* a filter with no program is a probe of the kernel (Chromium's, older
+     * libseccomp's): it fails and passes */
+    if (option == PR_SET_SECCOMP && (a2 == SECCOMP_MODE_STRICT || (a2 == SECCOMP_MODE_FILTER && a3)))
         pp_sandbox_enter(a2 == SECCOMP_MODE_STRICT ? "entered seccomp strict mode" : "entered a seccomp filter");
     int rc = real_prctl ? real_prctl(option, a2, a3, a4, a5) : (int)syscall(SYS_prctl, option, a2, a3, a4, a5);
     if (rc == 0 && (option == PR_SET_KEEPCAPS || option == PR_SET_SECUREBITS)) {

@@ -73,7 +73,10 @@ PP_HIDDEN_FRAME API long syscall(long nr, ...)
         errno = ENOSYS;
         return -1;
     }
-    if (nr == SYS_seccomp && (a[0] == SECCOMP_SET_MODE_STRICT || a[0] == SECCOMP_SET_MODE_FILTER))
+    /* libseccomp first probes the kernel with calls that cannot succeed
+     * (strict mode with flags, a filter with no program): those pass */
+    if (nr == SYS_seccomp &&
+        ((a[0] == SECCOMP_SET_MODE_STRICT && !a[1] && !a[2]) || (a[0] == SECCOMP_SET_MODE_FILTER && a[2])))
         pp_sandbox_enter(a[0] == SECCOMP_SET_MODE_STRICT ? "entered seccomp strict mode" : "entered a seccomp filter");
     if (makes_process(nr, a)) {
         pp_atfork_run(PP_FORK_PREPARE);

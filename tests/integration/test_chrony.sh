@@ -118,5 +118,9 @@ for way in daemon foreground; do
     pp_check "$way: chronyd answered every NTP request meanwhile ($got of $sent)" \
         test -n "$got" -a "$got" = "$sent" -a "${sent:-0}" -gt 50
     pp_check "$way: SIGTERM ends chronyd" stop
+    if [ "$way" = foreground ]; then # the daemonized one's stderr is /dev/null
+        line=$(grep -m1 "^libpprof: pid $MAIN entered a seccomp filter" "$TMP/chronyd-$way.err")
+        pp_check "$way: the serving process said why its endpoint went (${line:-no line})" test -n "$line"
+    fi
 done
 pp_finish
