@@ -24,8 +24,8 @@
 #include "request.h"
 
 #include <stdatomic.h>
-#include <stdio.h>
 #include <limits.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -146,6 +146,8 @@ int pprof_http_handle(const pprof_server_config *cfg, const pprof_http_request *
 {
     if (!req || !req->method || !req->path || !done)
         return pp_route(cfg, req, done, ctx, call);
+    if (call)
+        *call = NULL; /* a request answered here, a bad pid or tree, has no handle */
     pprof_labels *prev = pp_own_labels_begin();
     static const char *const tree_keys[] = {"pid", "tree"};
     char v[32];
