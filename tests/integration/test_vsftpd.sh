@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # test_vsftpd.sh: Debian's vsftpd under libpprof, standalone in the
 # foreground as Debian's unit runs it, with its defaults for isolation
-# (each session in new IPC and network namespaces, its seccomp sandbox),
+# (each session in new IPC and network namespaces; seccomp_sandbox, which
+# left these anonymous sessions at "Seccomp: 0"),
 # serving anonymous downloads to an FTP client in python3
 # (test-labels: plain-only slow)
 #
