@@ -195,15 +195,15 @@ API int getrlimit64(__rlimit_resource_t resource, struct rlimit64 *rl)
 }
 
 /* prlimit and prlimit64, with `next` the next definition. */
-static int prlimit_with(prlimit_fn next, pid_t pid, __rlimit_resource_t resource, const struct rlimit *new,
+static int prlimit_with(prlimit_fn next, pid_t pid, __rlimit_resource_t resource, const struct rlimit *set,
                         struct rlimit *old)
 {
-    before(pid, resource, new);
+    before(pid, resource, set);
     if (resource != RLIMIT_AS || !is_self(pid))
-        return next(pid, resource, new, old);
-    if (new &&real_prlimit)
-        return set_as(new, old);
-    int rc = next(pid, resource, new, old);
+        return next(pid, resource, set, old);
+    if (set && real_prlimit)
+        return set_as(set, old);
+    int rc = next(pid, resource, set, old);
     if (rc == 0 && old)
         as_host_view(old);
     return rc;

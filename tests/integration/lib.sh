@@ -319,12 +319,25 @@ pp_ticks() {
 # count (so its threads that ended count too), less those of libpprof's
 # threads (listed before the window: one read of each file at each end).
 pp_cpu_window() {
-    local own cpu
-    own=$(for t in /proc/"$1"/task/*; do [[ "$(cat "$t/comm" 2>/dev/null)" =~ $PP_OWN_THREADS ]] && echo "$t/stat"; done)
-    curl -sS --max-time 20 -o "$TMP/cpu.pb.gz" -w '%{http_code}' "$3/profile?seconds=$2" >"$TMP/cpu.code" &
+    pp_cpu_windows "$2" "$3" "$1"
+    mv "$TMP/ticks.$1" "$TMP/ticks"
+}
+
+# pp_cpu_windows SECONDS BASE PID...: pp_cpu_window for several processes
+# over one window, each PID's ticks in $TMP/ticks.PID.
+pp_cpu_windows() {
+    local s=$1 base=$2 p cpu own=()
+    shift 2
+    for p in "$@"; do
+        own[p]=$(for t in /proc/"$p"/task/*; do [[ "$(cat "$t/comm" 2>/dev/null)" =~ $PP_OWN_THREADS ]] && echo "$t/stat"; done)
+    done
+    curl -sS --max-time 20 -o "$TMP/cpu.pb.gz" -w '%{http_code}' "$base/profile?seconds=$s" >"$TMP/cpu.code" &
     cpu=$!
     # shellcheck disable=SC2086 # one word per thread
-    { pp_ticks_less "$1" $own; sleep "$2"; pp_ticks_less "$1" $own; } >"$TMP/ticks"
+    for p in "$@"; do pp_ticks_less "$p" ${own[p]} >"$TMP/ticks.$p"; done
+    sleep "$s"
+    # shellcheck disable=SC2086
+    for p in "$@"; do pp_ticks_less "$p" ${own[p]} >>"$TMP/ticks.$p"; done
     wait $cpu
 }
 

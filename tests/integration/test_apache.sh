@@ -79,26 +79,7 @@ children() {
     done
 }
 
-# cpu_window SECONDS PID...: a CPU profile of the tree over SECONDS into
-# $TMP/cpu.pb.gz, and each PID's CPU ticks at the window's ends (less
-# libpprof's threads) in $TMP/ticks.PID.
-cpu_window() {
-    local s=$1 p own=()
-    shift
-    for p in "$@"; do
-        own[p]=$(for t in /proc/"$p"/task/*; do [[ "$(cat "$t/comm" 2>/dev/null)" =~ $PP_OWN_THREADS ]] && echo "$t/stat"; done)
-    done
-    curl -sS --max-time 20 -o "$TMP/cpu.pb.gz" -w '%{http_code}' "$base/profile?seconds=$s" >"$TMP/cpu.code" &
-    local cpu=$!
-    # shellcheck disable=SC2086 # one word per thread
-    for p in "$@"; do pp_ticks_less "$p" ${own[p]} >"$TMP/ticks.$p"; done
-    sleep "$s"
-    # shellcheck disable=SC2086
-    for p in "$@"; do pp_ticks_less "$p" ${own[p]} >>"$TMP/ticks.$p"; done
-    wait $cpu
-}
-
-# check_cpu WHAT PID...: the last cpu_window's profile answered 200, and
+# check_cpu WHAT PID...: the last pp_cpu_windows's profile answered 200, and
 # the samples of each PID that used over 300 ms cover its CPU from /proc.
 check_cpu() {
     local what=$1 p c0 c1 mine all="" bad=0 busy=0
@@ -156,7 +137,7 @@ wrk -t2 -c32 -d7s "http://127.0.0.1:$HPORT/" >"$TMP/wrk.out" 2>&1 &
 wrk=$!
 sleep 1
 # shellcheck disable=SC2086 # one word per child
-cpu_window 4 $kids
+pp_cpu_windows 4 "$base" $kids
 one=${kids%% *}
 codes=""
 for k in "heap?pid=$one" "goroutine?pid=$one" "wall?seconds=1&pid=$one"; do
@@ -192,7 +173,7 @@ gone=0
 for c in $old; do pp_wait_gone "$c" 100 0.1 && gone=$((gone + 1)); done
 pp_check "the old children ended ($gone of $(echo $old | wc -w))" test "$gone" = "$(echo $old | wc -w)"
 # shellcheck disable=SC2086
-cpu_window 3 $new
+pp_cpu_windows 3 "$base" $new
 wait $wrk
 # shellcheck disable=SC2086
 check_cpu "after a graceful restart" $new
