@@ -486,15 +486,16 @@ pg_heap() {
     fi
     {
         echo "SELECT pg_backend_pid() AS pid \\gset"
+        echo "\\setenv PP_PID :pid" # psql's \! expands no psql variable; its shell reads this one
         echo "CREATE TEMP TABLE t AS SELECT g AS a, md5(g::text) AS b FROM generate_series(1, 1000) g;"
         echo "SELECT 'ctx=' || sum(total_bytes) FROM pg_backend_memory_contexts;"
-        echo "\\! curl -s --max-time 60 -o $dir/heap0.pb 'http://127.0.0.1:$PORT/debug/pprof/heap?pid=:pid'"
+        echo "\\! curl -sf --max-time 60 -o $dir/heap0.pb 'http://127.0.0.1:$PORT/debug/pprof/heap?pid='\$PP_PID"
         for i in $(seq 3000); do
             echo "PREPARE p$i AS SELECT a, b, length(b) + $i FROM t WHERE a > \$1 AND b LIKE 'x%' ORDER BY b LIMIT 10;"
             echo "EXECUTE p$i(1);"
         done
         echo "SELECT 'ctx=' || sum(total_bytes) FROM pg_backend_memory_contexts;"
-        echo "\\! curl -s --max-time 60 -o $dir/heap1.pb 'http://127.0.0.1:$PORT/debug/pprof/heap?pid=:pid'"
+        echo "\\! curl -sf --max-time 60 -o $dir/heap1.pb 'http://127.0.0.1:$PORT/debug/pprof/heap?pid='\$PP_PID"
     } >"$dir/heap.sql"
     chmod 644 "$dir/heap.sql"
     runuser -u postgres -- "$bin/psql" -h "$dir" -p "$port" -At -f "$dir/heap.sql" postgres >"$TMP/pg-heap.log" 2>&1
