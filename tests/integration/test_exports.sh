@@ -5,7 +5,8 @@
 # interposes (the list below, the contract with hosts), and the one
 # variable outside readers look for, OTEP 4947's otel_thread_ctx_v1 (a TLS
 # symbol); no internal name
-# leaks into a host's namespace. libpprof.a brings the malloc and lock
+# leaks into a host's namespace. Every override interpose/'s sources define
+# is in the list. libpprof.a brings the malloc and lock
 # hooks, libpprof_nohooks.a neither. The library's SONAME is libpprof.so.0
 # and pprof_version() is the header's version.
 # Usage: test_exports.sh BUILD_DIR
@@ -30,7 +31,7 @@ open open64 openat openat64 __open_2 __open64_2 __openat_2 __openat64_2 socket s
 pthread_sigmask sigprocmask chroot capset prctl
 sigaction signal bsd_signal sysv_signal poll ppoll select pselect epoll_wait epoll_pwait epoll_pwait2 nanosleep
 clock_nanosleep usleep sigtimedwait syscall recv recvfrom recvmsg accept accept4
-setrlimit setrlimit64 prlimit prlimit64
+setrlimit setrlimit64 getrlimit getrlimit64 prlimit prlimit64
 setuid setgid seteuid setegid setreuid setregid setresuid setresgid setgroups initgroups
 execve execv execvp execvpe execl execle execlp fexecve mmap mmap64 munmap mremap
 otel_thread_ctx_v1"
@@ -39,6 +40,12 @@ api=$(cat "$SRC"/include/pprof*.h | tr '\n' ' ' |
     grep -oE 'PPROF_API[^;]*;' | grep -oE 'pprof_[a-z0-9_]+ *\(' | tr -d ' (' | sort -u)
 expected=$( { echo "$api"; echo $INTERPOSED | tr ' ' '\n'; } | sort -u)
 actual=$(nm -D --defined-only "$LIB" | awk '{ print $3 }' | sort -u)
+# what interpose/ defines as an override (API): each in the list above, so
+# each exported (getrlimit was defined and not exported)
+defined=$(grep -hoE '^API [^(=]*[ *][A-Za-z_0-9]+\(' "$SRC"/profiler/interpose/*.c | sed -E 's/.*[ *]([A-Za-z_0-9]+)\($/\1/' | sort -u)
+unlisted=$(comm -23 <(echo "$defined") <(echo $INTERPOSED | tr ' ' '\n' | sort -u) | tr '\n' ' ')
+pp_check "interpose/ defines $(echo "$defined" | wc -l) overrides, each listed here (not listed: ${unlisted:-none})" \
+    test -z "$unlisted" -a "$(echo "$defined" | wc -l)" -gt 60
 n_api=$(echo "$api" | wc -l)
 pp_check "the headers declare the API ($n_api functions)" test "$n_api" -gt 60
 extra=$(comm -13 <(echo "$expected") <(echo "$actual") | tr '\n' ' ')
