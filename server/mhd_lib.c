@@ -28,6 +28,8 @@ static void *open_lib(const char *soname)
     pp_own_heap_leave();
     if (!h)
         snprintf(failed, sizeof failed, "cannot load %s: %s", soname, dlerror());
+    else
+        pp_own_object_add(soname);
     return h;
 }
 

@@ -3,6 +3,7 @@
 #include "lock.h"
 #include "error.h"
 #include "own_labels.h"
+#include "own_maps.h"
 #include "process.h"
 #include "pprof.h"
 
@@ -10,9 +11,13 @@
 #include <stdatomic.h>
 #include <stddef.h>
 #include <stdlib.h>
+#include <string.h>
 #include <pthread.h>
 #include <signal.h>
 #include <time.h>
+#include <linux/capability.h>
+#include <sys/syscall.h>
+#include <unistd.h>
 
 _Atomic int pp_fork_pending;
 
@@ -195,6 +200,7 @@ void pp_own_thread_hook_set(void (*fn)(void))
 
 void pp_own_thread_started(void)
 {
+    pp_own_stack_unlock();
     void (*fn)(void) = atomic_load(&own_thread_hook);
     if (fn)
         fn();
@@ -212,6 +218,35 @@ int pp_process_isolated(void)
 void pp_process_isolated_set(void)
 {
     atomic_store(&isolated, 1);
+}
+
+#define MAX_OWN_OBJECTS 8
+static const char *_Atomic own_objects[MAX_OWN_OBJECTS];
+
+void pp_own_object_add(const char *soname)
+{
+    for (int i = 0; i < MAX_OWN_OBJECTS; i++) {
+        const char *none = NULL, *had = atomic_load(&own_objects[i]);
+        if (had && strcmp(had, soname) == 0)
+            return;
+        if (!had && atomic_compare_exchange_strong(&own_objects[i], &none, soname))
+            return;
+    }
+}
+
+const char *pp_own_object(int i)
+{
+    return i >= 0 && i < MAX_OWN_OBJECTS ? atomic_load(&own_objects[i]) : NULL;
+}
+
+/* async-signal-safe */
+int pp_capable(int cap)
+{
+    struct __user_cap_header_struct h = {_LINUX_CAPABILITY_VERSION_3, 0};
+    struct __user_cap_data_struct d[_LINUX_CAPABILITY_U32S_3];
+    if (syscall(SYS_capget, &h, d) != 0)
+        return 1;
+    return (d[cap / 32].effective >> (cap % 32)) & 1;
 }
 
 #define MAX_ATFORK 16

@@ -90,6 +90,15 @@ int pp_spawn_detached(void *(*fn)(void *), void *arg, pthread_t *t);
  * is per network namespace, a pid per PID namespace). async-signal-safe */
 int pp_process_isolated(void);
 void pp_process_isolated_set(void);
+/* The libraries the profiler loaded with dlopen (libmicrohttpd, its TLS
+ * library, libcurl), by soname: pp_own_object_add keeps `soname` (a
+ * static string; at most 8), pp_own_object(i) gives the i-th or NULL.
+ * mlockall leaves them, and what only they need, unlocked. Thread-safe. */
+void pp_own_object_add(const char *soname);
+const char *pp_own_object(int i);
+/* Whether the process has capability `cap` (CAP_*) in its effective set;
+ * 1 when it cannot be read (the kernel then decides). async-signal-safe */
+int pp_capable(int cap);
 /* Registers fork handlers with pthread_atfork and keeps them (at most 16;
  * 0 or -1), so that a fork the C library does not make (a clone through
  * syscall(): vsftpd's sessions) runs them too: pp_atfork_run(PP_FORK_PREPARE)

@@ -28,6 +28,8 @@ void pp_sock_hooks_init(void);
 /* Finds the next setrlimit, setrlimit64, prlimit and prlimit64
  * (limit_hooks.c). */
 void pp_limit_hooks_init(void);
+/* Finds the next mlockall and munlockall (mlock_hooks.c). */
+void pp_mlock_hooks_init(void);
 /* Finds the next mmap, munmap and mremap (mmap_hooks.c). */
 void pp_mmap_hooks_init(void);
 /* Finds the next syscall (syscall_hook.c). */

@@ -150,6 +150,7 @@ __attribute__((constructor(101))) static void pp_init(void)
     pp_syscall_hook_init();
     pp_mmap_hooks_init();
     pp_limit_hooks_init();
+    pp_mlock_hooks_init();
     pp_threads_init();
     pp_threads_register_main();
     pp_unwind_init();

@@ -76,17 +76,6 @@ static int is_self(pid_t pid)
     return pid == 0 || pid == getpid();
 }
 
-/* Whether the process may raise a hard limit (CAP_SYS_RESOURCE in its
- * effective set). */
-static int may_raise(void)
-{
-    struct __user_cap_header_struct h = {_LINUX_CAPABILITY_VERSION_3, 0};
-    struct __user_cap_data_struct d[_LINUX_CAPABILITY_U32S_3];
-    if (syscall(SYS_capget, &h, d) != 0)
-        return 1; /* the kernel decides */
-    return (d[CAP_SYS_RESOURCE / 32].effective >> (CAP_SYS_RESOURCE % 32)) & 1;
-}
-
 /* The program's own values for this process's RLIMIT_AS as the kernel
  * has it in *r. */
 static void as_host_view(struct rlimit *r)
@@ -113,7 +102,7 @@ static int set_as(const struct rlimit *want, struct rlimit *old)
         return -1;
     struct rlimit seen = prev;
     as_host_view(&seen);
-    if (want->rlim_max > seen.rlim_max && want->rlim_max <= prev.rlim_max && !may_raise()) {
+    if (want->rlim_max > seen.rlim_max && want->rlim_max <= prev.rlim_max && !pp_capable(CAP_SYS_RESOURCE)) {
         errno = EPERM; /* the kernel would refuse it the program's own hard limit */
         return -1;
     }

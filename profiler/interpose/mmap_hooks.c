@@ -11,7 +11,9 @@
  * allocate, and takes the loader's lock): the next definitions are found
  * by the constructor (pp_mmap_hooks_init), and until then the calls go
  * to the kernel directly. mprotect and madvise change no owner: the
- * profile reads residency from the kernel.
+ * profile reads residency from the kernel. While the program has its
+ * future mappings locked (mlock_hooks.c), the profiler's own are made
+ * unlocked (pp_own_mmap).
  */
 #define _GNU_SOURCE
 #include "base/base.h"
@@ -58,8 +60,12 @@ static int ready(void)
 /* malloc-safe */
 static void *do_mmap(void *addr, size_t len, int prot, int flags, int fd, off_t off, uint64_t caller)
 {
-    void *p = ready() ? next.mmap(addr, len, prot, flags, fd, off)
-                      : (void *)syscall(SYS_mmap, addr, len, prot, flags, fd, off);
+    void *p;
+    if (pp_future_locked() && pp_own_work()) /* the symbolizer's files: not locked in with the program's */
+        p = pp_own_mmap(ready() ? next.mmap : NULL, addr, len, prot, flags, fd, off);
+    else
+        p = ready() ? next.mmap(addr, len, prot, flags, fd, off)
+                    : (void *)syscall(SYS_mmap, addr, len, prot, flags, fd, off);
     if (p != MAP_FAILED)
         pp_memory_mapped(p, len, flags, caller);
     return p;

@@ -169,7 +169,8 @@ static bool curl_load(void)
     void *h = NULL;
     for (int pass = 0; pass < 2 && !h; pass++) /* one the program loaded already, first */
         for (size_t i = 0; i < 2 && !h; i++)
-            h = dlopen(names[i], RTLD_NOW | RTLD_LOCAL | (pass == 0 ? RTLD_NOLOAD : 0));
+            if ((h = dlopen(names[i], RTLD_NOW | RTLD_LOCAL | (pass == 0 ? RTLD_NOLOAD : 0))) && pass == 1)
+                pp_own_object_add(names[i]);
     if (h) {
         *(void **)&curl.init = dlsym(h, "curl_easy_init");
         *(void **)&curl.setopt = dlsym(h, "curl_easy_setopt");

@@ -24,9 +24,11 @@
 #include "base/base.h"
 
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/syscall.h>
+#include <time.h>
 #include <unistd.h>
 
 struct start {
@@ -78,6 +80,8 @@ static void register_self(const uint64_t *create, int ncreate, int own)
 
 /* Enters the calling thread's stack bounds (as the unwinder found them)
  * in its entry. */
+static _Atomic int own_unsettled; /* own threads created whose stacks are not noted yet */
+
 static void note_stack(void)
 {
     int tid = (int)syscall(SYS_gettid);
@@ -180,6 +184,24 @@ size_t pp_threads_own_stack_bytes(void)
     return live > kept ? live : kept;
 }
 
+int pp_threads_own_stacks(uintptr_t *lo, uintptr_t *hi, int max)
+{
+    int64_t end = pp_now_ns(CLOCK_MONOTONIC) + 1000000000;
+    while (atomic_load(&own_unsettled) > 0 && pp_now_ns(CLOCK_MONOTONIC) < end) { /* their stacks are mapped */
+        struct timespec t = {0, 200000};
+        nanosleep(&t, NULL);
+    }
+    int n = 0;
+    pp_mutex_lock(&reg_lock);
+    for (int i = 0; i < reg_high && n < max; i++)
+        if (registry[i].tid && registry[i].own && stack_bytes(&registry[i])) {
+            hi[n] = registry[i].stack_hi;
+            lo[n++] = registry[i].stack_hi - stack_bytes(&registry[i]);
+        }
+    pp_mutex_unlock(&reg_lock);
+    return n;
+}
+
 static int forking_tid; /* the forking thread's id in the parent (reg_lock) */
 
 /* The child's one thread is the forking thread's entry, under its new id
@@ -190,6 +212,7 @@ void pp_threads_fork_child(void)
     pp_threads_creds_fork_child();
     int tid = (int)syscall(SYS_gettid);
     inherited_own_stacks = 0;
+    atomic_store(&own_unsettled, 0); /* the parent's starting threads are not the child's */
     for (int i = 0; i < reg_high; i++) {
         if (registry[i].tid && registry[i].tid != forking_tid && registry[i].own)
             inherited_own_stacks += stack_bytes(&registry[i]);
@@ -254,10 +277,14 @@ PP_HIDDEN_FRAME void *pp_threads_trampoline(void *p)
     free(p);
     pp_labels_adopt(s.labels);
     pp_trace_adopt(&s.trace);
-    if (s.own)
+    if (s.own) {
         pp_own_heap_enter(); /* for the thread's life */
+        pp_own_stack_unlock();
+    }
     pp_unwind_thread_prepare();
     note_stack();
+    if (s.own)
+        atomic_fetch_sub(&own_unsettled, 1);
     pp_cpu_thread_start((const void *)s.fn);
     return s.fn(s.arg);
 }
@@ -272,8 +299,10 @@ void *pp_threads_start_new(void *(*fn)(void *), void *arg, uint64_t caller)
     if (!s)
         return NULL;
     s->own = own;
-    if (own)
+    if (own) {
         pp_threads_creds_starting(1);
+        atomic_fetch_add(&own_unsettled, 1);
+    }
     s->fn = fn;
     s->arg = arg;
     s->labels = pprof_labels_current();
@@ -288,8 +317,10 @@ void *pp_threads_start_new(void *(*fn)(void *), void *arg, uint64_t caller)
 void pp_threads_start_free(void *p)
 {
     struct start *s = p;
-    if (s->own)
+    if (s->own) {
         pp_threads_creds_starting(-1);
+        atomic_fetch_sub(&own_unsettled, 1);
+    }
     pprof_labels_unref(s->labels);
     free(s);
 }

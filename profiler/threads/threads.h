@@ -50,6 +50,11 @@ int pp_threads_list_own(int *tids, int max);
  * mapped (the C library keeps them for the next threads), whichever is
  * more. Same rules as pp_threads_list. */
 size_t pp_threads_own_stack_bytes(void);
+/* The stacks of the profiler's own live threads, each with its guard page
+ * below it, at most max: [lo[i], hi[i]). Returns their number. Waits (a
+ * second at most) for those being started to note their stacks. Same
+ * rules as pp_threads_list. */
+int pp_threads_own_stacks(uintptr_t *lo, uintptr_t *hi, int max);
 /* Gives every thread of the profiler's own the calling thread's
  * capabilities and securebits as they are now (creds.c): called after the
  * program changed them (capset, prctl) and before its setuid, setgid and

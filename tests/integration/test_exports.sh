@@ -31,7 +31,7 @@ open open64 openat openat64 __open_2 __open64_2 __openat_2 __openat64_2 socket s
 pthread_sigmask sigprocmask chroot capset prctl
 sigaction signal bsd_signal sysv_signal poll ppoll select pselect epoll_wait epoll_pwait epoll_pwait2 nanosleep
 clock_nanosleep usleep sigtimedwait syscall recv recvfrom recvmsg accept accept4
-setrlimit setrlimit64 getrlimit getrlimit64 prlimit prlimit64
+setrlimit setrlimit64 getrlimit getrlimit64 prlimit prlimit64 mlockall munlockall
 setuid setgid seteuid setegid setreuid setregid setresuid setresgid setgroups initgroups
 execve execv execvp execvpe execl execle execlp fexecve mmap mmap64 munmap mremap
 otel_thread_ctx_v1"
