@@ -97,7 +97,7 @@ static int note_obj(struct dl_phdr_info *info, size_t size, void *data)
     for (const ElfW(Dyn) *d = o->dyn; d && d->d_tag != DT_NULL; d++)
         if (d->d_tag == DT_STRTAB) /* the loader relocated it, except in the vDSO */
             o->strtab = (const char *)(d->d_un.d_ptr + (d->d_un.d_ptr < info->dlpi_addr ? info->dlpi_addr : 0));
-    for (const ElfW(Dyn) *d = o->dyn; o->strtab && d->d_tag != DT_NULL; d++)
+    for (const ElfW(Dyn) *d = o->dyn; d && o->strtab && d->d_tag != DT_NULL; d++)
         if (d->d_tag == DT_SONAME)
             o->soname = o->strtab + d->d_un.d_val;
     nobj++;
@@ -124,7 +124,7 @@ static void mark(int i, int which)
     if (*m)
         return;
     *m = 1;
-    for (const ElfW(Dyn) *d = objs[i].dyn; objs[i].strtab && d->d_tag != DT_NULL; d++) {
+    for (const ElfW(Dyn) *d = objs[i].dyn; d && objs[i].strtab && d->d_tag != DT_NULL; d++) {
         int j = d->d_tag == DT_NEEDED ? obj_named(objs[i].strtab + d->d_un.d_val) : -1;
         if (j >= 0)
             mark(j, which);
