@@ -7,9 +7,10 @@
  * (heap_hooks.c), so the size queries pass through; a free or move must
  * take it out of the live table, and a sampled object is never resized in
  * place (its record keeps its size). Everything else passes through.
- * Allocations made through these entry points (mallocx, rallocx's new
- * block, tc_malloc...) are not sampled; docs/heap.md lists what is not
- * covered. Each function exists only to be found before the allocator's
+ * jemalloc's mallocx (BIND 9 allocates everything through it) and
+ * rallocx's new block are sampled as malloc and realloc are, the block
+ * made with the program's flags; tcmalloc's tc_malloc family is not
+ * (docs/heap.md lists what is not covered). Each function exists only to be found before the allocator's
  * own; a program whose allocator lacks it never calls it. malloc-safe
  * throughout.
  */
@@ -23,6 +24,7 @@
 #include <string.h>
 
 #define API __attribute__((visibility("default")))
+#define CALLER ((uint64_t)(uintptr_t)__builtin_return_address(0))
 
 /* malloc-safe */
 static int ready(void)
@@ -63,6 +65,7 @@ void sdallocx(void *p, size_t size, int flags);
 void dallocx(void *p, int flags);
 void tc_free(void *p);
 void tc_free_sized(void *p, size_t size);
+void *mallocx(size_t size, int flags);
 void *rallocx(void *p, size_t size, int flags);
 size_t xallocx(void *p, size_t size, size_t extra, int flags);
 
@@ -128,18 +131,47 @@ API void tc_free_sized(void *p, size_t size)
         pp_next_x.tc_free_sized(p, size);
 }
 
-/* Moving a sampled object: a new block with the same flags, the bytes
- * copied, the old one freed through the table. malloc-safe */
+/* Whether this allocation of n bytes on a program's thread is to be
+ * sampled (heap_hooks.c's countdown). malloc-safe */
+static int take_sample(size_t n)
+{
+    if (pp_own_depth || (pp_heap_left -= (int64_t)n) > 0)
+        return 0;
+    return pp_heap_should_sample(n);
+}
+
+/* A block of the next allocator's mallocx, sampled as malloc is.
+ * malloc-safe */
+API void *mallocx(size_t size, int flags)
+{
+    if (!ready() || !pp_next_x.mallocx) {
+        errno = ENOMEM; /* no allocator with mallocx: the program's call cannot be served */
+        return NULL;
+    }
+    void *p = pp_next_x.mallocx(size, flags);
+    if (p && take_sample(size))
+        pp_heap_sampled(p, size, CALLER);
+    return p;
+}
+
+/* Moving a sampled object, or into one: a new block with the same flags,
+ * the bytes copied, the old one freed (through the table when sampled).
+ * malloc-safe */
 API void *rallocx(void *p, size_t size, int flags)
 {
     size_t old = sampled_size(p);
     if (pp_own_owns(p) || !pp_next_x.rallocx)
         return realloc(p, size);
-    if (!old || !pp_next_x.mallocx)
+    int sample = take_sample(size);
+    if ((!old && !sample) || !pp_next_x.mallocx)
         return pp_next_x.rallocx(p, size, flags);
+    if (!old)
+        old = pp_next.usable_size(p);
     void *q = pp_next_x.mallocx(size, flags);
     if (!q)
         return NULL;
+    if (sample)
+        pp_heap_sampled(q, size, CALLER);
     memcpy(q, p, old < size ? old : size);
     free(p);
     return q;

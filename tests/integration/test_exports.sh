@@ -16,7 +16,7 @@ SRC=$(cd "$(dirname "$0")/../.." && pwd)
 LIB=$BUILD/libpprof.so
 
 INTERPOSED="malloc free calloc realloc reallocarray memalign posix_memalign aligned_alloc
-valloc pvalloc malloc_usable_size malloc_size rallocx xallocx sallocx dallocx sdallocx
+valloc pvalloc malloc_usable_size malloc_size mallocx rallocx xallocx sallocx dallocx sdallocx
 tc_free tc_free_sized tc_malloc_size
 _Znwm _ZnwmRKSt9nothrow_t _ZnwmSt11align_val_t _ZnwmSt11align_val_tRKSt9nothrow_t
 _Znam _ZnamRKSt9nothrow_t _ZnamSt11align_val_t _ZnamSt11align_val_tRKSt9nothrow_t
