@@ -41,7 +41,8 @@ esac
 # test_postfix private postfix instances driven by smtp-source;
 # test_debuginfod serves debug files with Debian's debuginfod and builds
 # memcached from Debian's source (libevent-dev, patch, xz-utils);
-# test_mariadb runs mariadb-server under sysbench's load;
+# test_mariadb runs mariadb-server under sysbench's load, test_named
+# bind9's named under dnsperf's;
 # scripts/analyze.sh runs clang-tidy and cppcheck
 base=(libjemalloc2 libtcmalloc-minimal4 python3 openssl golang-github-google-pprof-dev)
 if ((quick)); then
@@ -50,7 +51,7 @@ else
   scripts/deps.sh "${base[@]}" clang memcached libmemcached-tools redis-server redis-tools \
       nginx-light wrk gdb postgresql chromium python3-websocket dnsmasq-base rsyslog dnsutils lintian \
       libcap2-bin php8.2-fpm libfcgi-bin openssh-server openssh-client varnish squid postfix haproxy chrony \
-      apache2 vsftpd debuginfod libevent-dev patch xz-utils clang-tidy cppcheck mariadb-server sysbench
+      apache2 vsftpd debuginfod libevent-dev patch xz-utils clang-tidy cppcheck mariadb-server sysbench bind9 dnsperf
 fi
 jobs=$(nproc)
 run() { # dir label-args cmake-args...

@@ -341,6 +341,20 @@ pp_cpu_windows() {
     wait $cpu
 }
 
+# pp_check_coverage WHAT PID SECONDS BASE: a check that a SECONDS CPU
+# profile of BASE (pp_cpu_window: $TMP/cpu.pb.gz) covers 90% to 110% of
+# PID's CPU from /proc over the window, which is over 300 ms.
+pp_check_coverage() {
+    local t0 t1 total proc
+    pp_cpu_window "$2" "$3" "$4"
+    read -r t0 t1 < <(paste -sd' ' "$TMP/ticks")
+    read -r total _ < <(pp_top_ms "$TMP/cpu.pb.gz")
+    total=${total:-0}
+    proc=$((((${t1:-0} - ${t0:-0}) * 1000) / $(getconf CLK_TCK)))
+    pp_check "a $3 s CPU profile $1 covers the CPU from /proc: $total of $proc ms (90% to 110%)" \
+        sh -c "[ $proc -gt 300 ] && [ $((total * 100)) -ge $((proc * 90)) ] && [ $((total * 100)) -le $((proc * 110)) ]"
+}
+
 # pp_every_kind BASE: asks BASE for every kind of profile, one after the
 # other (1 s windows); prints " KIND:CODE" for each.
 pp_every_kind() {

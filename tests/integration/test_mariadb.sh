@@ -21,6 +21,7 @@
 # Usage: test_mariadb.sh BUILD_DIR
 . "$(dirname "$0")/lib.sh"
 pp_init "$1"
+. "$(dirname "$0")/services/common.sh" # inuse_total
 
 if [ ! -x /usr/sbin/mariadbd ] || ! command -v sysbench >/dev/null || ! id mysql >/dev/null 2>&1; then
     pp_skip "mariadb-server or sysbench is not installed"
@@ -93,13 +94,7 @@ pp_check "--memlock: resident once ready $rss1 kB with libpprof, $rss0 kB withou
 bench 8 >"$TMP/tps1" &
 ld=$!
 sleep 1
-pp_cpu_window "$MD" 3 "$base"
-read -r t0 t1 < <(paste -sd' ' "$TMP/ticks")
-hz=$(getconf CLK_TCK)
-read -r total _ < <(pp_top_ms "$TMP/cpu.pb.gz")
-proc=$(((t1 - t0) * 1000 / hz))
-pp_check "a 3 s CPU profile under sysbench covers mariadbd's CPU from /proc: ${total:-0} of $proc ms (90% to 110%)" \
-    sh -c "[ '$proc' -gt 300 ] && [ $((${total:-0} * 100)) -ge $((proc * 90)) ] && [ $((${total:-0} * 100)) -le $((proc * 110)) ]"
+pp_check_coverage "of mariadbd under sysbench" "$MD" 3 "$base"
 pp_pprof_shows "the CPU profile names the query path (dispatch_command)" dispatch_command -top -nodecount=400 \
     "$TMP/cpu.pb.gz"
 codes=$(pp_every_kind "$base")
@@ -109,8 +104,6 @@ pp_note "sysbench oltp_read_only, 2 threads: $tps0 transactions/s without libppr
 pp_check "every kind of profile answers 200 under sysbench ($codes)" sh -c "! echo '$codes' | grep -q ':[^2]'"
 
 # the heap against MariaDB's own count of what it allocated
-inuse() { pp_pprof -raw -sample_index=inuse_space "$1" 2>/dev/null |
-    awk '/^Samples:/ { s = 1; next } /^Locations/ { s = 0 } s && $2 ~ /^[0-9]+$/ { t += $2 } END { print t + 0 }'; }
 m0=$(q "show global status like 'Memory_used'" | awk '{ print $2 }')
 curl -sS --max-time 20 -o "$TMP/heap0.pb.gz" "$base/heap"
 q "set session max_heap_table_size = 200 * 1024 * 1024; use sbtest;
@@ -118,8 +111,8 @@ q "set session max_heap_table_size = 200 * 1024 * 1024; use sbtest;
    insert into m select seq, repeat('x', 190) from seq_1_to_200000;"
 m1=$(q "show global status like 'Memory_used'" | awk '{ print $2 }')
 curl -sS --max-time 20 -o "$TMP/heap1.pb.gz" "$base/heap"
-h0=$(inuse "$TMP/heap0.pb.gz")
-h1=$(inuse "$TMP/heap1.pb.gz")
+h0=$(inuse_total "$TMP/heap0.pb.gz")
+h1=$(inuse_total "$TMP/heap1.pb.gz")
 pp_check "a MEMORY table of 200,000 rows: the heap grew $((h1 - h0)) B, MariaDB's Memory_used $((m1 - m0)) B (within 5%)" \
     within 5 "$((h1 - h0))" "$((m1 - m0))"
 
