@@ -24,7 +24,6 @@
 #include "request.h"
 
 #include <stdatomic.h>
-#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -153,9 +152,8 @@ int pprof_http_handle(const pprof_server_config *cfg, const pprof_http_request *
     char v[32];
     int pid = 0, whole = 1;
     if (pp_query_find(req->query, "pid", v, sizeof v)) {
-        char *end;
-        long n = strtol(v, &end, 10);
-        if (!v[0] || *end || n <= 0 || n > INT_MAX) {
+        long long n;
+        if (pp_parse_int(v, strlen(v), &n) != 0 || n <= 0) {
             pp_reply_error_to(done, ctx, 400, "pid must be a process id (a positive number), not \"%s\"", v);
             pp_own_labels_end(prev);
             return 0;
