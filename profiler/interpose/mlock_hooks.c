@@ -24,10 +24,10 @@
 #include "threads/threads.h"
 
 #include <errno.h>
-#include <fcntl.h>
 #include <link.h>
 #include <linux/capability.h>
 #include <stdlib.h>
+#include <stdio.h>
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/resource.h>
@@ -200,35 +200,20 @@ static void outside(const own_ranges *o, uintptr_t lo, uintptr_t hi, void (*fn)(
  * ranges; -1 when /proc/self/maps cannot be read. */
 static int each_program_range(const own_ranges *o, void (*fn)(uintptr_t, uintptr_t, void *), void *arg)
 {
-    int fd = open("/proc/self/maps", O_RDONLY | O_CLOEXEC);
-    if (fd < 0)
-        return -1;
-    char buf[4096];
-    size_t have = 0;
-    for (;;) {
-        ssize_t r = read(fd, buf + have, sizeof buf - have);
-        if (r < 0 && errno == EINTR)
-            continue;
-        if (r <= 0)
-            break;
-        have += (size_t)r;
-        size_t start = 0;
-        for (size_t i = 0; i < have; i++) {
-            if (buf[i] != '\n')
-                continue;
-            char *end;
-            uintptr_t lo = strtoull(buf + start, &end, 16), hi = *end == '-' ? strtoull(end + 1, NULL, 16) : 0;
-            if (hi > lo && lo < (uintptr_t)1 << 56) /* not the kernel's [vsyscall] */
-                outside(o, lo, hi, fn, arg);
-            start = i + 1;
-        }
-        memmove(buf, buf + start, have - start);
-        have -= start;
-        if (have == sizeof buf) /* a line longer than the buffer: a path; its range was read */
-            have = 0;
+    pp_own_heap_enter(); /* the stream's buffer is the profiler's */
+    FILE *f = pp_fd_fopen("/proc/self/maps");
+    int opened = f != NULL;
+    char line[4608]; /* a path is at most PATH_MAX */
+    while (f && fgets(line, sizeof line, f)) {
+        char *end;
+        uintptr_t lo = strtoull(line, &end, 16), hi = *end == '-' ? strtoull(end + 1, NULL, 16) : 0;
+        if (hi > lo && lo < (uintptr_t)1 << 56) /* not the kernel's [vsyscall] */
+            outside(o, lo, hi, fn, arg);
     }
-    close(fd);
-    return 0;
+    if (f)
+        pp_fd_fclose(f);
+    pp_own_heap_leave();
+    return opened ? 0 : -1;
 }
 
 static void add_bytes(uintptr_t lo, uintptr_t hi, void *sum)
