@@ -41,7 +41,8 @@ void pp_future_locked_set(int on);
  * NULL for the system call). async-signal-safe */
 void *pp_own_mmap(void *(*map)(void *, size_t, int, int, int, off_t), void *addr, size_t len, int prot, int flags,
                   int fd, off_t off);
-/* Said on a thread of the profiler's as it starts: while the program's
+/* Said on each thread of the profiler's as it starts (threads/'s
+ * trampoline; under dlopen no mlockall override binds): while the program's
  * future mappings are locked, unlocks the thread's stack (which the C
  * library mapped and the kernel faulted in whole) and gives back the
  * pages below the part in use. Not async-signal-safe (pthread_getattr_np). */

@@ -3,7 +3,6 @@
 #include "lock.h"
 #include "error.h"
 #include "own_labels.h"
-#include "own_maps.h"
 #include "process.h"
 #include "pprof.h"
 
@@ -200,7 +199,6 @@ void pp_own_thread_hook_set(void (*fn)(void))
 
 void pp_own_thread_started(void)
 {
-    pp_own_stack_unlock();
     void (*fn)(void) = atomic_load(&own_thread_hook);
     if (fn)
         fn();
