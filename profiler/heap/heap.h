@@ -130,6 +130,14 @@ extern PP_HEAP_HIDDEN __thread int64_t pp_heap_left; /* heap_guard.c */
 /* Slow path: called when pp_heap_left went to 0 or below. Returns 1 when
  * this allocation of `size` bytes is to be sampled. malloc-safe */
 int pp_heap_should_sample(size_t size);
+/* Counts `n` down; 1 if the allocation is to be sampled (the hooks'
+ * countdown, fast path inline). malloc-safe */
+static inline int pp_heap_take_sample(size_t n)
+{
+    if (__builtin_expect((pp_heap_left -= (int64_t)n) > 0, 1))
+        return 0;
+    return pp_heap_should_sample(n);
+}
 /* Records a sampled object (stack of the hooked function's caller, whose
  * return address is `caller`). Returns 0, or -1 when the tables are full
  * (the object is then not tracked). malloc-safe */

@@ -132,12 +132,10 @@ API void tc_free_sized(void *p, size_t size)
 }
 
 /* Whether this allocation of n bytes on a program's thread is to be
- * sampled (heap_hooks.c's countdown). malloc-safe */
+ * sampled. malloc-safe */
 static int take_sample(size_t n)
 {
-    if (pp_own_depth || (pp_heap_left -= (int64_t)n) > 0)
-        return 0;
-    return pp_heap_should_sample(n);
+    return !pp_own_depth && pp_heap_take_sample(n);
 }
 
 /* A block of the next allocator's mallocx, sampled as malloc is.

@@ -35,14 +35,6 @@
 #define CALLER ((uint64_t)(uintptr_t)__builtin_return_address(0))
 #define PAGE 4096 /* valloc's and pvalloc's alignment */
 
-/* Counts `n` down; 1 if the allocation is to be sampled. malloc-safe */
-static inline int take_sample(size_t n)
-{
-    if (LIKELY((pp_heap_left -= (int64_t)n) > 0))
-        return 0;
-    return pp_heap_should_sample(n);
-}
-
 /* A sampled object: the block malloc (`align` 0; calloc's when `zero`) or
  * memalign would give, recorded. malloc-safe */
 __attribute__((noinline)) static void *sampled_alloc(size_t align, size_t n, int zero, uint64_t caller)
@@ -160,7 +152,7 @@ static void *realloc_impl(void *p, size_t n, uint64_t caller)
             return pp_boot_alloc(n, 16);
         if (UNLIKELY(own))
             return pp_own_malloc(16, n);
-        return take_sample(n) ? sampled_alloc(0, n, 0, caller) : pp_next.malloc(n);
+        return pp_heap_take_sample(n) ? sampled_alloc(0, n, 0, caller) : pp_next.malloc(n);
     }
     if (!ready() || pp_boot_owns(p)) {
         size_t old = pp_boot_owns(p) ? pp_boot_size(p) : 0;
@@ -179,7 +171,7 @@ static void *realloc_impl(void *p, size_t n, uint64_t caller)
     /* The allocator's usable size, not the record's: an entry can be stale
      * (its free was not seen) and the address reused by a bigger block. */
     size_t old;
-    if (n && (held || (!own && take_sample(n))) &&
+    if (n && (held || (!own && pp_heap_take_sample(n))) &&
         ((old = pp_next.usable_size(p)) || (rec && !held && (old = (size_t)pp_heap_rec_get(rec)->key)))) {
         void *q = held ? pp_next.malloc(n) : sampled_alloc(0, n, 0, caller);
         if (!q) {
@@ -254,7 +246,7 @@ static inline __attribute__((always_inline)) void *aligned_entry(size_t align, s
         return pp_boot_alloc(n, align);
     if (UNLIKELY(pp_own_depth) && pow2(align))
         return pp_own_malloc(align, n);
-    if (pow2(align) && take_sample(n))
+    if (pow2(align) && pp_heap_take_sample(n))
         return sampled_alloc(align, n, 0, caller);
     return aligned ? pp_next.aligned_alloc(align, n) : pp_next.memalign(align, n);
 }
@@ -283,7 +275,7 @@ API int posix_memalign(void **out, size_t align, size_t n)
         *out = p;
         return 0;
     }
-    if (UNLIKELY(pp_own_depth) || take_sample(n)) {
+    if (UNLIKELY(pp_own_depth) || pp_heap_take_sample(n)) {
         void *p = pp_own_depth ? pp_own_malloc(align, n) : sampled_alloc(align, n, 0, CALLER);
         if (!p)
             return ENOMEM;
@@ -300,7 +292,7 @@ API void *valloc(size_t n)
         return pp_boot_alloc(n, PAGE);
     if (UNLIKELY(pp_own_depth))
         return pp_own_malloc(PAGE, n);
-    if (take_sample(n))
+    if (pp_heap_take_sample(n))
         return sampled_alloc(PAGE, n, 0, CALLER);
     return pp_next.valloc(n);
 }
@@ -317,7 +309,7 @@ API void *pvalloc(size_t n)
         return pp_boot_alloc(r ? r : PAGE, PAGE);
     if (UNLIKELY(pp_own_depth))
         return pp_own_malloc(PAGE, r ? r : PAGE);
-    if (take_sample(r))
+    if (pp_heap_take_sample(r))
         return sampled_alloc(PAGE, r ? r : PAGE, 0, CALLER);
     return pp_next.pvalloc(n);
 }
